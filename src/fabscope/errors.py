@@ -1,0 +1,37 @@
+"""One family of exceptions.
+
+The CLI prints ``str(err)`` of a :class:`FabscopeError` as one line and exits
+non-zero; anything else is a bug and keeps its traceback.
+"""
+
+
+class FabscopeError(Exception):
+    """Base class of every error fabscope reports to a user."""
+
+
+class FabricError(FabscopeError):
+    """A fabric that cannot be built or read: unknown name, bad parameter, dangling link."""
+
+
+class RoutingError(FabscopeError):
+    """A route that cannot be computed: loop, missing table entry, unreachable host."""
+
+
+class TrafficError(FabscopeError):
+    """A pattern or communication graph that does not fit the job or the fabric."""
+
+
+class PlacementError(FabscopeError):
+    """Ranks that do not fit the hosts, or hosts the fabric does not know."""
+
+
+class SchemaError(FabscopeError):
+    """A result or fabric file of the wrong schema version or shape."""
+
+
+class MeasureError(FabscopeError):
+    """MPI not found, a benchmark that failed, a launcher that cannot be built."""
+
+
+class MappingError(FabscopeError):
+    """A mapping problem that has no valid answer."""
