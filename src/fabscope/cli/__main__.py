@@ -1,0 +1,5 @@
+import sys
+
+from fabscope.cli import main
+
+sys.exit(main())

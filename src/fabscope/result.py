@@ -1,0 +1,160 @@
+"""One result schema for modeled and measured runs.
+
+A :class:`Result` holds a per-pair table (columns of equal length), optional
+per-link loads, the labels of the pair classes and metadata (what fabric,
+routing, pattern, seed, sizes; which fabscope wrote it).  Modeled runs
+(:func:`fabscope.model.simulate`) and measured runs (``fabscope analyze``)
+produce the same shape, so they compare pair by pair.
+
+Bandwidths are stored in bytes/s and shown in MB/s (1 MB = 10^6 bytes).
+
+>>> import numpy as np
+>>> r = Result(meta={"kind": "model"}, class_labels=("Same Node", "Far"),
+...            pairs={"src": np.array([0, 2]), "dst": np.array([1, 3]),
+...                   "cls": np.array([0, 1]), "bandwidth": np.array([3e9, 1e9])})
+>>> [(s.label, s.count, round(s.max)) for s in r.summary()]
+[('Overall', 2, 3000), ('Same Node', 1, 3000), ('Far', 1, 1000)]
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from fabscope import __version__
+from fabscope.atomic import atomic_open
+from fabscope.errors import SchemaError
+from fabscope.fabric.model import MB
+
+SCHEMA = "fabscope.result"
+SCHEMA_VERSION = 1
+
+#: columns of the pair table, in file order, with what each holds
+PAIR_COLUMNS = {
+    "src": "source rank",
+    "dst": "destination rank",
+    "src_host": "host of the source rank",
+    "dst_host": "host of the destination rank",
+    "cls": "index into class_labels",
+    "bytes": "bytes moved by the pair per message",
+    "bandwidth": "bytes/s the pair achieved (ping-pong: data per pair / time)",
+    "time": "seconds for one message (modeled) or per iteration (measured)",
+    "scenario": "independent sub-run the pair belongs to (all-pairs leaf tests)",
+}
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    label: str
+    count: int
+    max: float
+    avg: float
+    min: float
+
+
+@dataclass(eq=False)
+class Result:
+    meta: dict[str, Any]
+    class_labels: tuple[str, ...]
+    pairs: Mapping[str, np.ndarray]
+    links: Mapping[str, np.ndarray] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.pairs = {k: np.asarray(v) for k, v in self.pairs.items()}
+        lengths = {len(v) for v in self.pairs.values()}
+        if len(lengths) > 1:
+            raise SchemaError(f"pair columns of unequal length: {sorted(lengths)}")
+        self.meta = {"fabscope_version": __version__, **self.meta}
+        self.class_labels = tuple(self.class_labels)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pairs["bandwidth"])
+
+    def summary(self, column: str = "bandwidth", scale: float = MB) -> list[ClassSummary]:
+        """Overall, then one row per class present: Max / Average / Min of ``column``."""
+        v = np.asarray(self.pairs[column], dtype=float) / scale
+        cls = np.asarray(self.pairs["cls"])
+        rows = [_row("Overall", v)]
+        for i, label in enumerate(self.class_labels):
+            sel = v[cls == i]
+            if len(sel):
+                rows.append(_row(label, sel))
+        return rows
+
+    # ---- files ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "meta": _plain(self.meta),
+            "class_labels": list(self.class_labels),
+            "summary": [s.__dict__ for s in self.summary()],
+            "pairs": {k: _plain(v) for k, v in self.pairs.items()},
+            "links": None if self.links is None else {k: _plain(v) for k, v in self.links.items()},
+            "extra": _plain(self.extra),
+        }
+
+    def write_json(self, path: str | os.PathLike[str]) -> None:
+        doc = self.to_dict()
+        with atomic_open(path) as fh:
+            json.dump(doc, fh, separators=(",", ":"))
+            fh.write("\n")
+
+    def write_csv(self, path: str | os.PathLike[str]) -> None:
+        cols = [c for c in PAIR_COLUMNS if c in self.pairs] + [c for c in self.pairs if c not in PAIR_COLUMNS]
+        with atomic_open(path, "w") as fh:
+            w = csv.writer(fh)
+            w.writerow(cols + ["class"])
+            labels = self.class_labels
+            data = [self.pairs[c].tolist() for c in cols]
+            for i, row in enumerate(zip(*data)):
+                w.writerow(list(row) + [labels[int(self.pairs["cls"][i])]])
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "Result":
+        if doc.get("schema") != SCHEMA:
+            raise SchemaError(f"not a fabscope result (schema {doc.get('schema')!r})")
+        if doc.get("version") != SCHEMA_VERSION:
+            raise SchemaError(f"result schema version {doc.get('version')!r}, this fabscope reads version {SCHEMA_VERSION}")
+        links = doc.get("links")
+        return cls(
+            meta=dict(doc["meta"]),
+            class_labels=tuple(doc["class_labels"]),
+            pairs={k: np.asarray(v) for k, v in doc["pairs"].items()},
+            links=None if links is None else {k: np.asarray(v) for k, v in links.items()},
+            extra=dict(doc.get("extra") or {}),
+        )
+
+    @classmethod
+    def read_json(cls, path: str | os.PathLike[str]) -> "Result":
+        try:
+            with open(path) as fh:
+                doc = json.load(fh)
+        except json.JSONDecodeError as err:
+            raise SchemaError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from err
+        return cls.from_dict(doc)
+
+
+def _row(label: str, v: np.ndarray) -> ClassSummary:
+    return ClassSummary(label, int(len(v)), float(v.max()), float(v.mean()), float(v.min()))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
