@@ -238,8 +238,29 @@ class Fabric:
     # ---- classification -----------------------------------------------
     @property
     def class_labels(self) -> tuple[str, ...]:
-        """Labels of the classes :meth:`classify` returns, nearest first."""
-        return ("Same Node",) + tuple(lv.label for lv in self.levels) + (self.far_label,)
+        """Labels of the classes :meth:`classify` returns, nearest first.
+
+        Fabrics with coordinates (tori, meshes, hypercubes) class pairs beyond
+        their levels by router hops: ``"1 hop"``, ``"2 hops"``, ...
+        """
+        head = ("Same Node",) + tuple(lv.label for lv in self.levels)
+        if self.coords is None:
+            return head + (self.far_label,)
+        return head + tuple(f"{d} hop" + ("s" if d > 1 else "") for d in range(1, self.diameter + 1))
+
+    @property
+    def diameter(self) -> int:
+        """Router hops across the coordinate space (fabrics with coordinates only)."""
+        assert self.dims is not None and self.periodic is not None
+        return int(sum(k // 2 if p else k - 1 for k, p in zip(self.dims, self.periodic)))
+
+    def coord_hops(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Minimal router hops between hosts ``a`` and ``b`` on a torus or mesh."""
+        assert self.coords is not None and self.dims is not None and self.periodic is not None
+        d = np.abs(self.coords[a] - self.coords[b])
+        k = np.array(self.dims)
+        d = np.where(np.array(self.periodic), np.minimum(d, k - d), d)
+        return d.sum(axis=-1)
 
     def classify(self, a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> np.ndarray:
         """Class index of each pair of hosts: 0 same node, then the levels, last far.
@@ -251,7 +272,10 @@ class Fabric:
         """
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
-        out = np.full(a.shape, len(self.levels) + 1, dtype=np.int8)
+        if self.coords is not None:
+            out = (len(self.levels) + self.coord_hops(a, b)).astype(np.int16)
+        else:
+            out = np.full(a.shape, len(self.levels) + 1, dtype=np.int16)
         for i, lv in reversed(list(enumerate(self.levels, start=1))):
             g = self.groups[lv.key]
             out[g[a] == g[b]] = i

@@ -1,1 +1,89 @@
-"""fabscope.routing"""
+"""Routing: turn (source host, destination host) into links, as arrays.
+
+Engines, by name (``make_routing``):
+
+========== ============================================================
+dmodk      D-mod-K on fat trees (computed, any size)
+minhop     OpenSM-like min-hop forwarding tables (balanced by port use)
+tables     forwarding tables given with the fabric (imported from OpenSM)
+dor        dimension-order routing on tori, meshes, hypercubes
+minimal    minimal routing (min-hop tables; dragonflies: local-global-local)
+ecmp       one minimal path per flow by hash; ``ecmp-random`` by seed
+adaptive   each flow split evenly over its minimal next hops (ideal bound)
+========== ============================================================
+
+>>> from fabscope.fabric.generators import fat_tree
+>>> f = fat_tree(k=2, levels=2)
+>>> r = make_routing(f, "dmodk").routes(np.array([0]), np.array([3]))
+>>> [f.link_name(l) for l in r.path(0)]
+['h0000[1] -> s1-0000[1]', 's1-0000[4] -> s2-0001[1]', 's2-0001[2] -> s1-0001[4]', 's1-0001[2] -> h0003[1]']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from fabscope.errors import RoutingError
+from fabscope.fabric.model import Fabric
+from fabscope.routing.routes import Routes, check_routes, walk
+
+__all__ = ["ENGINES", "Routes", "Routing", "check_routes", "default_engine", "make_routing", "walk"]
+
+ENGINES = ("dmodk", "minhop", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive")
+
+
+class Routing(Protocol):
+    name: str
+
+    def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes: ...
+
+
+def default_engine(fabric: Fabric) -> str:
+    """What a fabric routes by unless told: its own tables, DOR on coordinates,
+    min-hop for Itasca (its subnet manager's static routing), D-mod-K on other trees."""
+    gen = fabric.params.get("generator")
+    if fabric.params.get("lft") is not None or _tables(fabric) is not None:
+        return "tables"
+    if fabric.coords is not None:
+        return "dor"
+    if gen in ("itasca", "director") or gen is None:
+        return "minhop"
+    if gen in ("xgft", "fat-tree"):
+        return "dmodk"
+    return "minimal"
+
+
+def _tables(fabric: Fabric) -> Any:
+    return getattr(fabric, "_lft", None)
+
+
+def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
+                 lft: np.ndarray | None = None) -> Routing:
+    """The routing engine ``name`` (default: :func:`default_engine`) on ``fabric``."""
+    from fabscope.routing.dor import DimensionOrderRouting
+    from fabscope.routing.multipath import MultipathRouting
+    from fabscope.routing.tables import TableRouting, minhop_tables
+    from fabscope.routing.tree import DModKRouting
+
+    name = name or default_engine(fabric)
+    if name == "dmodk":
+        return DModKRouting(fabric)
+    if name in ("minhop", "minimal"):
+        return TableRouting(fabric, minhop_tables(fabric), name=name)
+    if name == "tables":
+        table = lft if lft is not None else _tables(fabric)
+        if table is None:
+            raise RoutingError(f"fabric {fabric.name!r} carries no forwarding tables; import them with "
+                               "'fabscope fabric import --lfts' or pick another routing")
+        return TableRouting(fabric, np.asarray(table), name="tables")
+    if name == "dor":
+        return DimensionOrderRouting(fabric)
+    if name == "ecmp":
+        return MultipathRouting(fabric, "ecmp", seed)
+    if name == "ecmp-random":
+        return MultipathRouting(fabric, "random", seed)
+    if name == "adaptive":
+        return MultipathRouting(fabric, "adaptive", seed)
+    raise RoutingError(f"unknown routing {name!r}; choose from {', '.join(ENGINES)}")

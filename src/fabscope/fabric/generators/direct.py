@@ -1,0 +1,154 @@
+"""Direct networks: tori and meshes, hypercubes, dragonflies.
+
+In all three every host hangs off a router; routers are the fabric's switches.
+
+3D torus (Blue Gene/P 8x8x16, Cray XT3 11x12x16), mesh, or a mix (Red Storm:
+mesh in X and Y, torus in Z)::
+
+      r(0,1)--r(1,1)--r(2,1)--     each router: its hosts, and one cable to the
+        |       |       |          next router along each dimension; a torus
+      r(0,0)--r(1,0)--r(2,0)--     also joins the last to the first
+"""
+
+from __future__ import annotations
+
+from itertools import product
+from typing import Sequence
+
+import numpy as np
+
+from fabscope.errors import FabricError
+from fabscope.fabric.model import Fabric, FabricBuilder, Level
+
+#: Blue Gene/P torus link, seed 002 (0.425 GB/s)
+BGP_LINK = 425e6
+#: Cray XT3 SeaStar link, seed 002 (3.8 GB/s)
+XT3_LINK = 3.8e9
+#: Red Storm MPI inter-node bandwidth, seed 004 (2.04 GB/s)
+RED_STORM_LINK = 2.04e9
+ROUTER_LATENCY_S = 50e-9
+
+
+def torus(dims: Sequence[int], *, periodic: bool | Sequence[bool] = True, hosts_per_router: int = 1,
+          capacity: float = BGP_LINK, latency: float = ROUTER_LATENCY_S, cores: int = 4,
+          sockets: int = 1, name: str | None = None) -> Fabric:
+    """A torus, mesh or mix of the two over ``dims``.
+
+    A dimension of size k > 2 that wraps adds k cables per line of routers; size 2
+    adds one (both neighbours are the same router); size 1 adds none.
+
+    >>> t = torus((4, 4, 4))                # k^n routers, n k^n router cables
+    >>> t.n_switches, t.n_links // 2 - t.n_hosts
+    (64, 192)
+    >>> torus((3, 3), periodic=False).n_links // 2 - 9     # mesh: 2 * 3 * 2 cables
+    12
+    """
+    dims = tuple(int(d) for d in dims)
+    if not dims or min(dims) < 1:
+        raise FabricError(f"torus dimensions must be positive, got {'x'.join(map(str, dims))}")
+    per = (bool(periodic),) * len(dims) if isinstance(periodic, (bool, int, np.bool_)) else tuple(bool(p) for p in periodic)
+    if len(per) != len(dims):
+        raise FabricError(f"periodic has {len(per)} entries for {len(dims)} dimensions")
+    if hosts_per_router < 1:
+        raise FabricError("hosts_per_router must be at least 1")
+    coords = np.array(list(product(*[range(d) for d in dims])), dtype=np.int32)
+    n_r = len(coords)
+    strides = np.array([int(np.prod(dims[i + 1:])) for i in range(len(dims))])
+    b = FabricBuilder(name or ("torus" if all(per) else "mesh") + f"({'x'.join(map(str, dims))})")
+    n_h = n_r * hosts_per_router
+    hosts = b.add_hosts([f"nid{i:05d}" for i in range(n_h)])
+    routers = [b.add_switch("r(" + ",".join(map(str, c)) + ")", level=0) for c in coords]
+    for i, h in enumerate(hosts):
+        b.cable(h, routers[i // hosts_per_router], capacity, latency)
+    for d, k in enumerate(dims):
+        if k == 1:
+            continue
+        for r in range(n_r):
+            c = coords[r, d]
+            if c + 1 < k:
+                b.cable(routers[r], routers[r + strides[d]], capacity, latency)
+            elif per[d] and k > 2:
+                b.cable(routers[r], routers[r - (k - 1) * strides[d]], capacity, latency)
+    host_coords = np.repeat(coords, hosts_per_router, axis=0)
+    groups, levels = {}, ()
+    if hosts_per_router > 1:
+        groups = {"router": np.arange(n_h) // hosts_per_router}
+        levels = (Level("router", "Same Router"),)
+    return b.build(
+        coords=host_coords, dims=dims, periodic=per, groups=groups, levels=levels,
+        host_cores=np.full(n_h, cores), host_sockets=np.full(n_h, sockets),
+        params={"generator": "torus", "dims": list(dims), "periodic": list(per),
+                "hosts_per_router": hosts_per_router, "capacity": capacity, "latency": latency,
+                "cores": cores},
+    )
+
+
+def mesh(dims: Sequence[int], **kw) -> Fabric:
+    """A mesh: :func:`torus` without wrap-around links."""
+    kw.setdefault("periodic", False)
+    return torus(dims, **kw)
+
+
+def hypercube(d: int, *, hosts_per_router: int = 1, capacity: float = BGP_LINK,
+              latency: float = ROUTER_LATENCY_S, cores: int = 4) -> Fabric:
+    """A binary d-cube: 2^d routers, d 2^(d-1) router cables (a mesh of 2s).
+
+    >>> h = hypercube(4)
+    >>> h.n_switches, h.n_links // 2 - h.n_hosts
+    (16, 32)
+    """
+    if d < 1:
+        raise FabricError(f"hypercube dimension must be at least 1, got {d}")
+    f = torus((2,) * d, periodic=False, hosts_per_router=hosts_per_router, capacity=capacity,
+              latency=latency, cores=cores, name=f"hypercube(d={d})")
+    return f.with_params(generator="hypercube", d=d)
+
+
+def dragonfly(a: int, p: int, h: int, g: int, *, capacity: float = 3071e6, global_capacity: float | None = None,
+              latency: float = ROUTER_LATENCY_S, cores: int = 8) -> Fabric:
+    """Dragonfly (Kim et al.): g groups of a routers, p hosts and h global links per router.
+
+    Routers of a group are joined all-to-all.  Global cables join every pair of
+    groups as evenly as the a*h global ports of a group allow (at least one
+    per pair: g <= a*h + 1), taking each group's free ports in order::
+
+        group 0: [r0 r1 ... r(a-1)]  all-to-all inside
+                   |h   |h      |h   global cables to the other groups
+
+    >>> f = dragonfly(a=4, p=2, h=2, g=9)     # a*h = 8 = g - 1: one cable per group pair
+    >>> f.n_hosts, f.n_switches, f.n_links // 2 - f.n_hosts
+    (72, 36, 90)
+    """
+    if min(a, p, h, g) < 1:
+        raise FabricError(f"dragonfly parameters must be positive, got a={a} p={p} h={h} g={g}")
+    if g > a * h + 1:
+        raise FabricError(f"dragonfly with g={g} groups needs a*h >= g-1 global ports per group, has {a * h}")
+    gcap = capacity if global_capacity is None else global_capacity
+    b = FabricBuilder(f"dragonfly(a={a},p={p},h={h},g={g})")
+    n_h = g * a * p
+    hosts = b.add_hosts([f"g{i // (a * p):02d}n{i % (a * p):03d}" for i in range(n_h)])
+    routers = [b.add_switch(f"g{i // a:02d}r{i % a:02d}") for i in range(g * a)]
+    for i, hh in enumerate(hosts):
+        b.cable(hh, routers[i // p], capacity, latency)
+    for grp in range(g):
+        for i in range(a):
+            for j in range(i + 1, a):
+                b.cable(routers[grp * a + i], routers[grp * a + j], capacity, latency)
+    if g > 1:
+        per_pair = (a * h) // (g - 1)
+        free = [0] * g  # next free global port of each group
+        for k in range(per_pair):
+            for gi in range(g):
+                for gj in range(gi + 1, g):
+                    ri = routers[gi * a + free[gi] // h]
+                    rj = routers[gj * a + free[gj] // h]
+                    free[gi] += 1
+                    free[gj] += 1
+                    b.cable(ri, rj, gcap, latency)
+    return b.build(
+        groups={"router": np.arange(n_h) // p, "group": np.arange(n_h) // (a * p)},
+        levels=(Level("router", "Same Router"), Level("group", "Same Group")), far_label="Diff Groups",
+        host_cores=np.full(n_h, cores),
+        params={"generator": "dragonfly", "a": a, "p": p, "h": h, "g": g, "capacity": capacity,
+                "global_capacity": gcap, "latency": latency, "cores": cores},
+    )

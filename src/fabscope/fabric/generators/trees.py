@@ -1,0 +1,141 @@
+"""Fat trees: the extended generalized fat tree (XGFT) and the k-ary n-tree.
+
+XGFT(h; m1..mh; w1..wh) (Öhring et al.): level-0 nodes are hosts; a node at
+level l has m(l) children and every node at level l-1 has w(l) parents.  A
+node at level l is labelled (a_h..a_{l+1}, b_l..b_1); its parents replace
+a_{l+1} by each b_{l+1} < w_{l+1}.  A k-ary n-tree is XGFT(n; k..k; 1,k..k)::
+
+    level 2        S0   S1   S2   S3          k = 2, n = 3 shown to level 2
+                   | \\ / |   | \\ / |
+                   |  X  |   |  X  |
+    level 1        L0   L1   L2   L3
+                  / \\  / \\  / \\  / \\
+    hosts        h0 h1 h2 h3 h4 h5 h6 h7
+
+Oversubscription: give ``w`` fewer parents than ``m`` children, e.g. a
+two-level tree of leaves with 16 hosts and 8 uplinks is ``xgft((16, n), (1, 8))``.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Sequence
+
+import numpy as np
+
+from fabscope.errors import FabricError
+from fabscope.fabric.model import Fabric, Level
+
+#: QDR InfiniBand delivers about 3071 MB/s of its 4 GB/s (seed 000)
+QDR_BYTES_PER_S = 3071e6
+#: a switch hop of an InfiniBand QDR switch, roughly
+SWITCH_LATENCY_S = 100e-9
+
+_LEVEL_LABELS = {1: ("leaf", "Same Leaf", "Diff Leafs"), 2: ("pod", "Same Pod", "Diff Pods")}
+
+
+def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
+         capacity: float = QDR_BYTES_PER_S, latency: float = SWITCH_LATENCY_S,
+         cores: int = 8, sockets: int = 2, name: str | None = None) -> Fabric:
+    """Extended generalized fat tree XGFT(h; m; w).
+
+    ``links_per_pair`` parallel cables join each switch to each of its
+    parents (hosts always get one).  Hosts: prod(m).  Switches at level l:
+    prod(m[l:]) * prod(w[:l]).
+
+    >>> f = xgft((4, 4), (1, 2))       # 4 leaves of 4 hosts, 2 spines
+    >>> f.n_hosts, f.n_switches, f.n_links // 2
+    (16, 6, 24)
+    """
+    m = tuple(int(x) for x in m)
+    w = tuple(int(x) for x in w)
+    h = len(m)
+    if h < 1 or len(w) != h:
+        raise FabricError(f"xgft needs m and w of the same length >= 1, got m={m} w={w}")
+    if min(m) < 1 or min(w) < 1 or links_per_pair < 1:
+        raise FabricError(f"xgft parameters must be positive, got m={m} w={w} links_per_pair={links_per_pair}")
+    n_at = [prod(m[l:]) * prod(w[:l]) for l in range(h + 1)]
+    offset = np.cumsum([0] + n_at)  # node index of the first node of each level
+    n_hosts = n_at[0]
+    src: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
+    for l in range(h):  # cables from level l to level l+1
+        W_l = prod(w[:l])
+        i = np.arange(n_at[l])
+        A, B = np.divmod(i, W_l)
+        A_up = A // m[l]
+        reps = 1 if l == 0 else links_per_pair
+        for b in range(w[l]):
+            parent = A_up * (W_l * w[l]) + b * W_l + B
+            for _ in range(reps):
+                src.append(offset[l] + i)
+                dst.append(offset[l + 1] + parent)
+    a = np.concatenate(src)
+    b = np.concatenate(dst)
+    # interleave so that the cable's two directions are links 2k and 2k+1, ordered
+    # per node so that ports number down-links before up-links
+    order = np.lexsort((b, a))
+    a, b = a[order], b[order]
+    link_src = np.empty(2 * len(a), dtype=np.int32)
+    link_dst = np.empty_like(link_src)
+    link_src[0::2], link_src[1::2] = a, b
+    link_dst[0::2], link_dst[1::2] = b, a
+    names = [f"h{i:04d}" for i in range(n_hosts)]
+    for l in range(1, h + 1):
+        names += [f"s{l}-{i:04d}" for i in range(n_at[l])]
+    levels, groups = [], {}
+    P = 1
+    for l in range(1, h):
+        P *= m[l - 1]
+        key, label, _ = _LEVEL_LABELS.get(l, (f"level{l}", f"Same Level-{l} Subtree", ""))
+        groups[key] = np.arange(n_hosts) // P
+        levels.append(Level(key, label))
+    far = _LEVEL_LABELS.get(h - 1, ("", "", f"Diff Level-{h - 1} Subtrees"))[2] if h > 1 else "Diff Switches"
+    sw_level = np.repeat(np.arange(1, h + 1), n_at[1:])
+    return Fabric(
+        name=name or f"xgft(m={','.join(map(str, m))};w={','.join(map(str, w))})",
+        node_names=tuple(names), n_hosts=n_hosts,
+        link_src=link_src, link_dst=link_dst,
+        link_capacity=np.full(len(link_src), capacity),
+        link_latency=np.full(len(link_src), latency),
+        link_src_port=_ports(link_src, len(names)), link_dst_port=_ports(link_src, len(names))[np.arange(len(link_src)) ^ 1],
+        switch_level=sw_level,
+        host_cores=np.full(n_hosts, cores), host_sockets=np.full(n_hosts, sockets),
+        groups=groups, levels=tuple(levels), far_label=far,
+        params={"generator": "xgft", "m": list(m), "w": list(w), "links_per_pair": links_per_pair,
+                "capacity": capacity, "latency": latency, "cores": cores, "sockets": sockets},
+    )
+
+
+def _ports(link_src: np.ndarray, n_nodes: int) -> np.ndarray:
+    """Number each node's out-links 1, 2, ... in link order (its port numbers)."""
+    order = np.argsort(link_src, kind="stable")
+    s = link_src[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(s)) + 1]
+    first = np.repeat(starts, np.diff(np.r_[starts, len(s)]))
+    ports = np.empty(len(link_src), dtype=np.int16)
+    ports[order] = np.arange(len(s)) - first + 1
+    return ports
+
+
+def fat_tree(k: int, levels: int = 2, *, up: int | None = None, links_per_pair: int = 1,
+             capacity: float = QDR_BYTES_PER_S, latency: float = SWITCH_LATENCY_S,
+             cores: int = 8, sockets: int = 2) -> Fabric:
+    """k-ary n-tree (Petrini): k^n hosts, n k^(n-1) switches of 2k ports.
+
+    ``up`` parents per switch below the top (default k, non-blocking);
+    fewer gives an oversubscribed tree (k:up at every level).
+
+    >>> f = fat_tree(k=4, levels=3)
+    >>> f.n_hosts, f.n_switches, f.n_links // 2      # n k^n cables
+    (64, 48, 192)
+    >>> fat_tree(k=4, levels=2, up=2).n_switches     # 4 leaves, 2 spines
+    6
+    """
+    if k < 1 or levels < 1:
+        raise FabricError(f"fat-tree needs k >= 1 and levels >= 1, got k={k} levels={levels}")
+    up = k if up is None else up
+    f = xgft((k,) * levels, (1,) + (up,) * (levels - 1), links_per_pair=links_per_pair,
+             capacity=capacity, latency=latency, cores=cores, sockets=sockets,
+             name=f"fat-tree(k={k},levels={levels}" + (f",up={up}" if up != k else "") + ")")
+    return f.with_params(generator="fat-tree", k=k, levels=levels, up=up)

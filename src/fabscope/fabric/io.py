@@ -1,0 +1,239 @@
+"""Fabrics in and out of JSON, and the ``--fabric`` spec every command takes.
+
+A spec is a generator name with parameters, a preset, or a JSON file::
+
+    itasca                       itasca:leaves=34
+    fat-tree:k=16,levels=3       xgft:m=16x16,w=1x8
+    torus:8x8x16                 torus:27x20x24,periodic=0x0x1
+    mesh:4x4                     hypercube:d=6
+    dragonfly:a=8,p=4,h=4,g=33   director:radix=36
+    bgp  xt3  redstorm           fabric.json
+
+>>> load_fabric("fat-tree:k=4,levels=2").n_hosts
+16
+>>> load_fabric("torus:8x8x16").dims
+(8, 8, 16)
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import typing
+from typing import Any, Callable
+
+import numpy as np
+
+from fabscope.atomic import atomic_open
+from fabscope.errors import FabricError, SchemaError
+from fabscope.fabric import generators as gen
+from fabscope.fabric.model import Fabric, Level
+
+SCHEMA = "fabscope.fabric"
+SCHEMA_VERSION = 1
+
+GENERATORS: dict[str, Callable[..., Fabric]] = {
+    "itasca": gen.itasca,
+    "fat-tree": gen.fat_tree,
+    "xgft": gen.xgft,
+    "director": gen.director,
+    "torus": gen.torus,
+    "mesh": gen.mesh,
+    "hypercube": gen.hypercube,
+    "dragonfly": gen.dragonfly,
+}
+
+#: machines of the seeds, as specs
+PRESETS = {
+    "bgp": "torus:8x8x16,capacity=425e6,cores=4",            # Blue Gene/P partition of seed 002
+    "xt3": "torus:11x12x16,capacity=3.8e9,cores=2",          # PSC BigBen, seed 002
+    "redstorm": "torus:27x20x24,periodic=0x0x1,capacity=2.04e9,cores=2",  # seed 004
+}
+
+_POSITIONAL = {"torus": "dims", "mesh": "dims", "xgft": None}
+
+
+def load_fabric(spec: str) -> Fabric:
+    """A fabric from a spec (see the module docstring); raises FabricError naming the fault."""
+    spec = spec.strip()
+    if spec.endswith(".json") or os.path.sep in spec or os.path.isfile(spec):
+        return read_json(spec)
+    name, _, arg = spec.partition(":")
+    name = name.strip().lower()
+    if name in PRESETS:
+        base = load_fabric(PRESETS[name] + (("," + arg) if arg else ""))
+        return base.with_params(preset=name)
+    if name not in GENERATORS:
+        raise FabricError(f"unknown fabric {name!r}; choose from {', '.join(sorted(GENERATORS) + sorted(PRESETS))}, "
+                          "or give a fabric .json file")
+    fn = GENERATORS[name]
+    kwargs = _parse_params(name, fn, arg)
+    try:
+        return fn(**kwargs)
+    except TypeError as err:
+        raise FabricError(f"fabric {name!r}: {err}") from err
+
+
+def _parse_params(name: str, fn: Callable[..., Fabric], arg: str) -> dict[str, Any]:
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(fn)
+    out: dict[str, Any] = {}
+    for i, part in enumerate(p for p in arg.split(",") if p.strip()):
+        key, eq, value = part.partition("=")
+        if not eq:
+            pos = _POSITIONAL.get(name)
+            if i == 0 and pos:
+                key, value = pos, part
+            else:
+                raise FabricError(f"fabric {name!r}: parameter {part!r} should be key=value")
+        key = key.strip().replace("-", "_")
+        if key not in sig.parameters:
+            raise FabricError(f"fabric {name!r} has no parameter {key!r} (takes: {', '.join(sig.parameters)})")
+        out[key] = _convert(name, key, value.strip(), hints.get(key, str))
+    return out
+
+
+def _convert(name: str, key: str, value: str, hint: Any) -> Any:
+    text = str(hint)
+    try:
+        if "Sequence" in text or "tuple" in text:
+            items = [v for v in value.replace(".", "x").split("x")] if "bool" in text else value.split("x")
+            if "bool" in text:
+                return tuple(v.strip().lower() in ("1", "true", "yes", "t") for v in items)
+            return tuple(int(v) for v in items)
+        if "bool" in text and "Sequence" not in text:
+            if "x" in value:
+                return tuple(v.strip().lower() in ("1", "true", "yes", "t") for v in value.split("x"))
+            return value.lower() in ("1", "true", "yes", "t")
+        if "int" in text and "float" not in text:
+            return int(value)
+        if "float" in text:
+            return float(value)
+    except ValueError:
+        kind = "a list like 8x8x16" if ("Sequence" in text or "tuple" in text) else (
+            "an integer" if "int" in text and "float" not in text else "a number")
+        raise FabricError(f"fabric {name!r}: {key}={value!r} is not {kind}") from None
+    return value
+
+
+# ---- JSON -------------------------------------------------------------------
+def to_dict(f: Fabric) -> dict[str, Any]:
+    """The fabric as JSON-ready columns; cables by node name (one entry per two directed links)."""
+    even = np.arange(0, f.n_links, 2)
+    names = np.array(f.node_names, dtype=object)
+    doc: dict[str, Any] = {
+        "schema": SCHEMA, "version": SCHEMA_VERSION, "name": f.name,
+        "hosts": {
+            "name": list(f.host_names), "cores": f.host_cores.tolist(), "sockets": f.host_sockets.tolist(),
+            "memory_bw": f.host_memory_bw.tolist(), "copy_rate": f.host_copy_rate.tolist(),
+        },
+        "switches": {"name": list(f.node_names[f.n_hosts:]), "level": f.switch_level.tolist()},
+        "cables": {
+            "a": names[f.link_src[even]].tolist(), "b": names[f.link_dst[even]].tolist(),
+            "port_a": f.link_src_port[even].tolist(), "port_b": f.link_dst_port[even].tolist(),
+            "capacity": f.link_capacity[even].tolist(), "latency": f.link_latency[even].tolist(),
+        },
+        "groups": {k: v.tolist() for k, v in f.groups.items()},
+        "levels": [{"key": lv.key, "label": lv.label} for lv in f.levels],
+        "far_label": f.far_label,
+        "params": _jsonable(f.params),
+    }
+    if f.coords is not None:
+        doc.update(coords=f.coords.tolist(), dims=list(f.dims or ()), periodic=list(f.periodic or ()))
+    asym = np.flatnonzero(f.link_capacity[even] != f.link_capacity[even + 1])
+    if len(asym):
+        doc["cables"]["capacity_ba"] = f.link_capacity[even + 1].tolist()
+    return doc
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items() if not isinstance(x, np.ndarray) or x.size < 100000}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
+    if doc.get("schema") != SCHEMA:
+        raise SchemaError(f"{origin}: not a fabscope fabric (schema {doc.get('schema')!r})")
+    if doc.get("version") != SCHEMA_VERSION:
+        raise SchemaError(f"{origin}: fabric schema version {doc.get('version')!r}, "
+                          f"this fabscope reads version {SCHEMA_VERSION}")
+    try:
+        hosts, switches, cables = doc["hosts"], doc["switches"], doc["cables"]
+        names = list(hosts["name"]) + list(switches["name"])
+        index = {n: i for i, n in enumerate(names)}
+        if len(index) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise FabricError(f"{origin}: node name {dup!r} appears twice")
+        a, b = [], []
+        for k, (x, y) in enumerate(zip(cables["a"], cables["b"])):
+            for end in (x, y):
+                if end not in index:
+                    raise FabricError(f"{origin}: cable {k} is dangling: it names node {end!r}, "
+                                      "which is neither a host nor a switch")
+            a.append(index[x])
+            b.append(index[y])
+        n = len(a)
+        a_arr, b_arr = np.array(a, dtype=np.int32), np.array(b, dtype=np.int32)
+        src = np.empty(2 * n, np.int32)
+        dst = np.empty(2 * n, np.int32)
+        src[0::2], src[1::2] = a_arr, b_arr
+        dst[0::2], dst[1::2] = b_arr, a_arr
+
+        def both(key: str, other: str | None = None, default: float = 0.0) -> np.ndarray:
+            v = np.asarray(cables.get(key, [default] * n), dtype=float)
+            w = np.asarray(cables.get(other, v), dtype=float) if other else v
+            out = np.empty(2 * n)
+            out[0::2], out[1::2] = v, w
+            return out
+
+        sp = np.empty(2 * n, np.int16)
+        dp = np.empty(2 * n, np.int16)
+        pa = np.asarray(cables.get("port_a", [0] * n))
+        pb = np.asarray(cables.get("port_b", [0] * n))
+        sp[0::2], sp[1::2], dp[0::2], dp[1::2] = pa, pb, pb, pa
+        return Fabric(
+            name=doc.get("name", origin), node_names=tuple(names), n_hosts=len(hosts["name"]),
+            link_src=src, link_dst=dst,
+            link_capacity=both("capacity", "capacity_ba"), link_latency=both("latency"),
+            link_src_port=sp, link_dst_port=dp,
+            switch_level=switches.get("level"),
+            host_cores=hosts.get("cores"), host_sockets=hosts.get("sockets"),
+            host_memory_bw=hosts.get("memory_bw"), host_copy_rate=hosts.get("copy_rate"),
+            groups={k: np.asarray(v) for k, v in doc.get("groups", {}).items()},
+            levels=tuple(Level(lv["key"], lv["label"]) for lv in doc.get("levels", [])),
+            far_label=doc.get("far_label", "Far"),
+            coords=doc.get("coords"), dims=tuple(doc["dims"]) if doc.get("dims") else None,
+            periodic=tuple(doc["periodic"]) if doc.get("periodic") else None,
+            params=doc.get("params", {}),
+        )
+    except KeyError as err:
+        raise SchemaError(f"{origin}: fabric file lacks {err.args[0]!r}") from err
+    except (TypeError, ValueError) as err:
+        raise FabricError(f"{origin}: malformed fabric file ({err})") from err
+
+
+def write_json(f: Fabric, path: str | os.PathLike[str]) -> None:
+    with atomic_open(path) as fh:
+        json.dump(to_dict(f), fh, separators=(",", ":"))
+        fh.write("\n")
+
+
+def read_json(path: str | os.PathLike[str]) -> Fabric:
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise FabricError(f"fabric file {os.fspath(path)!r} does not exist") from None
+    except json.JSONDecodeError as err:
+        raise FabricError(f"{os.fspath(path)}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    if not isinstance(doc, dict):
+        raise SchemaError(f"{os.fspath(path)}: not a fabscope fabric")
+    return from_dict(doc, os.fspath(path))
