@@ -1,0 +1,44 @@
+"""Sizes and rates as people write them.
+
+>>> parse_size("1MiB"), parse_size("64KiB"), parse_size("4M"), parse_size("8"), parse_size("1.5k")
+(1048576, 65536, 4000000, 8, 1500)
+>>> format_size(1048576)
+'1 MiB'
+"""
+
+from __future__ import annotations
+
+import re
+
+from fabscope.errors import FabscopeError
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "kib": 2**10,
+    "m": 10**6, "mb": 10**6, "mib": 2**20,
+    "g": 10**9, "gb": 10**9, "gib": 2**30,
+    "t": 10**12, "tb": 10**12, "tib": 2**40,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d+))?\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes in ``text``: ``8``, ``64KiB``, ``1MiB``, ``4M`` (10^6), ``1e6``; a bad one raises FabscopeError."""
+    if isinstance(text, int):
+        return text
+    m = _SIZE.match(str(text))
+    unit = m.group(3).lower() if m else ""
+    if not m or unit not in _UNITS:
+        raise FabscopeError(f"size {text!r} does not parse; write e.g. 8, 64KiB, 1MiB or 4M")
+    value = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1) * _UNITS[unit]
+    if value != int(value):
+        raise FabscopeError(f"size {text!r} is not a whole number of bytes")
+    return int(value)
+
+
+def format_size(n: int) -> str:
+    """``1048576`` -> ``'1 MiB'``; sizes that are not a power-of-two multiple print in bytes."""
+    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
