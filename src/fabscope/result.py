@@ -22,7 +22,7 @@ import csv
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -77,13 +77,23 @@ class Result:
     def n_pairs(self) -> int:
         return len(self.pairs["bandwidth"])
 
-    def summary(self, column: str = "bandwidth", scale: float = MB) -> list[ClassSummary]:
-        """Overall, then one row per class present: Max / Average / Min of ``column``."""
+    def summary(self, column: str = "bandwidth", scale: float = MB,
+                merge: Mapping[str, Sequence[str]] | None = None) -> list[ClassSummary]:
+        """Overall, then one row per class present: Max / Average / Min of ``column``.
+
+        ``merge`` adds rows over several classes, e.g. the seed's "Diff Leafs"
+        as ``{"Diff Leafs": ["Near Set", "Far Leafs"]}``.
+        """
         v = np.asarray(self.pairs[column], dtype=float) / scale
         cls = np.asarray(self.pairs["cls"])
         rows = [_row("Overall", v)]
         for i, label in enumerate(self.class_labels):
             sel = v[cls == i]
+            if len(sel):
+                rows.append(_row(label, sel))
+        for label, members in (merge or {}).items():
+            idx = [self.class_labels.index(m) for m in members if m in self.class_labels]
+            sel = v[np.isin(cls, idx)]
             if len(sel):
                 rows.append(_row(label, sel))
         return rows

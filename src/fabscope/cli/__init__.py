@@ -16,6 +16,7 @@ from fabscope.errors import FabscopeError
 
 # Modules of this package that add a subcommand, in the order ``--help`` lists them.
 COMMAND_MODULES = [
+    "demo",
     "simulate",
 ]
 

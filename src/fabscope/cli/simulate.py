@@ -1,0 +1,90 @@
+"""``fabscope simulate``: a pattern through a fabric's routing and the flow model."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from fabscope.fabric.io import load_fabric
+from fabscope.fabric.placement import Placement
+from fabscope.model.simulate import MODELS, simulate
+from fabscope.routing import ENGINES
+from fabscope.seeds import ITASCA_LEAF_PAIRS, ITASCA_MERGE, seed_table
+from fabscope.traffic.spec import PATTERNS, make_traffic
+from fabscope.units import format_size, parse_size
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="predict every pair's bandwidth with the flow model",
+                       description="Run a traffic pattern through a fabric's routing and the max-min fair "
+                                   "flow model; print Max / Average / Min by class, as the seeds do.")
+    p.add_argument("--fabric", default="itasca", help="fabric spec or JSON file (default: itasca)")
+    p.add_argument("--pattern", default="random-pairs",
+                   help=f"pattern[:key=value,...], one of {', '.join(PATTERNS)} (default: random-pairs)")
+    p.add_argument("--ranks", type=int, help="number of ranks (default: every core, or one per node with --ppn 1)")
+    p.add_argument("--ppn", type=int, help="ranks per node (default: all cores)")
+    p.add_argument("--placement", choices=("block", "cyclic"), default="block")
+    p.add_argument("--hostfile", help="place ranks by a host file, one line per rank ($PBS_NODEFILE)")
+    p.add_argument("--size", default="1MiB", help="message size (default: 1MiB)")
+    p.add_argument("--seed", type=int, default=0, help="seed of random patterns and routing choices")
+    p.add_argument("--routing", choices=ENGINES, help="routing engine (default: the fabric's own)")
+    p.add_argument("--model", choices=MODELS, default="maxmin", help="flow model (default: maxmin)")
+    p.add_argument("--offset", type=int, help="leaf-offset: offset between paired leaves")
+    p.add_argument("--hops", type=int, help="partner-hops: hops between partners")
+    p.add_argument("-o", "--output", help="write the result as JSON")
+    p.add_argument("--csv", help="write the per-pair table as CSV")
+    p.add_argument("--matrix", choices=("min", "avg", "max"), default="min",
+                   help="leaf-pairs: which leaf matrix to draw (default: min)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    con = Console(soft_wrap=True)
+    fabric = load_fabric(args.fabric)
+    size = parse_size(args.size)
+    if args.hostfile:
+        with open(args.hostfile) as fh:
+            names = [ln.split()[0] for ln in fh if ln.strip() and not ln.startswith("#")]
+        placement = Placement.from_hostlist(fabric, names)
+    else:
+        ppn = args.ppn or int(fabric.host_cores.max())
+        ranks = args.ranks or ppn * fabric.n_hosts
+        build = Placement.block if args.placement == "block" else Placement.cyclic
+        placement = build(fabric, ranks, ppn)
+    extra = {k: v for k, v in (("offset", args.offset), ("hops", args.hops)) if v is not None}
+    traffic = make_traffic(args.pattern, fabric, placement, size, seed=args.seed, **extra)
+    result = simulate(fabric, placement, traffic, args.routing, model=args.model, seed=args.seed,
+                      meta={"ppn": args.ppn or None, "size": size, "size_text": format_size(size),
+                            "placement": "hostfile" if args.hostfile else args.placement})
+    if args.output:
+        result.write_json(args.output)
+    if args.csv:
+        result.write_csv(args.csv)
+    merge = ITASCA_MERGE if fabric.params.get("generator") == "itasca" else None
+    from fabscope.report.tables import print_result
+
+    print_result(result, con, merge=merge, seed=seed_table(result.meta))
+    if traffic.name == "leaf-pairs":
+        _print_leaf_matrix(con, result, fabric, args.matrix)
+    return 0
+
+
+def _print_leaf_matrix(con: Console, result, fabric, which: str) -> None:
+    from fabscope.leafmatrix import leaf_matrix
+    from fabscope.report.tables import Table
+
+    m = leaf_matrix(result, fabric)
+    t = Table(title=f"leaf pairs: {which} of the node pairs between two leaves [MB/sec]",
+              title_justify="left", box=None)
+    for col in ("Max", "Average", "Min", "", "leaf pairs"):
+        t.add_column(col, justify="right" if col != "" else "left")
+    seed = fabric.params.get("generator") == "itasca"
+    for label, (mx, av, mn) in m.block_summary(which).items():
+        t.add_row(f"{mx:.0f}", f"{av:.0f}", f"{mn:.0f}", label, "")
+    con.print(t)
+    if seed:
+        con.print(f"[cyan]seed 000: near sets about {ITASCA_LEAF_PAIRS['near']:.0f} MB/s; all pairs range "
+                  f"{ITASCA_LEAF_PAIRS['min']:.0f} .. {ITASCA_LEAF_PAIRS['max']:.0f} MB/s[/cyan]")
+    con.print(f"[dim]{which} matrix, one character per leaf pair, ' ' low .. '@' high:[/dim]")
+    con.print(m.render(which), markup=False, highlight=False)

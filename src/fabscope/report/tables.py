@@ -1,0 +1,51 @@
+"""Terminal tables in the seeds' layout: Max / Average / Min [MB/sec] by class."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from fabscope.result import ClassSummary, Result
+
+
+def class_table(rows: Sequence[ClassSummary], title: str = "",
+                seed: Mapping[str, tuple[float, float, float]] | None = None) -> Table:
+    """A table of the model's (or measurement's) rows, with the seed's beside where given."""
+    t = Table(title=title or None, title_justify="left", box=None, pad_edge=False)
+    for col in ("Max", "Average", "Min"):
+        t.add_column(col, justify="right")
+    t.add_column("[MB/sec]", justify="left")
+    t.add_column("pairs", justify="right", style="dim")
+    if seed:
+        for col in ("seed Max", "Average", "Min"):
+            t.add_column(col, justify="right", style="cyan")
+    for r in rows:
+        cells = [f"{r.max:.2f}", f"{r.avg:.2f}", f"{r.min:.2f}", r.label, str(r.count)]
+        if seed:
+            s = seed.get(r.label)
+            cells += [f"{x:.2f}" for x in s] if s else ["", "", ""]
+        t.add_row(*cells)
+    return t
+
+
+def print_result(result: Result, console: Console | None = None,
+                 merge: Mapping[str, Sequence[str]] | None = None,
+                 seed: Mapping[str, tuple[float, float, float]] | None = None, limits: int = 3) -> None:
+    """Print a run's header, its class table and the links that limit each class."""
+    con = console or Console()
+    m = result.meta
+    head = ", ".join(str(x) for x in (
+        m.get("fabric"), f"routing {m.get('routing')}" if m.get("routing") else None,
+        f"model {m.get('model')}" if m.get("model") else None, m.get("pattern"),
+        f"{m.get('ranks')} ranks" + (f" ({m.get('ppn')} per node)" if m.get("ppn") else ""),
+        m.get("size_text"), f"seed {m.get('seed')}" if m.get("seed") is not None else None) if x)
+    con.print(f"[bold]{head}[/bold]")
+    con.print(class_table(result.summary(merge=merge), seed=seed))
+    lim = result.extra.get("limiting_links") or {}
+    if limits and lim:
+        con.print("[dim]links that limit each class (flows held back):[/dim]")
+        for label, items in lim.items():
+            txt = "; ".join(f"{i['name']} ({i['flows']})" for i in items[:limits])
+            con.print(f"  [dim]{label}:[/dim] {txt}")
