@@ -1,0 +1,29 @@
+# fabscope: set-up, quick start and tests.  Needs only python3 (>= 3.11) and gcc;
+# everything else comes from PyPI into .venv (the mpich wheel brings mpicc/mpiexec).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.fabscope-installed
+
+.PHONY: setup demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,mpi,map]'
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fabscope demo
+
+test: $(STAMP)
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache
