@@ -1,0 +1,163 @@
+/* fabscope-bench: the MPI benchmark program of fabscope.
+ *
+ *   mpiexec -n 4 fabscope-bench random-pairs --size 1MiB --iterations 100 --out run.jsonl
+ *
+ * Writes JSON lines (schema "fabscope.bench", version 1): a header, where
+ * every rank sits, then one line per measurement as it completes.  Errors:
+ * one line from rank 0, the same exit code on every rank. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compat_yield.h"
+#include "tests.h"
+#include "util.h"
+
+typedef struct { const char *name; int (*fn)(fb_ctx *); int suite; const char *what; } fb_test;
+
+static const fb_test TESTS[] = {
+    {"pingpong", fb_pingpong, 1, "ping-pong latency and bandwidth against message size (001)"},
+    {"bw", fb_bw, 1, "unidirectional bandwidth, window of non-blocking sends (001)"},
+    {"bibw", fb_bibw, 1, "bidirectional bandwidth with a window (001)"},
+    {"mbw", fb_mbw, 1, "multi-pair bandwidth and message rate (001)"},
+    {"multi-lat", fb_multi_lat, 1, "multi-pair latency (001)"},
+    {"random-pairs", fb_random_pairs, 1, "concurrent ping-pong of random pairs (000)"},
+    {"leaf-offset", fb_leaf_offset, 0, "N-th node of a leaf with the N-th node of leaf XOR offset (000)"},
+    {"leaf-pairs", fb_leaf_pairs, 0, "leaf-offset for every offset: all leaf pairs (000)"},
+    {"all-pairs", fb_all_pairs, 1, "mpiGraph-like bandwidth matrix of all rank pairs (000)"},
+    {"hops", fb_hops, 0, "every rank with a partner n hops away (002)"},
+    {"random-msg", fb_random_msg, 1, "Random Messaging, 100 B to 1 KB (004)"},
+    {"bucket-brigade", fb_bucket_brigade, 1, "Bucket Brigade, 8 B and 1 MB (004)"},
+    {"ring", fb_ring, 1, "HPCC naturally ordered ring (001)"},
+    {"random-ring", fb_random_ring, 1, "HPCC randomly ordered ring (001)"},
+    {"alltoall", fb_alltoall, 1, "alltoall latency against size (001)"},
+    {"allreduce", fb_allreduce, 1, "allreduce latency against size and rank count (004)"},
+    {"stream", fb_stream, 1, "STREAM triad memory bandwidth per rank and node (004)"},
+};
+#define NTESTS ((int)(sizeof TESTS / sizeof TESTS[0]))
+
+static const fb_test *find(const char *name)
+{
+    for (int i = 0; i < NTESTS; i++) if (!strcmp(TESTS[i].name, name)) return &TESTS[i];
+    return NULL;
+}
+
+static int finish(fb_ctx *c, int status)
+{
+    if (c->rank == 0 && c->out) {
+        fb_emit(c, "{\"type\":\"end\",\"status\":%d,\"elapsed\":%.6f}", status, MPI_Wtime() - c->t_start);
+        if (c->out != stdout) fclose(c->out);
+    }
+    MPI_Finalize();
+    return status == FB_HELP ? 0 : status;
+}
+
+static void header(fb_ctx *c, int argc, char **argv)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0}, js[2 * MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0, ver = 0, sub = 0;
+    MPI_Get_library_version(lib, &len);
+    MPI_Get_version(&ver, &sub);
+    char *nl = strchr(lib, '\n');
+    if (nl) *nl = 0;
+    fb_json_str(js, sizeof js, lib);
+    if (c->rank != 0) return;
+    fprintf(c->out, "{\"type\":\"header\",\"schema\":\"%s\",\"version\":%d,\"program\":\"fabscope-bench\","
+            "\"program_version\":\"%s\",\"mpi_library\":%s,\"mpi_version\":\"%d.%d\",\"nranks\":%d,"
+            "\"nnodes\":%d,\"time\":%ld,\"yield\":\"%s\",\"seed\":%llu,\"validate\":%s,\"argv\":[",
+            FB_SCHEMA, FB_SCHEMA_VERSION, FB_PROGRAM_VERSION, js, ver, sub, c->size, c->nnodes,
+            (long)time(NULL), fb_yield_spins() ? "spin" : "yield", c->o.seed, c->o.validate ? "true" : "false");
+    for (int i = 0; i < argc; i++) {
+        char a[2 * FB_PATH];
+        fb_json_str(a, sizeof a, argv[i]);
+        fprintf(c->out, "%s%s", i ? "," : "", a);
+    }
+    fprintf(c->out, "],\"tests\":[");
+    for (int i = 0; i < c->o.ntests; i++) fprintf(c->out, "%s\"%s\"", i ? "," : "", c->o.tests[i]);
+    fprintf(c->out, "],\"cpu_mhz\":%.1f,\"online_cores\":%d}\n", c->cpu_mhz, c->online_cores);
+    /* where every rank sits: host, core, socket (intra-socket / inter-socket / inter-node) */
+    fprintf(c->out, "{\"type\":\"ranks\",\"host\":[");
+    for (int r = 0; r < c->size; r++) {
+        char h[2 * FB_HOST];
+        fb_json_str(h, sizeof h, c->host[r]);
+        fprintf(c->out, "%s%s", r ? "," : "", h);
+    }
+    fprintf(c->out, "],\"core\":[");
+    for (int r = 0; r < c->size; r++) fprintf(c->out, "%s%d", r ? "," : "", c->core[r]);
+    fprintf(c->out, "],\"socket\":[");
+    for (int r = 0; r < c->size; r++) fprintf(c->out, "%s%d", r ? "," : "", c->socket[r]);
+    fprintf(c->out, "]}\n");
+    fflush(c->out);
+}
+
+int main(int argc, char **argv)
+{
+    fb_ctx ctx;
+    fb_ctx *c = &ctx;
+    memset(c, 0, sizeof *c);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &c->size);
+    c->t_start = MPI_Wtime();
+
+    char err[512] = {0};
+    int st = fb_parse_options(argc, argv, &c->o, err, sizeof err);
+    if (st == FB_HELP) {
+        if (c->rank == 0) {
+            fb_usage(stdout);
+            for (int i = 0; i < NTESTS; i++) printf("  %-15s %s\n", TESTS[i].name, TESTS[i].what);
+        }
+        return finish(c, FB_HELP);
+    }
+    if (!st && c->o.ntests == 0) { st = FB_ERR_USAGE; snprintf(err, sizeof err, "no test given (try --help)"); }
+    /* expand "suite", reject unknown names */
+    const char *names[FB_MAX_TESTS];
+    int n = 0;
+    for (int i = 0; !st && i < c->o.ntests; i++) {
+        if (!strcmp(c->o.tests[i], "suite")) {
+            for (int k = 0; k < NTESTS && n < FB_MAX_TESTS; k++) if (TESTS[k].suite) names[n++] = TESTS[k].name;
+        } else if (find(c->o.tests[i])) {
+            if (n < FB_MAX_TESTS) names[n++] = c->o.tests[i];
+        } else {
+            st = FB_ERR_USAGE;
+            snprintf(err, sizeof err, "unknown test '%s' (known: suite", c->o.tests[i]);
+            for (int k = 0; k < NTESTS; k++) {
+                size_t l = strlen(err);
+                snprintf(err + l, sizeof err - l, ", %s", TESTS[k].name);
+            }
+            size_t l = strlen(err);
+            snprintf(err + l, sizeof err - l, ")");
+        }
+    }
+    if ((st = fb_agree(c, st, err))) return finish(c, st);
+    for (int i = 0; i < n; i++) c->o.tests[i] = names[i];
+    c->o.ntests = n;
+
+    if (c->rank == 0) {
+        if (!c->o.out[0] || !strcmp(c->o.out, "-")) c->out = stdout;
+        else if (!(c->out = fopen(c->o.out, c->o.append ? "a" : "w"))) {
+            st = FB_ERR_RUNTIME;
+            snprintf(err, sizeof err, "cannot write %s", c->o.out);
+        }
+    }
+    if ((st = fb_agree(c, st, err))) return finish(c, st);
+    st = fb_gather_placement(c);
+    if ((st = fb_fail(c, st, "out of memory"))) return finish(c, st);
+    int spin = c->o.yield_mode == FB_YIELD_OFF ||
+               (c->o.yield_mode == FB_YIELD_AUTO && c->local_ranks <= c->online_cores);
+    fb_set_yield(spin);
+    header(c, argc, argv);
+
+    for (int i = 0; i < c->o.ntests && !st; i++) {
+        const fb_test *t = find(c->o.tests[i]);
+        c->test = t->name;
+        double t0 = MPI_Wtime();
+        fb_emit(c, "{\"type\":\"test\",\"test\":\"%s\"}", t->name);
+        fb_progress(c, "start");
+        MPI_Barrier(MPI_COMM_WORLD);
+        st = t->fn(c);
+        if (!st) fb_emit(c, "{\"type\":\"test_end\",\"test\":\"%s\",\"elapsed\":%.6f}", t->name, MPI_Wtime() - t0);
+    }
+    c->test = NULL;
+    return finish(c, st);
+}
