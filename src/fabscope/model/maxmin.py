@@ -29,41 +29,54 @@ def maxmin(A: csr_matrix, capacity: np.ndarray, flow_cap: np.ndarray | None = No
 
     ``flow_cap`` bounds each flow's rate (``inf`` for none).  Flows that
     cross no resource and have no cap get ``inf``.
+
+    All unfrozen flows share one rate, the water ``level``, so a round costs
+    two sparse products over what is still active; the matrix is compacted to
+    the active flows and their resources whenever half of them have frozen.
     """
     A = csr_matrix(A, dtype=np.float64)
     n_res, n_flows = A.shape
     capacity = np.asarray(capacity, dtype=np.float64)
-    cap = np.full(n_flows, np.inf) if flow_cap is None else np.asarray(flow_cap, dtype=np.float64).copy()
-    AT = A.T.tocsr()
+    cap_all = np.full(n_flows, np.inf) if flow_cap is None else np.asarray(flow_cap, dtype=np.float64)
     rate = np.zeros(n_flows)
-    active = np.ones(n_flows, dtype=bool)
-    rem = capacity.copy()
-    load = A @ active.astype(np.float64)      # weight of active flows on each resource
-    touches = np.diff(AT.indptr) > 0
-    free = active & ~touches & ~np.isfinite(cap)
+    touches = np.diff(A.tocsc().indptr) > 0
+    free = ~touches & ~np.isfinite(cap_all)
     rate[free] = np.inf
-    active &= ~free
+    cols = np.flatnonzero(~free)                    # global ids of the live columns
+    B = A[:, cols].tocsr()
+    cap = cap_all[cols]
+    c = capacity.copy()
+    rem = capacity.copy()
+    active = np.ones(len(cols), dtype=bool)
+    load = B @ active.astype(np.float64)
+    level = 0.0
     while active.any():
         used = load > 0
-        share = np.full(n_res, np.inf)
+        share = np.full(len(rem), np.inf)
         share[used] = rem[used] / load[used]
-        headroom = cap[active] - rate[active]
-        delta = min(share.min(initial=np.inf), headroom.min(initial=np.inf))
+        delta = min(share.min(initial=np.inf), cap[active].min(initial=np.inf) - level)
         if not np.isfinite(delta):  # pragma: no cover - guarded by `free` above
             break
         delta = max(delta, 0.0)
-        rate[active] += delta
+        level += delta
         rem -= delta * load
-        full = used & (rem <= REL_TOL * capacity)
-        frozen = (AT @ full.astype(np.float64)) > 0
-        frozen |= rate >= cap * (1 - REL_TOL)
+        full = used & (rem <= REL_TOL * c)
+        frozen = (full.astype(np.float64) @ B) > 0
+        frozen |= cap <= level * (1 + REL_TOL)
         newly = active & frozen
         if not newly.any():  # numerical safety: freeze the flows of the tightest resource
             tight = used & (share <= share[used].min() * (1 + 1e-6))
-            newly = active & ((AT @ tight.astype(np.float64)) > 0)
+            newly = active & ((tight.astype(np.float64) @ B) > 0)
+        rate[cols[newly]] = level
         active &= ~newly
-        load -= A @ newly.astype(np.float64)
+        load -= B @ newly.astype(np.float64)
         load[load < 1e-12] = 0.0
+        if active.sum() * 2 < len(active):           # compact to what is still live
+            keep_r = load > 0
+            B = B[keep_r][:, active]
+            rem, c, load = rem[keep_r], c[keep_r], load[keep_r]
+            cols, cap = cols[active], cap[active]
+            active = np.ones(len(cols), dtype=bool)
     return rate
 
 
