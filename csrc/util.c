@@ -26,12 +26,13 @@ int fb_parse_size(const char *s, size_t *out)
         if (n >= sizeof u) return -1;
         for (size_t i = 0; i < n; i++) u[i] = (char)tolower((unsigned char)end[i]);
         if (!strcmp(u, "b")) mult = 1;
-        else if (!strcmp(u, "k") || !strcmp(u, "kib")) mult = 1024.0;
-        else if (!strcmp(u, "m") || !strcmp(u, "mib")) mult = 1048576.0;
-        else if (!strcmp(u, "g") || !strcmp(u, "gib")) mult = 1073741824.0;
-        else if (!strcmp(u, "kb")) mult = 1e3;
-        else if (!strcmp(u, "mb")) mult = 1e6;
-        else if (!strcmp(u, "gb")) mult = 1e9;
+        /* as fabscope.units.parse_size: KiB/MiB/GiB binary, k/M/G and kB/MB/GB decimal */
+        else if (!strcmp(u, "kib")) mult = 1024.0;
+        else if (!strcmp(u, "mib")) mult = 1048576.0;
+        else if (!strcmp(u, "gib")) mult = 1073741824.0;
+        else if (!strcmp(u, "k") || !strcmp(u, "kb")) mult = 1e3;
+        else if (!strcmp(u, "m") || !strcmp(u, "mb")) mult = 1e6;
+        else if (!strcmp(u, "g") || !strcmp(u, "gb")) mult = 1e9;
         else return -1;
     }
     double b = v * mult;
@@ -50,7 +51,7 @@ void fb_usage(FILE *fh)
           "         --window W --seed N --rounds N --offset K --leaf-size L --hops N\n"
           "         --dims AxBxC [--mesh] --topo FILE --per-rank --validate\n"
           "         --out FILE [--append] --progress --yield auto|on|off --stream-n N\n"
-          "sizes: 8, 64KiB, 1MiB, 4M (binary), 1MB (decimal)\n", fh);
+          "sizes: 8, 64KiB, 1MiB (binary), 4M, 1MB (decimal)\n", fh);
 }
 
 static int need(int i, int argc, char **argv, char *err, size_t n)

@@ -1,0 +1,108 @@
+"""Host lists of a batch job: ``$PBS_NODEFILE``, ``$SLURM_JOB_NODELIST``, host files.
+
+>>> expand_nodelist("node[001-003,010],gpu7")
+['node001', 'node002', 'node003', 'node010', 'gpu7']
+>>> expand_nodelist("rack[1-2]-n[1-2]")
+['rack1-n1', 'rack1-n2', 'rack2-n1', 'rack2-n2']
+>>> parse_hostfile(["# PBS", "n1", "n1", "n2 slots=4", "n3:2"])
+[('n1', 2), ('n2', 4), ('n3', 2)]
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable, Mapping
+
+from fabscope.errors import MeasureError
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas that are not inside brackets."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise MeasureError(f"node list {text!r}: unbalanced ']'")
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if depth:
+        raise MeasureError(f"node list {text!r}: unbalanced '['")
+    parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _expand_one(name: str) -> list[str]:
+    m = re.search(r"\[([^\[\]]*)\]", name)
+    if not m:
+        return [name]
+    head, tail = name[: m.start()], name[m.end():]
+    out = []
+    for rng in m.group(1).split(","):
+        if "-" in rng:
+            a, b = rng.split("-", 1)
+            if not (a.isdigit() and b.isdigit()) or int(a) > int(b):
+                raise MeasureError(f"node list {name!r}: bad range {rng!r}")
+            width = len(a)
+            values = [str(i).zfill(width) for i in range(int(a), int(b) + 1)]
+        elif rng.isdigit():
+            values = [rng]
+        else:
+            raise MeasureError(f"node list {name!r}: bad entry {rng!r}")
+        out.extend(head + v + rest for v in values for rest in _expand_one(tail))
+    return out
+
+
+def expand_nodelist(text: str) -> list[str]:
+    """Slurm's compressed ``node[001-004,010]`` syntax, expanded in order."""
+    return [h for part in _split_top(text) for h in _expand_one(part)]
+
+
+def parse_hostfile(lines: Iterable[str]) -> list[tuple[str, int]]:
+    """(host, slots) in order of first appearance; a repeated line adds a slot.
+
+    Accepts PBS node files (a host per slot), ``host slots=N`` (Open MPI)
+    and ``host:N`` (MPICH).
+    """
+    slots: dict[str, int] = {}
+    for raw in lines:
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.match(r"^(\S+?)(?::(\d+))?(?:\s+(?:slots|max_slots)=(\d+).*)?$", line)
+        if not m:
+            raise MeasureError(f"host file line {raw.strip()!r} is neither 'host', 'host:N' nor 'host slots=N'")
+        n = int(m.group(2) or m.group(3) or 1)
+        slots[m.group(1)] = slots.get(m.group(1), 0) + n
+    return list(slots.items())
+
+
+def read_hostfile(path: str) -> list[tuple[str, int]]:
+    try:
+        with open(path) as fh:
+            return parse_hostfile(fh)
+    except OSError as err:
+        raise MeasureError(f"cannot read host file {path}: {err.strerror}") from err
+
+
+def job_hosts(env: Mapping[str, str] | None = None) -> tuple[list[tuple[str, int]], str] | None:
+    """The hosts of the batch job this runs in, and where they came from; None outside a job.
+
+    >>> job_hosts({"SLURM_JOB_NODELIST": "c[1-2]", "SLURM_NTASKS_PER_NODE": "4"})
+    ([('c1', 4), ('c2', 4)], '$SLURM_JOB_NODELIST')
+    """
+    env = os.environ if env is None else env
+    if env.get("PBS_NODEFILE"):
+        return read_hostfile(env["PBS_NODEFILE"]), "$PBS_NODEFILE"
+    if env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST"):
+        hosts = expand_nodelist(env.get("SLURM_JOB_NODELIST") or env["SLURM_NODELIST"])
+        per = env.get("SLURM_NTASKS_PER_NODE") or env.get("SLURM_CPUS_ON_NODE") or "1"
+        n = int(re.match(r"\d+", per).group(0)) if re.match(r"\d+", per) else 1
+        return [(h, n) for h in hosts], "$SLURM_JOB_NODELIST"
+    return None

@@ -1,0 +1,135 @@
+"""Launchers: a small registry of the commands that start an MPI job.
+
+Each launcher turns a :class:`Job` into an argument list; nothing here runs
+MPI, so the command lines are tested as they are.
+
+>>> job = Job(np=4, program=["fabscope-bench", "pingpong"], hosts=[("n1", 2), ("n2", 2)], ppn=2)
+>>> " ".join(get_launcher("mpich", exe="mpiexec").command(job))
+'mpiexec -n 4 -hosts n1:2,n2:2 -ppn 2 fabscope-bench pingpong'
+>>> " ".join(get_launcher("openmpi", exe="mpirun").command(job))
+'mpirun -np 4 --host n1:2,n2:2 --map-by ppr:2:node fabscope-bench pingpong'
+>>> " ".join(get_launcher("srun").command(job))
+'srun --ntasks 4 --nodelist n1,n2 --ntasks-per-node 2 fabscope-bench pingpong'
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from fabscope.errors import MeasureError
+
+
+@dataclass(frozen=True)
+class Job:
+    np: int
+    program: Sequence[str]
+    hosts: Sequence[tuple[str, int]] | None = None  # (host, slots)
+    hostfile: str | None = None
+    ppn: int | None = None
+    oversubscribe: bool = False
+    extra: Sequence[str] = field(default_factory=tuple)  # the user's own launcher options
+
+
+@dataclass(frozen=True)
+class Launcher:
+    name: str
+    exe: str
+
+    def command(self, job: Job) -> list[str]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def env(self) -> dict[str, str]:
+        """Variables the launcher needs in the job's environment."""
+        return {}
+
+
+_REGISTRY: dict[str, tuple[type[Launcher], str]] = {}
+
+
+def register(name: str, default_exe: str) -> Callable[[type[Launcher]], type[Launcher]]:
+    def deco(cls: type[Launcher]) -> type[Launcher]:
+        _REGISTRY[name] = (cls, default_exe)
+        return cls
+    return deco
+
+
+def names() -> list[str]:
+    """The registered launchers.
+
+    >>> names()
+    ['mpich', 'openmpi', 'srun']
+    """
+    return sorted(_REGISTRY)
+
+
+def get_launcher(name: str, exe: str | None = None) -> Launcher:
+    """A launcher by name; ``mpiexec``/``mpirun`` are taken as the MPICH/Open MPI ones."""
+    alias = {"mpiexec": "mpich", "hydra": "mpich", "mpirun": "openmpi", "ompi": "openmpi", "slurm": "srun"}
+    key = alias.get(name, name)
+    if key not in _REGISTRY:
+        raise MeasureError(f"unknown launcher {name!r} (known: {', '.join(names())}, mpiexec, mpirun)")
+    cls, default = _REGISTRY[key]
+    return cls(key, exe or default)
+
+
+def _host_list(hosts: Sequence[tuple[str, int]]) -> str:
+    return ",".join(f"{h}:{n}" for h, n in hosts)
+
+
+@register("mpich", "mpiexec")
+class MpichLauncher(Launcher):
+    """MPICH's Hydra (also MVAPICH and Intel MPI's mpiexec.hydra)."""
+
+    def command(self, job: Job) -> list[str]:
+        argv = [self.exe, "-n", str(job.np)]
+        if job.hostfile:
+            argv += ["-f", job.hostfile]
+        elif job.hosts:
+            argv += ["-hosts", _host_list(job.hosts)]
+        if job.ppn:
+            argv += ["-ppn", str(job.ppn)]
+        return argv + list(job.extra) + list(job.program)
+
+
+@register("openmpi", "mpirun")
+class OpenMpiLauncher(Launcher):
+    def command(self, job: Job) -> list[str]:
+        argv = [self.exe, "-np", str(job.np)]
+        if job.hostfile:
+            argv += ["--hostfile", job.hostfile]
+        elif job.hosts:
+            argv += ["--host", _host_list(job.hosts)]
+        if job.ppn:
+            argv += ["--map-by", f"ppr:{job.ppn}:node"]
+        if job.oversubscribe:
+            argv += ["--oversubscribe"]
+        return argv + list(job.extra) + list(job.program)
+
+    def env(self) -> dict[str, str]:
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        return {}
+
+
+@register("srun", "srun")
+class SrunLauncher(Launcher):
+    """Slurm's srun, inside an allocation (``salloc``/``sbatch``)."""
+
+    def command(self, job: Job) -> list[str]:
+        argv = [self.exe, "--ntasks", str(job.np)]
+        if job.hostfile:
+            argv += ["--nodefile", job.hostfile]
+        elif job.hosts:
+            argv += ["--nodelist", ",".join(h for h, _ in job.hosts)]
+        if job.ppn:
+            argv += ["--ntasks-per-node", str(job.ppn)]
+        if job.oversubscribe:
+            argv += ["--overcommit"]
+        return argv + list(job.extra) + list(job.program)
+
+
+def launcher_for(vendor: str, exe: str) -> Launcher:
+    """The launcher that goes with an MPI found by :func:`fabscope.measure.mpi.find_mpi`."""
+    return get_launcher("openmpi" if vendor == "openmpi" else "mpich", exe)

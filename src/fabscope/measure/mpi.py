@@ -1,0 +1,144 @@
+"""Finding MPI: one place, one documented order.
+
+:func:`find_mpi` looks for an MPI C compiler wrapper and its launcher in this
+order, and says which rule matched (``MPIInstall.source``):
+
+1. ``$FABSCOPE_MPICC`` (and ``$FABSCOPE_MPIEXEC``), for a site that wants a
+   particular MPI for fabscope only;
+2. ``$MPICC`` (and ``$MPIEXEC``), the usual convention of build tools;
+3. ``mpicc`` on ``$PATH`` outside this Python environment: the site's MPI,
+   as ``module load`` puts it there; on a cluster this is the one to measure;
+4. ``mpicc`` of the PyPI ``mpich`` wheel inside this Python environment
+   (``pip install mpich``): needs no root, the default on a laptop.
+
+The launcher is the ``mpiexec`` (or ``mpirun``) beside the compiler unless
+``$FABSCOPE_MPIEXEC``/``$MPIEXEC`` names one.
+
+>>> m = MPIInstall("/x/mpicc", "/x/mpiexec", "MPICC", "mpich", "MPICH 4.0.2")
+>>> m.vendor, m.is_wheel
+('mpich', False)
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Mapping
+
+from fabscope.errors import MeasureError
+
+SOURCES = ("FABSCOPE_MPICC", "MPICC", "PATH", "mpich wheel")
+
+WHEEL_NOTE = ("the PyPI mpich wheel's wait loop calls sched_yield() after every empty poll "
+              "(~1 us per message); fabscope-bench spins instead when a node runs no more ranks "
+              "than cores (--yield auto), so its small-message figures match a site MPICH")
+
+
+@dataclass(frozen=True)
+class MPIInstall:
+    mpicc: str
+    mpiexec: str
+    source: str
+    vendor: str  # "mpich", "openmpi", "intel" or "unknown"
+    version: str
+
+    @property
+    def is_wheel(self) -> bool:
+        return self.source == "mpich wheel"
+
+    def identity(self) -> str:
+        """What the built program depends on: the compiler wrapper, its flags and version."""
+        h = hashlib.sha256()
+        for part in (os.path.realpath(self.mpicc), self.version, _show(self.mpicc)):
+            h.update(part.encode() + b"\0")
+        return h.hexdigest()[:16]
+
+
+def _run(argv: list[str]) -> str:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return (p.stdout + p.stderr).strip()
+
+
+@functools.lru_cache(maxsize=None)
+def _show(mpicc: str) -> str:
+    """The wrapper's underlying compile line (``-show`` for MPICH, ``--showme`` for Open MPI)."""
+    out = _run([mpicc, "-show"])
+    return out if out and "error" not in out.lower() else _run([mpicc, "--showme"])
+
+
+def vendor_of(version_text: str) -> str:
+    """Name the MPI from the launcher's ``--version`` text.
+
+    >>> vendor_of("mpiexec (Open MPI) 4.1.4"), vendor_of("HYDRA build details:\\n Version: 4.0.2")
+    ('openmpi', 'mpich')
+    """
+    t = version_text.lower()
+    if "open mpi" in t or "open-mpi" in t or "openrte" in t:
+        return "openmpi"
+    if "intel(r) mpi" in t:
+        return "intel"
+    if "hydra" in t or "mpich" in t:
+        return "mpich"
+    return "unknown"
+
+
+def _beside(mpicc: str) -> str | None:
+    d = os.path.dirname(os.path.abspath(mpicc))
+    for name in ("mpiexec", "mpirun"):
+        p = os.path.join(d, name)
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def _which(name: str, path: str) -> str | None:
+    return shutil.which(name, path=path) if path else None
+
+
+def find_mpi(env: Mapping[str, str] | None = None, prefix: str | None = None) -> MPIInstall:
+    """The MPI to build and run with, by the order in this module's docstring.
+
+    Raises :class:`MeasureError` with what was tried when none is found.
+    """
+    env = os.environ if env is None else env
+    prefix = os.path.realpath(prefix or sys.prefix)
+    own_bin = os.path.join(prefix, "bin")
+    found: tuple[str, str | None, str] | None = None
+    for var, exe_var in (("FABSCOPE_MPICC", "FABSCOPE_MPIEXEC"), ("MPICC", "MPIEXEC")):
+        if env.get(var):
+            cc = shutil.which(env[var]) or env[var]
+            if not os.access(cc, os.X_OK):
+                raise MeasureError(f"${var} names {env[var]!r}, which is not an executable")
+            found = (cc, env.get(exe_var) or env.get("MPIEXEC") or None, var)
+            break
+    if found is None:
+        outside = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if p and os.path.realpath(p) != os.path.realpath(own_bin))
+        cc = _which("mpicc", outside)
+        if cc:
+            found = (cc, None, "PATH")
+        elif os.access(os.path.join(own_bin, "mpicc"), os.X_OK):
+            found = (os.path.join(own_bin, "mpicc"), None, "mpich wheel")
+    if found is None:
+        raise MeasureError("no MPI found: tried $FABSCOPE_MPICC, $MPICC, mpicc on PATH and the mpich wheel "
+                           "in this environment; load your site's MPI module or run 'pip install mpich'")
+    cc, exe, source = found
+    exe = exe or _beside(cc) or shutil.which("mpiexec", path=env.get("PATH", ""))
+    if not exe:
+        raise MeasureError(f"found {cc} ({source}) but no mpiexec or mpirun beside it; set $FABSCOPE_MPIEXEC")
+    text = _run([exe, "--version"])
+    vendor = vendor_of(text)
+    if source == "mpich wheel" or (vendor == "unknown" and os.access(os.path.join(os.path.dirname(cc), "mpichversion"), os.X_OK)):
+        vendor = "mpich"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    hydra = [ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("version:")]
+    version = f"MPICH {hydra[0]}" if hydra else (lines[0] if lines else "unknown")
+    return MPIInstall(cc, exe, source, vendor, version)
