@@ -1,0 +1,150 @@
+"""Reading what fabscope-bench wrote: JSON lines -> :class:`fabscope.result.Result`.
+
+The file is read as far as it is whole: a job killed at its wall time leaves
+every finished line and perhaps half of the next, and :func:`read_run` keeps
+the former, drops the latter and says so (:meth:`BenchRun.describe`).
+
+>>> import json, os, tempfile
+>>> lines = [{"type": "header", "schema": "fabscope.bench", "version": 1, "nranks": 2},
+...          {"type": "ranks", "host": ["a", "b"], "core": [0, 0], "socket": [0, 0]},
+...          {"type": "test", "test": "random-pairs"},
+...          {"type": "pair", "test": "random-pairs", "src": 0, "dst": 1, "bytes": 8,
+...           "iters": 1, "time": 1e-6, "bandwidth": 1.6e7, "scenario": 0}]
+>>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+>>> with open(path, "w") as fh:
+...     _ = fh.write("\\n".join(json.dumps(x) for x in lines) + '\\n{"type": "pa')
+>>> run = read_run(path)
+>>> run.describe()
+'run.jsonl: 1 measurement of 1 test (random-pairs); incomplete: the job stopped during random-pairs, last line cut'
+>>> to_result(run).pairs["cls"].tolist(), to_result(run).class_labels
+([2], ('Intra-socket', 'Inter-socket', 'Inter-node'))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fabscope.errors import MeasureError, SchemaError
+from fabscope.fabric.model import Fabric
+from fabscope.result import Result
+
+SCHEMA = "fabscope.bench"
+SCHEMA_VERSION = 1
+MEASUREMENTS = ("pair", "size", "stream")
+PAIR_TESTS = ("random-pairs", "leaf-offset", "leaf-pairs", "all-pairs", "hops")
+
+
+@dataclass
+class BenchRun:
+    path: str
+    header: dict[str, Any]
+    ranks: dict[str, list[Any]]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)
+    status: int | None = None       # from the "end" line; None if the job never got there
+    error: str | None = None
+    truncated: bool = False          # the last line was cut
+
+    @property
+    def complete(self) -> bool:
+        return self.status == 0
+
+    def of(self, test: str, kind: str | None = None) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("test") == test and (kind is None or r["type"] == kind)]
+
+    def describe(self) -> str:
+        n = len(self.records)
+        what = f"{n} measurement{'s' * (n != 1)} of {len(self.tests)} test{'s' * (len(self.tests) != 1)}"
+        if self.tests:
+            what += f" ({', '.join(self.tests)})"
+        name = os.path.basename(self.path)
+        if self.status == 0:
+            return f"{name}: {what}; complete"
+        if self.status is not None:
+            return f"{name}: {what}; the program stopped with status {self.status}: {self.error or 'error'}"
+        where = f" during {self.tests[-1]}" if self.tests else ""
+        return f"{name}: {what}; incomplete: the job stopped{where}" + (", last line cut" if self.truncated else "")
+
+
+def read_run(path: str | os.PathLike[str]) -> BenchRun:
+    """Read a fabscope-bench JSON-lines file, as far as it is whole."""
+    path = os.fspath(path)
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except OSError as err:
+        raise MeasureError(f"cannot read {path}: {err.strerror}") from err
+    lines = text.split("\n")
+    docs: list[dict[str, Any]] = []
+    truncated = False
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            docs.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            if i >= len(lines) - 2:  # only the last line may be cut short
+                truncated = True
+                break
+            raise SchemaError(f"{path}: line {i + 1} is not JSON ({err.msg})") from err
+    if not docs or docs[0].get("type") != "header":
+        raise SchemaError(f"{path}: no fabscope-bench header line; is this a fabscope-bench output file?")
+    head = docs[0]
+    if head.get("schema") != SCHEMA:
+        raise SchemaError(f"{path}: schema {head.get('schema')!r}, expected {SCHEMA!r}")
+    if head.get("version") != SCHEMA_VERSION:
+        raise SchemaError(f"{path}: fabscope-bench schema version {head.get('version')!r}; "
+                          f"this fabscope reads version {SCHEMA_VERSION}")
+    run = BenchRun(path, head, {}, truncated=truncated)
+    for d in docs[1:]:
+        t = d.get("type")
+        if t == "ranks":
+            run.ranks = d
+        elif t == "test":
+            run.tests.append(d["test"])
+        elif t in MEASUREMENTS:
+            run.records.append(d)
+        elif t == "error":
+            run.error = d.get("message")
+        elif t == "end":
+            run.status = int(d.get("status", 0))
+    if not run.ranks:
+        n = int(head.get("nranks", 0))
+        run.ranks = {"host": ["?"] * n, "core": [-1] * n, "socket": [0] * n}
+    return run
+
+
+def to_result(run: BenchRun, test: str | None = None, fabric: Fabric | None = None) -> Result:
+    """The per-pair table of one test of a run, classified (see :mod:`.analysis`)."""
+    from fabscope.measure.analysis import classify
+
+    if test is None:
+        measured = [t for t in run.tests if run.of(t)]
+        test = next((t for t in measured if t in PAIR_TESTS), measured[0] if measured else None)
+    if test is None:
+        raise MeasureError(f"{run.describe()}: no measurement to analyze")
+    recs = [r for r in run.of(test) if r["type"] in ("pair", "size")]
+    if not recs:
+        raise MeasureError(f"{os.path.basename(run.path)}: no per-pair or per-size measurements of {test!r}")
+    src = np.array([int(r.get("src", 0)) for r in recs])
+    dst = np.array([int(r.get("dst", min(1, len(run.ranks["host"]) - 1))) for r in recs])
+    hosts = np.array(run.ranks["host"], dtype=object)
+    cls, labels = classify(run, src, dst, fabric)
+    nbytes = np.array([int(r["bytes"]) for r in recs])
+    bw = np.array([float(r.get("bandwidth") or 0.0) for r in recs])
+    tm = np.array([float(r.get("time", r.get("latency", 0.0))) for r in recs])
+    pairs = {"src": src, "dst": dst, "src_host": hosts[src].astype(str), "dst_host": hosts[dst].astype(str),
+             "cls": cls, "bytes": nbytes, "bandwidth": bw, "time": tm,
+             "scenario": np.array([int(r.get("scenario", 0)) for r in recs])}
+    h = run.header
+    meta = {"kind": "measure", "test": test, "source": os.path.abspath(run.path),
+            "mpi_library": h.get("mpi_library"), "nranks": h.get("nranks"), "nnodes": h.get("nnodes"),
+            "seed": h.get("seed"), "yield": h.get("yield"), "argv": h.get("argv"),
+            "fabric": fabric.name if fabric is not None else None,
+            "complete": run.complete, "status": run.describe()}
+    return Result(meta=meta, class_labels=labels, pairs=pairs)
