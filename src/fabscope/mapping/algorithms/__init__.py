@@ -1,0 +1,1 @@
+"""Mapping algorithms: baselines, hierarchical partitioning, torus folds, refinement, Scotch."""

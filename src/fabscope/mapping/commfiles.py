@@ -1,0 +1,125 @@
+"""Communication matrices from files: dense CSV and Matrix Market.
+
+Entry ``(i, j)`` is the bytes rank ``i`` sent to rank ``j``.  The PMPI
+library (``csrc/pmpi``) writes Matrix Market files: ``comm.mtx`` with the
+bytes and ``comm.msgs.mtx`` beside it with the message counts, which
+:func:`read_comm_file` picks up when present.
+
+>>> import os, tempfile
+>>> p = os.path.join(tempfile.mkdtemp(), "m.csv")
+>>> _ = open(p, "w").write("0,10,0\\n5,0,0\\n0,0,0\\n")
+>>> g = read_comm_file(p)
+>>> g.n, g.src.tolist(), g.dst.tolist(), g.bytes.tolist()
+(3, [0, 1], [1, 0], [10.0, 5.0])
+>>> write_mtx(os.path.join(os.path.dirname(p), "m.mtx"), g)
+>>> read_comm_file(os.path.join(os.path.dirname(p), "m.mtx")).bytes.tolist()
+[10.0, 5.0]
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from fabscope.atomic import atomic_open
+from fabscope.errors import TrafficError
+from fabscope.mapping.commgraph import CommGraph
+
+__all__ = ["read_comm_file", "read_csv_matrix", "read_mtx", "write_mtx"]
+
+
+def _check_square(path: str, shape: tuple[int, int]) -> int:
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise TrafficError(f"{path}: communication matrix is {shape[0]}x{shape[1] if len(shape) > 1 else 1}, "
+                           "it must be square (ranks x ranks)")
+    if shape[0] == 0:
+        raise TrafficError(f"{path}: communication matrix is empty")
+    return int(shape[0])
+
+
+def read_csv_matrix(path: str) -> CommGraph:
+    """A dense ``n x n`` bytes matrix, comma, semicolon or white-space separated; ``#`` comments."""
+    rows: list[list[float]] = []
+    with open(path) as fh:
+        for ln, line in enumerate(fh, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            cells = [c for c in line.replace(";", ",").replace(",", " ").split()]
+            try:
+                rows.append([float(c) for c in cells])
+            except ValueError:
+                raise TrafficError(f"{path}:{ln}: {line[:40]!r} is not a row of numbers") from None
+    if not rows:
+        raise TrafficError(f"{path}: communication matrix is empty")
+    widths = {len(r) for r in rows}
+    if len(widths) != 1:
+        raise TrafficError(f"{path}: rows have {min(widths)} to {max(widths)} entries; the matrix must be square")
+    a = np.array(rows)
+    n = _check_square(path, a.shape)
+    return _from_dense(path, n, a)
+
+
+def _from_dense(path: str, n: int, a: np.ndarray) -> CommGraph:
+    _check_values(path, a.ravel(), np.argwhere(a < 0)[:1].tolist())
+    i, j = np.nonzero(a)
+    return CommGraph.from_coo(os.path.basename(path), n, i, j, a[i, j], params={"file": path})
+
+
+def _check_values(path: str, v: np.ndarray, where: list) -> None:
+    if np.any(~np.isfinite(v)):
+        raise TrafficError(f"{path}: communication matrix has a non-finite entry")
+    if np.any(v < 0):
+        at = f" at row {where[0][0] + 1}, column {where[0][1] + 1}" if where else ""
+        raise TrafficError(f"{path}: communication matrix has a negative entry{at}; bytes cannot be negative")
+
+
+def read_mtx(path: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """``(n, rows, cols, values)`` of a Matrix Market file (0-based), checked square and non-negative."""
+    from scipy.io import mmread
+
+    try:
+        m = mmread(path)
+    except (ValueError, OSError, IndexError) as err:
+        raise TrafficError(f"{path}: not a Matrix Market file ({err})") from err
+    n = _check_square(path, m.shape)
+    if isinstance(m, np.ndarray):
+        i, j = np.nonzero(m)
+        v = m[i, j]
+    else:
+        c = m.tocoo()
+        i, j, v = c.row, c.col, c.data
+    v = np.asarray(v, dtype=np.float64)
+    bad = np.flatnonzero(v < 0)
+    _check_values(path, v, [[int(i[bad[0]]), int(j[bad[0]])]] if len(bad) else [])
+    return n, np.asarray(i, np.int64), np.asarray(j, np.int64), v
+
+
+def read_comm_file(path: str) -> CommGraph:
+    """A graph from ``.csv`` or ``.mtx`` (with its ``.msgs.mtx`` companion if there is one)."""
+    if not os.path.isfile(path):
+        raise TrafficError(f"{path}: no such communication matrix file")
+    if path.endswith(".csv") or path.endswith(".txt"):
+        return read_csv_matrix(path)
+    n, i, j, v = read_mtx(path)
+    msgs = None
+    companion = path[:-4] + ".msgs.mtx" if path.endswith(".mtx") else None
+    if companion and os.path.isfile(companion) and not path.endswith(".msgs.mtx"):
+        n2, i2, j2, m2 = read_mtx(companion)
+        if n2 != n:
+            raise TrafficError(f"{companion}: {n2} ranks, but {path} has {n}")
+        lut = {(a, b): c for a, b, c in zip(i2.tolist(), j2.tolist(), m2.tolist())}
+        msgs = np.array([lut.get((a, b), 0.0) for a, b in zip(i.tolist(), j.tolist())])
+    return CommGraph.from_coo(os.path.basename(path), n, i, j, v, msgs, params={"file": path})
+
+
+def write_mtx(path: str, g: CommGraph, field: str = "bytes") -> None:
+    """Write the graph's ``bytes`` (or ``msgs``) as a Matrix Market coordinate file, atomically."""
+    vals = g.bytes if field == "bytes" else g.msgs
+    with atomic_open(path) as fh:
+        fh.write("%%MatrixMarket matrix coordinate real general\n")
+        fh.write(f"% fabscope communication graph {g.name}: {field} sent from row rank to column rank\n")
+        fh.write(f"{g.n} {g.n} {g.n_edges}\n")
+        for s, d, b in zip(g.src.tolist(), g.dst.tolist(), vals.tolist()):
+            fh.write(f"{s + 1} {d + 1} {b:.17g}\n")
