@@ -30,6 +30,7 @@ from fabscope import __version__
 from fabscope.atomic import atomic_open
 from fabscope.errors import SchemaError
 from fabscope.fabric.model import MB
+from fabscope.schemas import validate
 
 SCHEMA = "fabscope.result"
 SCHEMA_VERSION = 1
@@ -113,6 +114,7 @@ class Result:
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
         doc = self.to_dict()
+        validate(doc, "result")
         with atomic_open(path) as fh:
             json.dump(doc, fh, separators=(",", ":"))
             fh.write("\n")
@@ -133,6 +135,7 @@ class Result:
             raise SchemaError(f"not a fabscope result (schema {doc.get('schema')!r})")
         if doc.get("version") != SCHEMA_VERSION:
             raise SchemaError(f"result schema version {doc.get('version')!r}, this fabscope reads version {SCHEMA_VERSION}")
+        validate(doc, "result")
         links = doc.get("links")
         return cls(
             meta=dict(doc["meta"]),

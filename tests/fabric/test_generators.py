@@ -131,3 +131,10 @@ def test_placements_and_their_errors():
         Placement.from_hostlist(f, ["h0000", "nowhere"])
     with pytest.raises(PlacementError, match="3 ranks on host 'h0000'"):
         Placement.from_hostlist(f, ["h0000"] * 3)
+
+
+def test_schema_violations_name_the_place():
+    doc = to_dict(fat_tree(k=2, levels=2))
+    del doc["cables"]["capacity"]
+    with pytest.raises(SchemaError, match="at cables: 'capacity' is a required property"):
+        from_dict(doc, "f.json")

@@ -29,6 +29,7 @@ from fabscope.atomic import atomic_open
 from fabscope.errors import FabricError, SchemaError
 from fabscope.fabric import generators as gen
 from fabscope.fabric.model import Fabric, Level
+from fabscope.schemas import validate
 
 SCHEMA = "fabscope.fabric"
 SCHEMA_VERSION = 1
@@ -165,6 +166,7 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
     if doc.get("version") != SCHEMA_VERSION:
         raise SchemaError(f"{origin}: fabric schema version {doc.get('version')!r}, "
                           f"this fabscope reads version {SCHEMA_VERSION}")
+    validate(doc, "fabric", origin)
     try:
         hosts, switches, cables = doc["hosts"], doc["switches"], doc["cables"]
         names = list(hosts["name"]) + list(switches["name"])
@@ -221,8 +223,10 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
 
 
 def write_json(f: Fabric, path: str | os.PathLike[str]) -> None:
+    doc = to_dict(f)
+    validate(doc, "fabric")
     with atomic_open(path) as fh:
-        json.dump(to_dict(f), fh, separators=(",", ":"))
+        json.dump(doc, fh, separators=(",", ":"))
         fh.write("\n")
 
 
