@@ -77,15 +77,15 @@ def seed_table(result: Any, title: str = "") -> str:
     >>> r = Result(meta={}, class_labels=("Same Leaf", "Diff Leafs"),
     ...            pairs={"cls": np.array([0, 1]), "bandwidth": np.array([3.0e9, 1.0e9])})
     >>> print(seed_table(r))
-         Max    Average        Min  [MB/sec]   Pairs
-     3000.00    2000.00    1000.00  Overall        2
-     3000.00    3000.00    3000.00  Same Leaf      1
-     1000.00    1000.00    1000.00  Diff Leafs     1
+         Max    Average        Min  [MB/sec]      Pairs
+     3000.00    2000.00    1000.00  Overall           2
+     3000.00    3000.00    3000.00  Same Leaf         1
+     1000.00    1000.00    1000.00  Diff Leafs        1
     """
     lines = [title] if title else []
-    lines.append(f"{'Max':>8} {'Average':>10} {'Min':>10}  {'[MB/sec]':<10} {'Pairs':>5}")
+    lines.append(f"{'Max':>8} {'Average':>10} {'Min':>10}  {'[MB/sec]':<13} {'Pairs':>5}")
     for s in result.summary():
-        lines.append(f"{s.max:8.2f} {s.avg:10.2f} {s.min:10.2f}  {s.label:<10} {s.count:>5}")
+        lines.append(f"{s.max:8.2f} {s.avg:10.2f} {s.min:10.2f}  {s.label:<13} {s.count:>5}")
     return "\n".join(lines)
 
 
@@ -138,8 +138,10 @@ def _fit(m: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
     w = 1.0 / t
     A = np.stack([w, m * w], axis=1)
     (a, b), *_ = np.linalg.lstsq(A, np.ones_like(t), rcond=None)
-    if b < 0:
+    if b < 0:  # no size dependence: a constant
         a, b = float(np.sum(w) / np.sum(w * w)), 0.0
+    elif a < 0:  # a start-up time is never negative: pure bandwidth term
+        a, b = 0.0, float(np.sum(m * w) / np.sum((m * w) ** 2))
     r = (a + b * m) / t - 1
     return float(a), float(b), float(r @ r)
 
