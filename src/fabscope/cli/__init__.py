@@ -18,6 +18,9 @@ from fabscope.errors import FabscopeError
 COMMAND_MODULES = [
     "demo",
     "simulate",
+    "measure",
+    "analyze",
+    "doctor",
 ]
 
 

@@ -1,0 +1,84 @@
+"""``fabscope analyze``: classify and summarize fabscope-bench output afterwards."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from fabscope.fabric.model import MB
+from fabscope.measure import analysis as an
+from fabscope.measure.parse import PAIR_TESTS, BenchRun, read_run, to_result
+
+HEADLINE = {"bw": "bandwidth", "bibw": "bandwidth", "mbw": "bandwidth", "random-msg": "bandwidth",
+            "bucket-brigade": "bandwidth", "ring": "bandwidth", "random-ring": "bandwidth",
+            "multi-lat": "latency", "alltoall": "latency", "allreduce": "latency"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("analyze", help="classify and summarize fabscope-bench results (JSON lines)",
+                       description="Read fabscope-bench output (also a truncated file), class every pair by "
+                                   "the fabric or by socket and node, print the seeds' tables, the latency "
+                                   "model with its kinks, balance ratios; with an intra-node and an "
+                                   "inter-node run, the Communication Balance Ratios.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="fabscope-bench output (.jsonl)")
+    p.add_argument("--fabric", help="fabric spec or JSON file to class pairs by (default: socket/node)")
+    p.add_argument("--test", help="test whose pairs to tabulate and write (default: the first pair test)")
+    p.add_argument("-o", "--output", help="write the per-pair result (fabscope.result JSON)")
+    p.add_argument("--csv", help="write the per-pair table as CSV")
+    p.add_argument("--peak-gflops", type=float, help="peak GFLOPS of one core (default: clock x --flops-per-cycle)")
+    p.add_argument("--flops-per-cycle", type=float, default=16.0, help="double FLOPs per cycle per core (default 16)")
+    p.set_defaults(func=run)
+
+
+def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: float = 16.0) -> list[str]:
+    """The text fabscope prints for one run (also used by ``fabscope measure``)."""
+    out = [run.describe(), f"MPI: {run.header.get('mpi_library')} (wait loop: {run.header.get('yield')})"]
+    for test in run.tests:
+        recs = run.of(test)
+        if not recs:
+            continue
+        if test in PAIR_TESTS:
+            r = to_result(run, test, fabric)
+            out += ["", an.seed_table(r, f"{test}: {r.n_pairs} pairs, {recs[0]['bytes']} B x {recs[0]['iters']}")]
+        elif test == "pingpong":
+            out += ["", f"pingpong ({an.pair_kind(run)}): size [B], latency [us], bandwidth [MB/s]"]
+            out += [f"{x['bytes']:>10} {x['latency'] * 1e6:10.3f} {x['bandwidth'] / MB:10.1f}" for x in recs]
+            if len(recs) >= 2:
+                fit = an.fit_latency_model([x["bytes"] for x in recs], [x["latency"] for x in recs])
+                out += ["latency model alpha + m/beta per regime:", an.format_model(fit)]
+        elif test == "stream":
+            for x in recs:
+                out.append(f"stream {x['mode']:>6} {x['host']}: {x['ranks']} ranks, {x['bandwidth'] / MB:.0f} MB/s")
+        elif test in HEADLINE:
+            key = HEADLINE[test]
+            pts = ", ".join(f"{x['bytes']} B{'/' + str(x['ranks']) + 'r' if 'ranks' in x and test in ('alltoall', 'allreduce') else ''}: "
+                            + (f"{x[key] * 1e6:.2f} us" if key == "latency" else f"{x[key] / MB:.1f} MB/s")
+                            for x in recs[:: max(1, len(recs) // 6)])
+            out.append(f"{test}: {pts}")
+    bal = an.balance(run, peak, fpc)
+    if bal:
+        out.append("bytes/FLOP (seed 004): " + ", ".join(f"{k} {v:.3g}" for k, v in bal.items()))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    fabric = None
+    if args.fabric:
+        from fabscope.fabric.io import load_fabric
+        fabric = load_fabric(args.fabric)
+    runs = [read_run(f) for f in args.files]
+    for i, r in enumerate(runs):
+        print(("\n" if i else "") + "\n".join(report(r, fabric, args.peak_gflops, args.flops_per_cycle)))
+    kinds = {an.pair_kind(r): r for r in runs if r.of("pingpong")}
+    intra = kinds.get("Intra-socket") or kinds.get("Inter-socket")
+    if intra and "Inter-node" in kinds:
+        print("\nCommunication Balance Ratios (intra / inter, seed 001):")
+        for metric, by_size in an.cbr(intra, kinds["Inter-node"]).items():
+            print(f"  CBR-{metric}: " + ", ".join(f"{s} B {v:.2f}" for s, v in list(by_size.items())[::4]))
+    if args.output or args.csv:
+        res = to_result(runs[0], args.test, fabric)
+        if args.output:
+            res.write_json(args.output)
+        if args.csv:
+            res.write_csv(args.csv)
+    return 0

@@ -1,0 +1,48 @@
+"""``fabscope doctor``: which MPI fabscope found, and whether a 2-rank job runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+from fabscope.errors import FabscopeError
+from fabscope.measure import launchers
+from fabscope.measure.build import bench_binary, source_dir
+from fabscope.measure.hostlists import job_hosts
+from fabscope.measure.mpi import SOURCES, WHEEL_NOTE, find_mpi
+from fabscope.measure.runner import measure
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="show the MPI found, build fabscope-bench, run a 2-rank job",
+                       description=f"MPI is looked for in this order: {', '.join(SOURCES)} "
+                                   "(see fabscope.measure.mpi).")
+    p.add_argument("--no-run", action="store_true", help="do not launch the 2-rank test job")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    mpi = find_mpi()
+    print(f"MPI          {mpi.vendor}: {mpi.version}")
+    print(f"found by     {mpi.source}  (order: {', '.join(SOURCES)})")
+    print(f"mpicc        {mpi.mpicc}\nlauncher     {mpi.mpiexec}")
+    print(f"launchers    {', '.join(launchers.names())}")
+    hosts = job_hosts()
+    print(f"job hosts    {f'{len(hosts[0])} from {hosts[1]}' if hosts else 'none (not in a PBS/Slurm job): this host'}")
+    if mpi.is_wheel:
+        print(f"note         {WHEEL_NOTE}")
+    exe, built = bench_binary(mpi)
+    print(f"program      {exe} ({'built now' if built else 'cached'}; sources {source_dir()})")
+    if args.no_run:
+        return 0
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            r = measure(["pingpong", "--size", "8", "--iterations", "2000"], np=2,
+                        out=os.path.join(d, "doctor.jsonl"), timeout=60, mpi=mpi)
+        except FabscopeError as err:
+            print(f"2-rank job   FAILED: {err}")
+            return 1
+    rec = r.of("pingpong", "size")[0]
+    print(f"2-rank job   ok: 8 B ping-pong latency {rec['latency'] * 1e6:.2f} us (wait loop: {r.header['yield']})")
+    return 0
