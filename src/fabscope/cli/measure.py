@@ -37,11 +37,16 @@ def run(args: argparse.Namespace) -> int:
     if args.fabric:
         from fabscope.fabric.io import load_fabric
         fabric = load_fabric(args.fabric)
+    rest = list(args.bench_args)
+    if "--out" in rest[:-1]:  # the program's own --out, given after TEST
+        i = rest.index("--out")
+        args.out = rest[i + 1]
+        del rest[i:i + 2]
     out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
     with con.status(f"fabscope-bench {args.test} on {args.np} ranks") as status:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
-        result = measure([args.test, *args.bench_args], np=args.np, out=out, timeout=args.timeout,
+        result = measure([args.test, *rest], np=args.np, out=out, timeout=args.timeout,
                          progress=progress if con.is_terminal else None, launcher=args.launcher,
                          hostfile=args.hostfile, ppn=args.ppn, fabric=fabric, launcher_args=args.launcher_arg)
     print("\n".join(report(result, fabric)))
