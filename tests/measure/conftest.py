@@ -3,7 +3,6 @@ that wraps every job in ``timeout`` so nothing hangs."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -59,12 +58,3 @@ def bench(mpi, binary, tmp_path):
     return Bench(mpi, binary, tmp_path)
 
 
-def errors(stderr: str) -> list[str]:
-    return [ln for ln in stderr.splitlines() if ln.startswith("fabscope-bench: error:")]
-
-
-def rank_env_var() -> str:
-    return "OMPI_COMM_WORLD_RANK PMI_RANK PMIX_RANK SLURM_PROCID"
-
-
-os.environ.setdefault("FABSCOPE_TEST", "1")
