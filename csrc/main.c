@@ -52,7 +52,7 @@ static int finish(fb_ctx *c, int status)
     return status == FB_HELP ? 0 : status;
 }
 
-static void header(fb_ctx *c, int argc, char **argv)
+static void header(fb_ctx *c, int argc, char **argv, double load)
 {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0}, js[2 * MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0, ver = 0, sub = 0;
@@ -74,7 +74,7 @@ static void header(fb_ctx *c, int argc, char **argv)
     }
     fprintf(c->out, "],\"tests\":[");
     for (int i = 0; i < c->o.ntests; i++) fprintf(c->out, "%s\"%s\"", i ? "," : "", c->o.tests[i]);
-    fprintf(c->out, "],\"cpu_mhz\":%.1f,\"online_cores\":%d}\n", c->cpu_mhz, c->online_cores);
+    fprintf(c->out, "],\"cpu_mhz\":%.1f,\"online_cores\":%d,\"loadavg\":%.2f}\n", c->cpu_mhz, c->online_cores, load);
     /* where every rank sits: host, core, socket (intra-socket / inter-socket / inter-node) */
     fprintf(c->out, "{\"type\":\"ranks\",\"host\":[");
     for (int r = 0; r < c->size; r++) {
@@ -143,10 +143,15 @@ int main(int argc, char **argv)
     if ((st = fb_agree(c, st, err))) return finish(c, st);
     st = fb_gather_placement(c);
     if ((st = fb_fail(c, st, "out of memory"))) return finish(c, st);
+    /* spin only when this node has a core for every rank and nothing else keeps them busy */
+    double load = 0;
+    FILE *la = fopen("/proc/loadavg", "r");
+    if (la) { if (fscanf(la, "%lf", &load) != 1) load = 0; fclose(la); }
     int spin = c->o.yield_mode == FB_YIELD_OFF ||
-               (c->o.yield_mode == FB_YIELD_AUTO && c->local_ranks <= c->online_cores);
+               (c->o.yield_mode == FB_YIELD_AUTO && c->local_ranks <= c->online_cores &&
+                load < c->online_cores - c->local_ranks + 0.5);
     fb_set_yield(spin);
-    header(c, argc, argv);
+    header(c, argc, argv, load);
 
     for (int i = 0; i < c->o.ntests && !st; i++) {
         const fb_test *t = find(c->o.tests[i]);
