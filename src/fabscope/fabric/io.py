@@ -145,6 +145,13 @@ def to_dict(f: Fabric) -> dict[str, Any]:
     asym = np.flatnonzero(f.link_capacity[even] != f.link_capacity[even + 1])
     if len(asym):
         doc["cables"]["capacity_ba"] = f.link_capacity[even + 1].tolist()
+    # optional, additive: InfiniBand LIDs and the forwarding tables read from the switches
+    if f.host_lid is not None or f.switch_lid is not None:
+        doc["lids"] = {"host": None if f.host_lid is None else f.host_lid.tolist(),
+                       "switch": None if f.switch_lid is None else f.switch_lid.tolist(), "lmc": int(f.lmc)}
+    if f.lft is not None:
+        doc["tables"] = {"lft": f.lft.tolist(),
+                         "about": "lft[switch][host] = directed link id (cable k is links 2k and 2k+1), -1 none"}
     return doc
 
 
@@ -215,6 +222,10 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
             coords=doc.get("coords"), dims=tuple(doc["dims"]) if doc.get("dims") else None,
             periodic=tuple(doc["periodic"]) if doc.get("periodic") else None,
             params=doc.get("params", {}),
+            lft=np.asarray(doc["tables"]["lft"], dtype=np.int32).reshape(len(switches["name"]), len(hosts["name"]))
+            if doc.get("tables") else None,
+            host_lid=(doc.get("lids") or {}).get("host"), switch_lid=(doc.get("lids") or {}).get("switch"),
+            lmc=int((doc.get("lids") or {}).get("lmc", 0)),
         )
     except KeyError as err:
         raise SchemaError(f"{origin}: fabric file lacks {err.args[0]!r}") from err

@@ -92,6 +92,13 @@ class Fabric:
     periodic: tuple[bool, ...] | None = None
     #: the generator and its parameters, or where the fabric was read from
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: forwarding tables read from the switches (importers): ``lft[switch, host]`` = link id, -1 none
+    lft: np.ndarray | None = None
+    #: InfiniBand base LIDs of hosts (their first port) and switches (port 0); 0 unknown
+    host_lid: np.ndarray | None = None
+    switch_lid: np.ndarray | None = None
+    #: LID mask control: each host port answers to 2**lmc LIDs from its base LID
+    lmc: int = 0
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -143,6 +150,25 @@ class Fabric:
             set_(self, "periodic", tuple(bool(p) for p in per))
         set_(self, "params", dict(self.params))
         self._check_links()
+        self._check_tables()
+
+    def _check_tables(self) -> None:
+        set_ = object.__setattr__
+        for name, size in (("host_lid", self.n_hosts), ("switch_lid", self.n_switches)):
+            v = getattr(self, name)
+            if v is not None:
+                arr = _ro(v, np.int32)
+                if arr.shape != (size,):
+                    raise FabricError(f"fabric {self.name!r}: {name} has {arr.size} entries, expected {size}")
+                set_(self, name, arr)
+        if self.lft is not None:
+            lft = _ro(self.lft, np.int32)
+            if lft.shape != (self.n_switches, self.n_hosts):
+                raise FabricError(f"fabric {self.name!r}: forwarding tables of shape {lft.shape}, "
+                                  f"expected ({self.n_switches}, {self.n_hosts})")
+            if lft.size and (lft.max() >= self.n_links or lft.min() < -1):
+                raise FabricError(f"fabric {self.name!r}: forwarding tables name a link that does not exist")
+            set_(self, "lft", lft)
 
     def _check_links(self) -> None:
         n_nodes = len(self.node_names)

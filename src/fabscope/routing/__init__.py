@@ -56,7 +56,8 @@ def default_engine(fabric: Fabric) -> str:
 
 
 def _tables(fabric: Fabric) -> Any:
-    return getattr(fabric, "_lft", None)
+    lft = getattr(fabric, "lft", None)
+    return lft if lft is not None else getattr(fabric, "_lft", None)
 
 
 def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
