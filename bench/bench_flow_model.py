@@ -30,6 +30,9 @@ def run_case(fabric_spec: str, pattern: str, routing: str | None, ppn: int) -> d
     from fabscope.model.simulate import simulate
     from fabscope.traffic.spec import make_traffic
 
+    import fabscope.routing.dor, fabscope.routing.multipath, fabscope.routing.tables  # noqa: F401  imports are not solve time
+    import fabscope.routing.tree  # noqa: F401
+
     t0 = time.perf_counter()
     f = load_fabric(fabric_spec)
     t1 = time.perf_counter()

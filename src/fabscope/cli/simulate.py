@@ -54,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
         placement = build(fabric, ranks, ppn)
     extra = {k: v for k, v in (("offset", args.offset), ("hops", args.hops)) if v is not None}
     traffic = make_traffic(args.pattern, fabric, placement, size, seed=args.seed, **extra)
-    result = simulate(fabric, placement, traffic, args.routing, model=args.model, seed=args.seed,
-                      meta={"ppn": args.ppn or None, "size": size, "size_text": format_size(size),
-                            "placement": "hostfile" if args.hostfile else args.placement})
+    with con.status(f"routing and solving {traffic.n_flows} flows on {fabric.name} ...",
+                    spinner="dots") if con.is_terminal else _nothing():
+        result = simulate(fabric, placement, traffic, args.routing, model=args.model, seed=args.seed,
+                          meta={"ppn": args.ppn or None, "size": size, "size_text": format_size(size),
+                                "placement": "hostfile" if args.hostfile else args.placement})
     if args.output:
         result.write_json(args.output)
     if args.csv:
@@ -67,7 +69,17 @@ def run(args: argparse.Namespace) -> int:
     print_result(result, con, merge=merge, seed=seed_table(result.meta))
     if traffic.name == "leaf-pairs":
         _print_leaf_matrix(con, result, fabric, args.matrix)
+    if traffic.name == "bisection":
+        ebb = float(result.pairs["bandwidth"].mean()) / 1e6
+        con.print(f"effective bisection bandwidth: {ebb:.1f} MB/s per node pair, mean over "
+                  f"{traffic.n_scenarios} random bisections")
     return 0
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
 
 
 def _print_leaf_matrix(con: Console, result, fabric, which: str) -> None:

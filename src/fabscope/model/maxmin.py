@@ -24,59 +24,82 @@ from scipy.sparse import csr_matrix
 REL_TOL = 1e-9
 
 
+def _gather(indptr: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """Positions of the entries of rows (or columns) ``which`` of a compressed matrix."""
+    starts = indptr[which]
+    lens = indptr[which + 1] - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.repeat(starts - (np.cumsum(lens) - lens), lens)
+    return offs + np.arange(total)
+
+
 def maxmin(A: csr_matrix, capacity: np.ndarray, flow_cap: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates of the flows (columns of ``A``) over resources (rows).
 
     ``flow_cap`` bounds each flow's rate (``inf`` for none).  Flows that
     cross no resource and have no cap get ``inf``.
 
-    All unfrozen flows share one rate, the water ``level``, so a round costs
-    two sparse products over what is still active; the matrix is compacted to
-    the active flows and their resources whenever half of them have frozen.
+    All unfrozen flows share one rate, the water level, so a resource fills
+    when the level reaches ``(capacity - load of its frozen flows) / (weight of
+    its live flows)``.  That level changes only for the resources a freezing
+    flow crosses, so each round touches just those (and takes one minimum).
     """
     A = csr_matrix(A, dtype=np.float64)
     n_res, n_flows = A.shape
     capacity = np.asarray(capacity, dtype=np.float64)
-    cap_all = np.full(n_flows, np.inf) if flow_cap is None else np.asarray(flow_cap, dtype=np.float64)
+    cap = np.full(n_flows, np.inf) if flow_cap is None else np.asarray(flow_cap, dtype=np.float64)
+    C = A.tocsc()
     rate = np.zeros(n_flows)
-    touches = np.diff(A.tocsc().indptr) > 0
-    free = ~touches & ~np.isfinite(cap_all)
+    touches = np.diff(C.indptr) > 0
+    free = ~touches & ~np.isfinite(cap)
     rate[free] = np.inf
-    cols = np.flatnonzero(~free)                    # global ids of the live columns
-    B = A[:, cols].tocsr()
-    cap = cap_all[cols]
-    c = capacity.copy()
-    rem = capacity.copy()
-    active = np.ones(len(cols), dtype=bool)
-    load = B @ active.astype(np.float64)
-    level = 0.0
-    while active.any():
-        used = load > 0
-        share = np.full(len(rem), np.inf)
-        share[used] = rem[used] / load[used]
-        delta = min(share.min(initial=np.inf), cap[active].min(initial=np.inf) - level)
-        if not np.isfinite(delta):  # pragma: no cover - guarded by `free` above
+    active = ~free
+    live_w = np.asarray(A.sum(axis=1)).ravel()       # weight of live flows on each resource
+    frozen = np.zeros(n_res)                         # load of frozen flows on each resource
+    fill = np.full(n_res, np.inf)
+    np.divide(capacity, live_w, out=fill, where=live_w > 0)
+    capped = np.flatnonzero(np.isfinite(cap) & active)
+    capped = capped[np.argsort(cap[capped], kind="stable")]
+    ptr = 0
+    n_active = int(active.sum())
+    seen = np.zeros(n_flows, dtype=np.int64)         # scratch for dropping duplicate flow ids
+    while n_active:
+        while ptr < len(capped) and not active[capped[ptr]]:
+            ptr += 1
+        next_cap = cap[capped[ptr]] if ptr < len(capped) else np.inf
+        level = min(fill.min(initial=np.inf), next_cap)
+        if not np.isfinite(level):  # pragma: no cover - guarded by `free` above
             break
-        delta = max(delta, 0.0)
-        level += delta
-        rem -= delta * load
-        full = used & (rem <= REL_TOL * c)
-        frozen = (full.astype(np.float64) @ B) > 0
-        frozen |= cap <= level * (1 + REL_TOL)
-        newly = active & frozen
-        if not newly.any():  # numerical safety: freeze the flows of the tightest resource
-            tight = used & (share <= share[used].min() * (1 + 1e-6))
-            newly = active & ((tight.astype(np.float64) @ B) > 0)
-        rate[cols[newly]] = level
-        active &= ~newly
-        load -= B @ newly.astype(np.float64)
-        load[load < 1e-12] = 0.0
-        if active.sum() * 2 < len(active):           # compact to what is still live
-            keep_r = load > 0
-            B = B[keep_r][:, active]
-            rem, c, load = rem[keep_r], c[keep_r], load[keep_r]
-            cols, cap = cols[active], cap[active]
-            active = np.ones(len(cols), dtype=bool)
+        full = np.flatnonzero(fill <= level * (1 + REL_TOL))
+        new = C.indices[0:0]
+        if len(full):
+            new = A.indices[_gather(A.indptr, full)]
+        at_cap = []
+        while ptr < len(capped) and cap[capped[ptr]] <= level * (1 + REL_TOL):
+            at_cap.append(capped[ptr])
+            ptr += 1
+        new = np.r_[new, np.array(at_cap, dtype=new.dtype)]
+        new = new[active[new]]
+        if not len(new):  # pragma: no cover - numerical safety
+            fill[full] = np.inf
+            continue
+        if len(new) > 1:  # drop duplicates without sorting
+            first = np.zeros(len(new), dtype=bool)
+            seen[new[::-1]] = np.arange(len(new))[::-1]
+            first[seen[new]] = True
+            new = new[first]
+        active[new] = False
+        rate[new] = level
+        n_active -= len(new)
+        pos = _gather(C.indptr, new)
+        rows, w = C.indices[pos], C.data[pos]
+        np.add.at(live_w, rows, -w)
+        np.add.at(frozen, rows, w * level)
+        lw = live_w[rows]
+        with np.errstate(over="ignore", divide="ignore"):
+            fill[rows] = np.where(lw > 1e-9, (capacity[rows] - frozen[rows]) / np.maximum(lw, 1e-300), np.inf)
     return rate
 
 
