@@ -10,6 +10,7 @@ from fabscope.fabric.io import load_fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.simulate import MODELS, simulate
 from fabscope.routing import ENGINES
+from fabscope.report.tables import make_console
 from fabscope.seeds import ITASCA_LEAF_PAIRS, ITASCA_MERGE, seed_table
 from fabscope.traffic.spec import PATTERNS, make_traffic
 from fabscope.units import format_size, parse_size
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    con = Console(soft_wrap=True)
+    con = make_console()
     fabric = load_fabric(args.fabric)
     size = parse_size(args.size)
     if args.hostfile:

@@ -10,6 +10,14 @@ from rich.table import Table
 from fabscope.result import ClassSummary, Result
 
 
+def make_console() -> Console:
+    """A console that keeps long lines whole, 120 columns wide when not on a terminal."""
+    con = Console(soft_wrap=True)
+    if not con.is_terminal:
+        con = Console(soft_wrap=True, width=120)
+    return con
+
+
 def class_table(rows: Sequence[ClassSummary], title: str = "",
                 seed: Mapping[str, tuple[float, float, float]] | None = None) -> Table:
     """A table of the model's (or measurement's) rows, with the seed's beside where given."""
