@@ -119,7 +119,9 @@ def test_validation_catches_corrupted_data(bench):
 def test_bad_input_one_line_same_code_every_rank(bench, tmp_path, args, code, message):
     codes = tmp_path / "codes"
     codes.mkdir()
-    wrap = ["sh", "-c", f'"$0" "$@"; c=$?; echo $c > {codes}/$$; exit $c']
+    # each rank records its own exit code; Open MPI's mpirun signals the other ranks once
+    # one has exited non-zero, so the wrapper ignores that to finish writing
+    wrap = ["sh", "-c", f'trap "" TERM HUP INT; "$0" "$@"; c=$?; echo $c > {codes}/$$; exit $c']
     p, out = bench.run(2, *args, wrap=wrap)
     assert p.returncode == code
     lines = errors(p.stderr)
