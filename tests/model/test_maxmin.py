@@ -1,7 +1,6 @@
 """Flow-model cases solved by hand, and max-min properties on random fabrics and traffic."""
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix

@@ -5,7 +5,7 @@ import pytest
 
 from fabscope.errors import TrafficError
 from fabscope.fabric import Placement
-from fabscope.fabric.generators import fat_tree, itasca, torus
+from fabscope.fabric.generators import fat_tree, torus
 from fabscope.traffic import patterns as pt
 from fabscope.traffic.spec import make_traffic
 

@@ -40,6 +40,8 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
         if test in PAIR_TESTS:
             r = to_result(run, test, fabric)
             out += ["", an.seed_table(r, f"{test}: {r.n_pairs} pairs, {recs[0]['bytes']} B x {recs[0]['iters']}")]
+            if test == "leaf-pairs" and fabric is not None and "leaf" in fabric.groups:
+                out += _leaf_blocks(r, fabric)
         elif test == "pingpong":
             out += ["", f"pingpong ({an.pair_kind(run)}): size [B], latency [us], bandwidth [MB/s]"]
             out += [f"{x['bytes']:>10} {x['latency'] * 1e6:10.3f} {x['bandwidth'] / MB:10.1f}" for x in recs]
@@ -59,6 +61,16 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
     if bal:
         out.append("bytes/FLOP (seed 004): " + ", ".join(f"{k} {v:.3g}" for k, v in bal.items()))
     return out
+
+
+def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
+    """Seed 000's all-pairs summary: the per-leaf-pair minima over near-set and far pairs, and the map."""
+    from fabscope.leafmatrix import leaf_matrix
+
+    m = leaf_matrix(result, fabric)
+    out = ["leaf pairs, min of the node pairs between two leaves [MB/sec]:"]
+    out += [f"{mx:8.0f} {av:10.0f} {mn:10.0f}  {label}" for label, (mx, av, mn) in m.block_summary("min").items()]
+    return out + [m.render("min")]
 
 
 def run(args: argparse.Namespace) -> int:

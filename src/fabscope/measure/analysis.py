@@ -89,21 +89,6 @@ def seed_table(result: Any, title: str = "") -> str:
     return "\n".join(lines)
 
 
-def leaf_matrix(result: Any, leaves: np.ndarray, stat: str = "min") -> np.ndarray:
-    """Leaf x leaf matrix of pair bandwidths (MB/s): min, mean or max over the
-    pairs between two leaves (seed 000's all-pairs leaf maps); NaN where none."""
-    src_leaf = leaves[np.asarray(result.pairs["src"])]
-    dst_leaf = leaves[np.asarray(result.pairs["dst"])]
-    n = int(leaves.max()) + 1
-    out = np.full((n, n), np.nan)
-    bw = np.asarray(result.pairs["bandwidth"]) / MB
-    fn = {"min": np.min, "mean": np.mean, "max": np.max}[stat]
-    for a, b in set(zip(src_leaf.tolist(), dst_leaf.tolist())):
-        sel = bw[(src_leaf == a) & (dst_leaf == b)]
-        out[a, b] = out[b, a] = fn(sel)
-    return out
-
-
 # ---- latency model and kinks -------------------------------------------------------
 @dataclass(frozen=True)
 class Regime:

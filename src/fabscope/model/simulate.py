@@ -20,7 +20,7 @@ from scipy.sparse import csr_matrix
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.latency import DEFAULT_ALPHA, message_time
-from fabscope.model.maxmin import REL_TOL, congestion_count, maxmin
+from fabscope.model.maxmin import congestion_count, maxmin
 from fabscope.result import Result
 from fabscope.routing import Routing, make_routing
 from fabscope.traffic.flows import Traffic

@@ -15,7 +15,7 @@ import numpy as np
 
 from fabscope.errors import RoutingError
 from fabscope.fabric.model import Fabric
-from fabscope.routing.distances import host_downlinks, switch_distances
+from fabscope.routing.distances import switch_distances
 from fabscope.routing.routes import Routes, first_links
 
 
