@@ -92,13 +92,14 @@ def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
         levels.append(Level(key, label))
     far = _LEVEL_LABELS.get(h - 1, ("", "", f"Diff Level-{h - 1} Subtrees"))[2] if h > 1 else "Diff Switches"
     sw_level = np.repeat(np.arange(1, h + 1), n_at[1:])
+    ports = _ports(link_src)
     return Fabric(
         name=name or f"xgft(m={','.join(map(str, m))};w={','.join(map(str, w))})",
         node_names=tuple(names), n_hosts=n_hosts,
         link_src=link_src, link_dst=link_dst,
         link_capacity=np.full(len(link_src), capacity),
         link_latency=np.full(len(link_src), latency),
-        link_src_port=_ports(link_src, len(names)), link_dst_port=_ports(link_src, len(names))[np.arange(len(link_src)) ^ 1],
+        link_src_port=ports, link_dst_port=ports[np.arange(len(link_src)) ^ 1],
         switch_level=sw_level,
         host_cores=np.full(n_hosts, cores), host_sockets=np.full(n_hosts, sockets),
         groups=groups, levels=tuple(levels), far_label=far,
@@ -107,7 +108,7 @@ def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
     )
 
 
-def _ports(link_src: np.ndarray, n_nodes: int) -> np.ndarray:
+def _ports(link_src: np.ndarray) -> np.ndarray:
     """Number each node's out-links 1, 2, ... in link order (its port numbers)."""
     order = np.argsort(link_src, kind="stable")
     s = link_src[order]
