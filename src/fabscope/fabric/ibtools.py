@@ -1,0 +1,229 @@
+"""Run ibsim, OpenSM and the InfiniBand diagnostics, with timeouts and cleanup.
+
+:class:`IbSim` brings a fabric up in ``ibsim`` (Debian ``ibsim-utils``) in a
+scratch folder, with a socket name of its own so that fabrics run side by
+side, and always stops it on leaving the ``with`` block, even on error.
+Clients (``opensm``, ``ibnetdiscover``, ``dump_fts``, ``ibtracert``) run
+through the ``umad2sim`` preload library, each under a timeout (a client
+with no simulator behind it retries for ever), from the scratch folder
+(each leaves a fake ``sys-<pid>`` folder behind)::
+
+    with IbSim("fabric.net") as sim:
+        dump = sim.opensm("ftree")                 # opensm -o: route once and exit
+        topo = sim.run(["ibnetdiscover"]).stdout
+        sim.unlink("L12", 17)                      # cut a cable in the running fabric
+
+:func:`run_diag` runs the same tools against a real fabric (no preload).
+
+>>> missing_tools(["sh"])
+[]
+>>> missing_tools(["no-such-tool-xyz"])
+['no-such-tool-xyz']
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import IO, Sequence
+
+from fabscope.errors import FabricError
+
+#: Debian packages that provide each tool
+PACKAGES = {"ibsim": "ibsim-utils", "opensm": "opensm", "ibnetdiscover": "infiniband-diags",
+            "dump_fts": "infiniband-diags", "ibroute": "infiniband-diags", "ibtracert": "infiniband-diags"}
+SIM_TOOLS = ("ibsim", "opensm", "ibnetdiscover", "dump_fts", "ibtracert")
+
+
+def missing_tools(tools: Sequence[str] = SIM_TOOLS) -> list[str]:
+    """The tools of ``tools`` not on PATH (opensm also in /usr/sbin)."""
+    path = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin" + os.pathsep + "/sbin"
+    return [t for t in tools if shutil.which(t, path=path) is None]
+
+
+def preload_library() -> str | None:
+    """Path of ibsim's ``libumad2sim.so``, or None."""
+    hits = sorted(glob.glob("/usr/lib/*/umad2sim/libumad2sim.so") + glob.glob("/usr/lib*/umad2sim/libumad2sim.so")
+                  + glob.glob("/usr/local/lib*/umad2sim/libumad2sim.so"))
+    return hits[0] if hits else None
+
+
+def have_ibsim() -> bool:
+    return not missing_tools() and preload_library() is not None
+
+
+def _need(tools: Sequence[str]) -> None:
+    miss = missing_tools(tools)
+    if miss:
+        pk = sorted({PACKAGES.get(t, t) for t in miss})
+        raise FabricError(f"{', '.join(miss)} not found: install the InfiniBand tools "
+                          f"(Debian/Ubuntu: apt-get install {' '.join(pk)})")
+
+
+def run_diag(args: Sequence[str], timeout: float = 60, env: dict[str, str] | None = None,
+             cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run one diagnostic under a timeout; FabricError naming the tool if it fails or hangs."""
+    _need([args[0]])
+    path = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin"
+    full = {**os.environ, "PATH": path, **(env or {})}
+    p = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full,
+                         cwd=cwd, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(p)
+        p.communicate()
+        raise FabricError(f"{' '.join(args)} did not answer within {timeout:g} s: no fabric or no subnet "
+                          "manager answering (is ibsim/opensm running, is the HCA port up?)") from None
+    if p.returncode != 0:
+        last = [ln for ln in (err or out).strip().splitlines() if ln.strip()]
+        raise FabricError(f"{' '.join(args)} failed (exit {p.returncode}): "
+                          f"{last[-1] if last else 'no message'}")
+    return subprocess.CompletedProcess(list(args), p.returncode, out, err)
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        p.kill()
+
+
+class IbSim:
+    """A fabric running in ibsim for the duration of a ``with`` block (see the module docstring)."""
+
+    def __init__(self, netfile: str | os.PathLike[str], workdir: str | None = None, ready_timeout: float = 60,
+                 limits: tuple[int, int, int] = (8192, 1024, 65536)) -> None:
+        self.netfile = os.path.abspath(netfile)
+        self.workdir = workdir
+        self.ready_timeout = ready_timeout
+        self.limits = limits
+        self.sock = f"fabscope-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.proc: subprocess.Popen | None = None
+        self._own_dir = False
+        self._log: IO | None = None
+        self._runs = 0
+
+    # ---- lifetime --------------------------------------------------------
+    def __enter__(self) -> "IbSim":
+        _need(SIM_TOOLS)
+        self.preload = preload_library()
+        if self.preload is None:
+            raise FabricError("libumad2sim.so not found: install ibsim-utils")
+        if self.workdir is None:
+            self.workdir = tempfile.mkdtemp(prefix="fabscope-ibsim-")
+            self._own_dir = True
+        os.makedirs(self.workdir, exist_ok=True)
+        self.log_path = os.path.join(self.workdir, "ibsim.log")
+        self._log = open(self.log_path, "w")
+        n, s, p = self.limits
+        env = {**os.environ, "IBSIM_SOCKNAME": self.sock}
+        try:
+            # stdin stays an open pipe: the console (for Unlink) never sees end of file
+            self.proc = subprocess.Popen(["ibsim", "-s", "-N", str(n), "-S", str(s), "-P", str(p), self.netfile],
+                                         stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
+                                         cwd=self.workdir, env=env, text=True, start_new_session=True)
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            text = Path(self.log_path).read_text(errors="replace")
+            if "Network simulator ready" in text:
+                return
+            if self.proc.poll() is not None:
+                bad = [ln for ln in text.splitlines() if "panic" in ln or "err" in ln.lower()]
+                raise FabricError(f"ibsim stopped while reading {self.netfile}: "
+                                  f"{(bad or text.splitlines() or ['no output'])[-1].strip()}")
+            time.sleep(0.05)
+        raise FabricError(f"ibsim did not get ready within {self.ready_timeout:g} s ({self.netfile})")
+
+    def close(self) -> None:
+        """Stop ibsim (its whole process group) and remove the scratch folder if it is ours."""
+        p, self.proc = self.proc, None
+        if p is not None:
+            try:
+                if p.stdin:
+                    p.stdin.close()
+            except OSError:
+                pass
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    p.wait(timeout=3)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                except subprocess.TimeoutExpired:
+                    _kill_group(p)
+                    p.wait(timeout=3)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._own_dir and self.workdir and os.environ.get("FABSCOPE_KEEP_IBSIM") is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- clients -------------------------------------------------------
+    @property
+    def env(self) -> dict[str, str]:
+        return {"LD_PRELOAD": self.preload or "", "IBSIM_SOCKNAME": self.sock}
+
+    def run(self, args: Sequence[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run a diagnostic against the simulated fabric."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise FabricError("ibsim is not running")
+        cwd = os.path.join(str(self.workdir), "clients")
+        os.makedirs(cwd, exist_ok=True)
+        return run_diag(args, timeout=timeout, env=self.env, cwd=cwd)
+
+    def opensm(self, engine: str = "minhop", extra: Sequence[str] = (), timeout: float = 240) -> str:
+        """Route the fabric once with OpenSM's ``engine``; return the path of its ``opensm-lfts.dump``.
+
+        Raises FabricError if OpenSM fails, hangs, or silently falls back to another engine.
+        """
+        self._runs += 1
+        out = os.path.join(str(self.workdir), f"opensm-{self._runs}-{engine.split(',')[0]}")
+        os.makedirs(out, exist_ok=True)
+        log = os.path.join(out, "opensm.log")
+        env = {"OSM_CACHE_DIR": out, "OSM_TMP_DIR": out}
+        try:
+            run_diag(["opensm", "-o", "-R", engine, *extra, "-D", "0x43", "--dump_files_dir", out,
+                      "-f", log, "-s", "0"], timeout=timeout, env={**self.env, **env}, cwd=out)
+        except FabricError as err:
+            raise FabricError(f"opensm -R {engine}: {err}") from None
+        text = Path(log).read_text(errors="replace") if os.path.exists(log) else ""
+        want = engine.split(",")[0]
+        done = [ln for ln in text.splitlines() if "tables configured" in ln]
+        if not any(f"{want} tables configured" in ln for ln in done):
+            got = done[-1].split(":")[-1].strip() if done else "no tables configured"
+            raise FabricError(f"opensm -R {engine} did not route with {want} ({got}); see {log}")
+        dump = os.path.join(out, "opensm-lfts.dump")
+        if not os.path.exists(dump):
+            raise FabricError(f"opensm -R {engine} wrote no opensm-lfts.dump in {out}")
+        return dump
+
+    def console(self, command: str) -> None:
+        """Send one command to ibsim's console (``Unlink "L0"[6]``, ``Clear ...``)."""
+        if self.proc is None or self.proc.stdin is None:
+            raise FabricError("ibsim is not running")
+        self.proc.stdin.write(command.rstrip("\n") + "\n")
+        self.proc.stdin.flush()
+        time.sleep(0.2)
+
+    def unlink(self, node: str, port: int) -> None:
+        """Cut the cable at ``node``'s ``port``."""
+        self.console(f'Unlink "{node}"[{port}]')

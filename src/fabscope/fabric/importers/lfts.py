@@ -1,0 +1,212 @@
+"""Read forwarding tables: OpenSM's ``opensm-lfts.dump``, ``dump_fts`` and ``ibroute``.
+
+All three list, per switch, each destination LID and the output port::
+
+    Unicast lids [0-22] of switch Lid 2 guid 0x0000000000200000 ('L0'):    # opensm-lfts.dump
+    0x0001 001 # Channel Adapter portguid 0x0000000000100001: 'H-0-0'
+    22 lids dumped
+
+    Unicast lids [0x0-0x16] of switch Lid 2 guid 0x0000000000200000 (L0):  # dump_fts, ibroute
+      Lid  Out   Destination
+           Port     Info
+    0x0001 001 : (Channel Adapter portguid 0x0000000000100001: 'H-0-0')
+    22 valid lids dumped
+
+:func:`tables_to_lft` turns them into fabscope's ``lft[switch, host]`` (link
+ids) and :func:`check_lft` follows every switch's route to every host, so a
+loop, a LID no port has or a port with no cable is reported by its line.
+(``dump_fts`` omits entries whose port is 128 or more; the other two are
+complete.)
+
+>>> t = parse_lfts("Unicast lids [0-1] of switch Lid 2 guid 0x0000000000200000 ('L0'):\\n"
+...                "0x0001 001 # Channel Adapter portguid 0x0000000000100001: 'H-0-0'\\n1 lids dumped\\n")
+>>> sw = t.switches[0x200000]
+>>> sw.lids.tolist(), sw.ports.tolist(), sw.desc
+([1], [1], 'L0')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fabscope.errors import FabricError
+from fabscope.fabric.model import Fabric
+
+_HEAD = re.compile(r"^Unicast lids \[(\S+)-(\S+)\] of switch .*?guid (0x[0-9a-fA-F]+)\s*\(?'?([^')]*)'?\)?:?\s*$")
+_FOOT = re.compile(r"^(\d+) (?:valid )?lids dumped")
+#: a port number that means "no route"
+NO_PORT = 255
+
+
+@dataclass
+class SwitchTable:
+    guid: int
+    desc: str
+    line: int
+    lids: np.ndarray
+    ports: np.ndarray
+    lines: np.ndarray
+
+
+@dataclass
+class Tables:
+    switches: dict[int, SwitchTable] = field(default_factory=dict)
+    source: str = "lfts"
+
+
+def parse_lfts(text: str, source: str = "lfts") -> Tables:
+    """Parse any of the three forms into per-switch (LID, port) arrays."""
+    out = Tables(source=source)
+    cur: tuple[int, str, int] | None = None
+    lids: list[int] = []
+    ports: list[int] = []
+    lines: list[int] = []
+
+    def close(n: int, count: int | None) -> None:
+        assert cur is not None
+        # opensm counts the LID range, dump_fts the valid entries: never fewer than listed
+        if count is not None and count < len(lids):
+            raise FabricError(f"{source} line {n}: the table of switch {cur[1]!r} says {count} lids, "
+                              f"but {len(lids)} were listed (garbled)")
+        if cur[0] in out.switches:
+            raise FabricError(f"{source} line {cur[2]}: switch {cur[1]!r} ({cur[0]:#018x}) has two tables")
+        out.switches[cur[0]] = SwitchTable(cur[0], cur[1], cur[2], np.array(lids, np.int64),
+                                           np.array(ports, np.int64), np.array(lines, np.int64))
+
+    n = 0
+    for n, raw in enumerate(text.splitlines(), start=1):
+        s = raw.strip()
+        if s.startswith("0x"):
+            parts = s.split(None, 2)
+            if cur is None or len(parts) < 2 or not parts[1].isdigit():
+                raise FabricError(f"{source} line {n}: garbled forwarding-table entry {s[:60]!r}"
+                                  + ("" if cur else " (before any 'Unicast lids' header)"))
+            try:
+                lids.append(int(parts[0], 16))
+            except ValueError:
+                raise FabricError(f"{source} line {n}: {parts[0]!r} is not a LID") from None
+            ports.append(int(parts[1]))
+            lines.append(n)
+            continue
+        if not s or s.startswith(("Lid", "Port", "#", "ibwarn")):
+            continue
+        m = _HEAD.match(s)
+        if m:
+            if cur is not None:
+                raise FabricError(f"{source} line {n}: the table of switch {cur[1]!r} (line {cur[2]}) "
+                                  "has no 'lids dumped' line (truncated?)")
+            cur = (int(m.group(3), 16), m.group(4).strip(), n)
+            lids, ports, lines = [], [], []
+            continue
+        m = _FOOT.match(s)
+        if m and cur is not None:
+            close(n, int(m.group(1)))
+            cur = None
+            continue
+        raise FabricError(f"{source} line {n}: not a forwarding-table line: {s[:60]!r}")
+    if cur is not None:
+        raise FabricError(f"{source} line {n}: the table of switch {cur[1]!r} (line {cur[2]}) "
+                          "ends without its 'lids dumped' line (truncated?)")
+    if not out.switches:
+        raise FabricError(f"{source}: no forwarding tables found")
+    return out
+
+
+def read_lfts(path: str) -> Tables:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return parse_lfts(fh.read(), path)
+    except OSError as err:
+        raise FabricError(f"cannot read {path}: {err.strerror}") from None
+
+
+def tables_to_lft(fabric: Fabric, tables: Tables, switch_of_guid: dict[int, int]) -> np.ndarray:
+    """``lft[switch, host]`` (link ids, -1 none) from parsed tables.
+
+    ``switch_of_guid`` maps a switch GUID to its switch number in ``fabric``,
+    whose ``host_lid``, ``switch_lid`` and ``lmc`` say which LID is whose.
+    """
+    if fabric.host_lid is None or fabric.switch_lid is None:
+        raise FabricError(f"fabric {fabric.name!r} has no LIDs; import the topology with ibnetdiscover")
+    nh, ns = fabric.n_hosts, fabric.n_switches
+    span = 1 << fabric.lmc
+    top = int(max(fabric.host_lid.max(initial=0) + span, fabric.switch_lid.max(initial=0) + span, 1))
+    owner = np.full(top, -1, np.int64)               # host index, or -2 - switch, or -1 none
+    for k in range(span):
+        owner[fabric.host_lid[fabric.host_lid > 0] + k] = np.flatnonzero(fabric.host_lid > 0)
+        owner[fabric.switch_lid[fabric.switch_lid > 0] + k] = -2 - np.flatnonzero(fabric.switch_lid > 0)
+    base = np.zeros(top, bool)
+    base[fabric.host_lid[fabric.host_lid > 0]] = True
+    # out-link of each (switch, port)
+    sl = np.flatnonzero(fabric.link_src >= nh)
+    max_port = int(fabric.link_src_port.max(initial=0)) + 1
+    out_link = np.full((ns, max(max_port, 256)), -1, np.int64)
+    out_link[fabric.link_src[sl] - nh, fabric.link_src_port[sl]] = sl
+    lft = np.full((ns, nh), -1, np.int32)
+    src = tables.source
+    for guid, t in tables.switches.items():
+        if guid not in switch_of_guid:
+            raise FabricError(f"{src} line {t.line}: switch {t.desc!r} ({guid:#018x}) is not in the topology")
+        s = switch_of_guid[guid]
+        name = fabric.node_names[nh + s]
+        bad = np.flatnonzero((t.lids >= top) | (t.lids <= 0))
+        if not len(bad):
+            bad = np.flatnonzero(owner[t.lids] == -1)
+        if len(bad):
+            i = int(bad[0])
+            raise FabricError(f"{src} line {t.lines[i]}: switch {name!r} has an entry for LID {int(t.lids[i])}, "
+                              "which no port in the topology has")
+        who = owner[t.lids]
+        host = (who >= 0) & base[t.lids] & (t.ports != NO_PORT)
+        lid, port, line, h = t.lids[host], t.ports[host], t.lines[host], who[host]
+        if np.any(port == 0):
+            i = int(np.flatnonzero(port == 0)[0])
+            raise FabricError(f"{src} line {line[i]}: switch {name!r} sends host LID {int(lid[i])} to its own port 0")
+        over = port >= out_link.shape[1]
+        link = np.where(over, -1, out_link[s, np.minimum(port, out_link.shape[1] - 1)])
+        if np.any(link < 0):
+            i = int(np.flatnonzero(link < 0)[0])
+            raise FabricError(f"{src} line {line[i]}: switch {name!r} sends LID {int(lid[i])} out of port "
+                              f"{int(port[i])}, which has no cable")
+        lft[s, h] = link
+    return lft
+
+
+def check_lft(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> int:
+    """Follow every switch's route to every host; return how many (switch, host) have no route.
+
+    Raises FabricError on a loop or a route that ends at the wrong host, naming the LID.
+    """
+    nh, ns = fabric.n_hosts, fabric.n_switches
+    sw, h = np.divmod(np.arange(ns * nh, dtype=np.int64), nh)
+    cur = sw + nh
+    missing = 0
+    lid = fabric.host_lid if fabric.host_lid is not None else np.arange(nh)
+
+    def who(i: int) -> str:
+        return f"LID {int(lid[h[i]])} ({fabric.node_names[h[i]]})"
+
+    for _ in range(ns + 1):
+        nxt = lft[cur - nh, h]
+        dead = nxt < 0
+        missing += int(dead.sum())
+        keep = ~dead
+        cur, h, sw = fabric.link_dst[nxt[keep]].astype(np.int64), h[keep], sw[keep]
+        at_host = cur < nh
+        wrong = np.flatnonzero(at_host & (cur != h))
+        if len(wrong):
+            i = int(wrong[0])
+            raise FabricError(f"{source}: the route to {who(i)} from switch {fabric.node_names[nh + sw[i]]!r} "
+                              f"ends at host {fabric.node_names[cur[i]]!r}")
+        cur, h, sw = cur[~at_host], h[~at_host], sw[~at_host]
+        if not len(cur):
+            return missing
+    i = 0
+    path, c = [], int(sw[i]) + nh
+    for _ in range(min(ns, 6) + 1):
+        path.append(fabric.node_names[c])
+        c = int(fabric.link_dst[lft[c - nh, h[i]]])
+    raise FabricError(f"{source}: a loop in the forwarding tables: {who(i)} goes {' -> '.join(path)} ...")
