@@ -40,7 +40,7 @@ def _metis():
     return pymetis
 
 
-def partition_sizes(A: csr_matrix, sizes: np.ndarray, seed: int = 0) -> np.ndarray:
+def partition_sizes(A: csr_matrix, sizes: np.ndarray, seed: int = 0, recursive: bool = True) -> np.ndarray:
     """Part of each vertex of ``A`` such that part ``i`` has exactly ``sizes[i]`` vertices.
 
     METIS cuts the graph with the sizes as target weights; a greedy pass
@@ -66,7 +66,7 @@ def partition_sizes(A: csr_matrix, sizes: np.ndarray, seed: int = 0) -> np.ndarr
     tp = (sizes / n).tolist()
     tp[-1] = max(0.0, 1.0 - sum(tp[:-1]))
     _, parts = pymetis.part_graph(k, xadj=A.indptr, adjncy=A.indices, eweights=scaled,
-                                  tpwgts=tp, options=opts)
+                                  tpwgts=tp, options=opts, recursive=recursive)
     part = np.asarray(parts, dtype=np.int64)
     return _rebalance(A, part, sizes)
 
