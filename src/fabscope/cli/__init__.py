@@ -18,6 +18,7 @@ from fabscope.errors import FabscopeError
 COMMAND_MODULES = [
     "demo",
     "simulate",
+    "fabric_cmd",
     "measure",
     "analyze",
     "doctor",

@@ -227,3 +227,47 @@ class IbSim:
     def unlink(self, node: str, port: int) -> None:
         """Cut the cable at ``node``'s ``port``."""
         self.console(f'Unlink "{node}"[{port}]')
+
+
+def discover(timeout: float = 60, hostmap: str | None = None, save_dir: str | None = None,
+             tables: bool = True, name: str = "discovered", env: dict[str, str] | None = None,
+             cwd: str | None = None):
+    """Discover the fabric this host sees: ``ibnetdiscover``, then ``dump_fts`` for the tables.
+
+    Raises FabricError saying what failed: tools missing, nothing answering,
+    no subnet manager (every LID 0), a host port down (its LID 0).
+    ``save_dir`` keeps the raw outputs (``ibnetdiscover.txt``, ``dump_fts.txt``).
+    """
+    from fabscope.atomic import atomic_open
+    from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_hostmap
+
+    _need(["ibnetdiscover"] + (["dump_fts"] if tables else []))
+    outputs = {"ibnetdiscover.txt": run_diag(["ibnetdiscover"], timeout, env, cwd).stdout}
+    topo = parse_ibnetdiscover(outputs["ibnetdiscover.txt"], "ibnetdiscover")
+    check_lids(topo)
+    lft = None
+    if tables:
+        outputs["dump_fts.txt"] = run_diag(["dump_fts"], timeout, env, cwd).stdout
+        lft = parse_lfts(outputs["dump_fts.txt"], "dump_fts")
+    if save_dir:
+        os.makedirs(save_dir, exist_ok=True)
+        for fn, text in outputs.items():
+            with atomic_open(os.path.join(save_dir, fn)) as fh:
+                fh.write(text)
+    f = build_fabric(topo, lft, read_hostmap(hostmap) if hostmap else None, name=name)
+    big = [n for n in topo.nodes.values() if n.kind == "SW" and n.n_ports >= 128]
+    if tables and big:
+        f = f.with_params(warning=f"dump_fts omits ports >= 128 ({big[0].desc!r} has {big[0].n_ports}); "
+                                  "use opensm-lfts.dump or ibroute for those switches")
+    return f
+
+
+def check_lids(topo) -> None:
+    """FabricError if no subnet manager has configured the fabric, or a host port is down."""
+    nodes = list(topo.nodes.values())
+    if nodes and all(n.lid == 0 for n in nodes):
+        raise FabricError("no subnet manager has configured the fabric: every port has LID 0 (start opensm)")
+    down = [n for n in nodes if n.kind == "CA" and (n.lid == 0 or 0 in n.port_lid.values())]
+    if down:
+        raise FabricError(f"port down or not configured: CA {down[0].desc!r} has LID 0 "
+                          f"({topo.where(down[0].line)}){f' and {len(down) - 1} more' if len(down) > 1 else ''}")

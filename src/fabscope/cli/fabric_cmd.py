@@ -1,0 +1,103 @@
+"""``fabscope fabric {discover,import,export,whatif}``: real fabrics in and out."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fabric", help="discover, import, export a fabric; what if a cable fails",
+                       description="Read a real InfiniBand fabric and its forwarding tables, write fabrics "
+                                   "for ibsim, Slurm and Graphviz, and model cable failures.")
+    fs = p.add_subparsers(dest="fabric_command", metavar="ACTION")
+    fs.required = True
+    d = fs.add_parser("discover", help="run ibnetdiscover and dump_fts (or read their saved outputs)")
+    d.add_argument("-o", "--output", required=True, help="fabric JSON to write")
+    d.add_argument("--from", dest="from_dir", help="read ibnetdiscover.txt and dump_fts.txt from this folder")
+    d.add_argument("--save", help="keep the tools' raw outputs in this folder")
+    d.add_argument("--hostmap", help="map of node descriptions or GUIDs to host names")
+    d.add_argument("--no-tables", action="store_true", help="topology only, no forwarding tables")
+    d.add_argument("--timeout", type=float, default=60, help="seconds each tool may take (default 60)")
+    d.set_defaults(func=_discover)
+    i = fs.add_parser("import", help="read saved ibnetdiscover output and forwarding tables")
+    i.add_argument("--ibnetdiscover", required=True, help="ibnetdiscover output (default or -p form)")
+    i.add_argument("--lfts", help="opensm-lfts.dump, dump_fts or ibroute output")
+    i.add_argument("--hostmap", help="map of node descriptions or GUIDs to host names")
+    i.add_argument("--cores", type=int, default=1, help="cores per host (default 1)")
+    i.add_argument("--name", help="fabric name")
+    i.add_argument("-o", "--output", required=True, help="fabric JSON to write")
+    i.set_defaults(func=_import)
+    e = fs.add_parser("export", help="write a fabric as an ibsim net file, Slurm topology.conf, dot or JSON")
+    e.add_argument("--fabric", required=True, help="fabric spec or JSON file")
+    e.add_argument("--format", required=True, choices=("ibsim", "slurm", "dot", "json"))
+    e.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
+    e.set_defaults(func=_export)
+    w = fs.add_parser("whatif", help="which pairs lose bandwidth when cables fail")
+    w.add_argument("--fabric", required=True, help="fabric spec or JSON file")
+    w.add_argument("--fail", action="append", required=True,
+                   help="cable to cut: node[port] (e.g. 'L12[17]'), or a switch name; repeat or comma-separate")
+    w.add_argument("--pattern", default="random-pairs", help="traffic pattern spec (default random-pairs)")
+    w.add_argument("--routing", help="routing engine (default: the fabric's own)")
+    w.add_argument("--ppn", type=int, default=1, help="ranks per node (default 1)")
+    w.add_argument("--ranks", type=int, help="ranks (default: one per host times ppn)")
+    w.add_argument("--size", default="1MB", help="message size (default 1MB)")
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--top", type=int, default=15, help="pairs to list (default 15)")
+    w.set_defaults(func=_whatif)
+
+
+def _write(fabric, path: str) -> None:
+    from fabscope.fabric.io import write_json
+
+    write_json(fabric, path)
+    tables = "with" if fabric.lft is not None else "without"
+    print(f"{path}: {fabric.n_hosts} hosts, {fabric.n_switches} switches, {fabric.n_links // 2} cables, "
+          f"{tables} forwarding tables", file=sys.stderr)
+
+
+def _discover(args: argparse.Namespace) -> int:
+    from fabscope.fabric.ibtools import discover
+    from fabscope.fabric.importers import import_fabric
+
+    if args.from_dir:
+        topo = os.path.join(args.from_dir, "ibnetdiscover.txt")
+        lfts = next((os.path.join(args.from_dir, n) for n in ("dump_fts.txt", "opensm-lfts.dump")
+                     if os.path.exists(os.path.join(args.from_dir, n))), None)
+        fabric = import_fabric(topo, None if args.no_tables else lfts, args.hostmap)
+    else:
+        fabric = discover(args.timeout, args.hostmap, args.save, not args.no_tables)
+    _write(fabric, args.output)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from fabscope.fabric.importers import import_fabric
+
+    _write(import_fabric(args.ibnetdiscover, args.lfts, args.hostmap, args.name, args.cores), args.output)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from fabscope.fabric.exporters import export_fabric
+    from fabscope.fabric.io import load_fabric
+
+    export_fabric(load_fabric(args.fabric), args.format, args.output)
+    return 0
+
+
+def _whatif(args: argparse.Namespace) -> int:
+    from fabscope.fabric.io import load_fabric
+    from fabscope.fabric.placement import Placement
+    from fabscope.fabric.whatif import whatif
+    from fabscope.traffic.spec import make_traffic
+    from fabscope.units import parse_size
+
+    fabric = load_fabric(args.fabric)
+    placement = Placement.block(fabric, args.ranks or args.ppn * fabric.n_hosts, args.ppn)
+    traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)
+    cuts = [c.strip() for spec in args.fail for c in spec.split(",") if c.strip()]
+    w = whatif(fabric, cuts, placement, traffic, args.routing)
+    print("\n".join(w.lines(args.top)))
+    return 0

@@ -1,0 +1,161 @@
+"""What if a cable fails: which pairs lose bandwidth, and by how much.
+
+A cut is ``node[port]`` (the cable at that port) or ``node`` (every cable of
+a switch).  :func:`cut_cables` returns the fabric without them, its
+forwarding tables (if any) carried over with the cut links' entries
+emptied.  :func:`whatif` runs a pattern on the fabric before and after:
+the routing after is the same engine on the cut fabric, except for imported
+tables, which the subnet manager would rewrite: then the new tables given
+(``lft_after``, e.g. re-read after OpenSM rerouted in ibsim) or fabscope's
+min-hop engine, OpenSM's default, stand in.
+
+>>> from fabscope.fabric.generators import fat_tree
+>>> from fabscope.fabric import Placement
+>>> from fabscope.traffic.patterns import shift
+>>> f = fat_tree(k=2, levels=2)                     # 2 leaves of 2 hosts, 2 spines
+>>> g, gone = cut_cables(f, ["s1-0000[3]"])         # one of leaf 0's two uplinks
+>>> g.n_links, gone
+(14, ['s1-0000[3] -- s2-0000[1]'])
+>>> w = whatif(f, ["s1-0000[3]"], Placement.block(f, 4, ppn=1), shift(4, 1e6, k=2), routing="minhop")
+>>> w.n_losing, round(w.worst_loss, 2)   # all 4 flows cross leaf 0's one remaining cable, 2 each way
+(4, 0.5)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Sequence
+
+import numpy as np
+
+from fabscope.errors import FabricError
+from fabscope.fabric.model import Fabric
+from fabscope.fabric.placement import Placement
+from fabscope.result import Result
+from fabscope.traffic.flows import Traffic
+
+_CUT = re.compile(r"^\s*\"?([^\"\[\]]+?)\"?\s*(?:\[(\d+)\])?\s*$")
+
+
+def parse_cut(spec: str) -> tuple[str, int | None]:
+    """``'L12[17]'`` -> ``('L12', 17)``; ``'L12'`` -> ``('L12', None)``.
+
+    >>> parse_cut('"L12"[17]'), parse_cut("dirA-line01")
+    (('L12', 17), ('dirA-line01', None))
+    """
+    m = _CUT.match(spec)
+    if not m:
+        raise FabricError(f"cannot read cut {spec!r}: write node[port], e.g. L12[17], or a switch name")
+    return m.group(1), int(m.group(2)) if m.group(2) else None
+
+
+def cut_cables(fabric: Fabric, cuts: Sequence[str]) -> tuple[Fabric, list[str]]:
+    """The fabric without the cables ``cuts`` name, and a description of each cable cut."""
+    drop = np.zeros(fabric.n_links // 2, bool)
+    for spec in cuts:
+        node, port = parse_cut(spec)
+        if node not in fabric.node_index:
+            raise FabricError(f"cut {spec!r}: no node {node!r} in fabric {fabric.name!r}")
+        v = fabric.node_index[node]
+        hit = fabric.link_src == v
+        if port is not None:
+            hit &= fabric.link_src_port == port
+            if not hit.any():
+                raise FabricError(f"cut {spec!r}: {node} has no cable on port {port}")
+        elif v < fabric.n_hosts:
+            raise FabricError(f"cut {spec!r}: name a host's port, e.g. {node}[1]")
+        drop[np.flatnonzero(hit) // 2] = True
+    keep_c = np.flatnonzero(~drop)
+    keep = np.sort(np.r_[2 * keep_c, 2 * keep_c + 1])
+    host_left = np.bincount(fabric.link_src[keep][fabric.link_src[keep] < fabric.n_hosts], minlength=fabric.n_hosts)
+    if np.any(host_left == 0):
+        h = int(np.flatnonzero(host_left == 0)[0])
+        raise FabricError(f"the cuts leave host {fabric.node_names[h]!r} without a cable; every pair with it "
+                          "would lose everything")
+    gone = [_cable_name(fabric, 2 * int(c)) for c in np.flatnonzero(drop)]
+    new_id = np.full(fabric.n_links, -1, np.int64)
+    new_id[keep] = np.arange(len(keep))
+    lft = None
+    if fabric.lft is not None:
+        lft = np.where(fabric.lft >= 0, new_id[np.maximum(fabric.lft, 0)], -1).astype(np.int32)
+    g = replace(fabric, link_src=fabric.link_src[keep], link_dst=fabric.link_dst[keep],
+                link_capacity=fabric.link_capacity[keep], link_latency=fabric.link_latency[keep],
+                link_src_port=fabric.link_src_port[keep], link_dst_port=fabric.link_dst_port[keep],
+                lft=lft, params={**fabric.params, "cut": list(gone)})
+    return g, gone
+
+
+def _cable_name(f: Fabric, i: int) -> str:
+    a, b = f.node_names[f.link_src[i]], f.node_names[f.link_dst[i]]
+    return f"{a}[{int(f.link_src_port[i])}] -- {b}[{int(f.link_dst_port[i])}]"
+
+
+@dataclass(frozen=True, eq=False)
+class WhatIf:
+    before: Result
+    after: Result
+    cut: list[str]
+    routing_after: str
+    #: per pair (same order in both results): bandwidth before and after, bytes/s
+    bw_before: np.ndarray
+    bw_after: np.ndarray
+
+    @property
+    def loss(self) -> np.ndarray:
+        """Fraction of its bandwidth each pair loses (negative: gains)."""
+        return 1 - self.bw_after / self.bw_before
+
+    @property
+    def n_losing(self) -> int:
+        return int(np.sum(self.loss > 1e-6))
+
+    @property
+    def worst_loss(self) -> float:
+        return float(self.loss.max(initial=0.0))
+
+    def lines(self, top: int = 15) -> list[str]:
+        """A plain-text report: summaries by class before and after, then the pairs that lose most."""
+        out = [f"cut: {', '.join(self.cut)}   routing after: {self.routing_after}",
+               f"{'class':<14}{'pairs':>7}  {'before Max/Avg/Min MB/s':>26}  {'after Max/Avg/Min MB/s':>26}"]
+        for b, a in zip(self.before.summary(), self.after.summary()):
+            out.append(f"{b.label:<14}{b.count:>7}  {b.max:8.0f} {b.avg:8.0f} {b.min:8.0f}  "
+                       f"{a.max:8.0f} {a.avg:8.0f} {a.min:8.0f}")
+        loss = self.loss
+        out.append(f"{self.n_losing} of {len(loss)} pairs lose bandwidth"
+                   + (f"; worst loses {100 * self.worst_loss:.0f}%" if self.n_losing else ""))
+        p = self.before.pairs
+        for i in np.argsort(-loss, kind="stable")[:top]:
+            if loss[i] <= 1e-6:
+                break
+            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: {self.bw_before[i] / 1e6:.0f} -> "
+                       f"{self.bw_after[i] / 1e6:.0f} MB/s (-{100 * loss[i]:.0f}%)")
+        return out
+
+
+def whatif(fabric: Fabric, cuts: Sequence[str], placement: Placement, traffic: Traffic,
+           routing: str | None = None, lft_after: np.ndarray | None = None,
+           fabric_after: Fabric | None = None) -> WhatIf:
+    """Run ``traffic`` before and after cutting ``cuts`` (see the module docstring)."""
+    from fabscope.model.simulate import simulate
+    from fabscope.routing import default_engine, make_routing
+
+    name = routing or default_engine(fabric)
+    before = simulate(fabric, placement, traffic, make_routing(fabric, name))
+    if fabric_after is None:
+        after_f, gone = cut_cables(fabric, cuts)
+    else:
+        after_f, gone = fabric_after, list(cuts)
+    if name == "tables":
+        if lft_after is not None or (fabric_after is not None and fabric_after.lft is not None):
+            table = lft_after if lft_after is not None else after_f.lft
+            router, label = make_routing(after_f, "tables", lft=table), "tables (rerouted)"
+        else:
+            router, label = make_routing(after_f, "minhop"), "minhop (standing in for the subnet manager)"
+    else:
+        router, label = make_routing(after_f, name), name
+    if fabric_after is not None:     # same hosts by name, maybe in another fabric: place ranks by name
+        placement = Placement.from_hostlist(after_f, [fabric.host_names[h] for h in placement.host])
+    after = simulate(after_f, placement, traffic, router)
+    return WhatIf(before, after, gone, label, np.asarray(before.pairs["bandwidth"], float),
+                  np.asarray(after.pairs["bandwidth"], float))
