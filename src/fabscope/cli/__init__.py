@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "measure",
     "analyze",
     "doctor",
+    "mapping",
 ]
 
 
