@@ -21,8 +21,8 @@ A name may carry refinements: ``hier+swap``, ``hier+swap+links``,
 >>> from fabscope.mapping.commgraph import stencil
 >>> from fabscope.mapping.targets import Target
 >>> g = stencil((4, 4, 4), halo=1)
->>> map_ranks(g, Target.whole(torus((4, 4, 4), cores=1), 64), "topo").algorithm
-'fold+swap+links'
+>>> map_ranks(g, Target.whole(torus((4, 4, 4), cores=1), 64), "topo").algorithm   # optimal: no refinement
+'fold'
 """
 
 from __future__ import annotations
@@ -112,6 +112,8 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
         graph, _ = graph.without(io)
     target.check_fits(graph.n)
     m = _base(name, graph, target, seed)
+    if isinstance(m.info, dict) and m.info.get("optimal") and name == "topo":
+        refs = []                        # proven optimal: nothing to refine
     for r in refs:
         if r == "swap":
             m = refine_hops(m, graph, seed=seed, time_limit=time_limit / 2)

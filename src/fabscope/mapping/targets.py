@@ -12,7 +12,7 @@ its own slot (one-to-one), and errors name both sizes.
 (16, 2, [16, 16], ['node0017', 'node0001'])
 >>> m = Mapping(t, [0, 8, 1], "example")
 >>> m.host.tolist(), m.core.tolist()
-[[16, 0, 16], [0, 0, 1]]
+([16, 0, 16], [0, 0, 1])
 """
 
 from __future__ import annotations
@@ -26,7 +26,27 @@ from fabscope.errors import MappingError, PlacementError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
 
-__all__ = ["Target", "Mapping"]
+__all__ = ["Target", "Mapping", "read_nodes"]
+
+
+def read_nodes(arg: str) -> list[tuple[str, int]]:
+    """``(host, slots)`` from a host file path (``$PBS_NODEFILE``, Open MPI, Hydra, plain),
+    or else SLURM's compressed host list (one slot per name; ``--ppn`` sets the rest).
+
+    Parsing is :mod:`fabscope.measure.hostlists`'s, shared with the measure commands.
+
+    >>> read_nodes("n[1-3]")
+    [('n1', 1), ('n2', 1), ('n3', 1)]
+    """
+    import os
+
+    from fabscope.measure.hostlists import expand_nodelist, parse_hostfile, read_hostfile
+
+    if os.path.isfile(arg):
+        return read_hostfile(arg)
+    if os.sep in arg:
+        raise PlacementError(f"host file {arg} does not exist")
+    return parse_hostfile(expand_nodelist(arg))
 
 
 @dataclass(frozen=True, eq=False)

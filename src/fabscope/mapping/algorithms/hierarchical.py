@@ -65,7 +65,9 @@ def partition_sizes(A: csr_matrix, sizes: np.ndarray, seed: int = 0, recursive: 
     opts = pymetis.Options(seed=seed, ufactor=1, contig=0)
     tp = (sizes / n).tolist()
     tp[-1] = max(0.0, 1.0 - sum(tp[:-1]))
-    _, parts = pymetis.part_graph(k, xadj=A.indptr, adjncy=A.indices, eweights=scaled,
+    adj = pymetis.CSRAdjacency(A.indptr, A.indices) if hasattr(pymetis, "CSRAdjacency") else None
+    graph = {"adjacency": adj} if adj is not None else {"xadj": A.indptr, "adjncy": A.indices}
+    _, parts = pymetis.part_graph(k, **graph, eweights=scaled,
                                   tpwgts=tp, options=opts, recursive=recursive)
     part = np.asarray(parts, dtype=np.int64)
     return _rebalance(A, part, sizes)

@@ -14,7 +14,7 @@ above the leaf (near sets on Itasca), as :mod:`.hierarchical` does for ranks.
 >>> g = stencil((8, 8, 16), halo=1)
 >>> m = tree_tile(g, Target.whole(itasca(), 1024, ppn=8))
 >>> m.info["node_block"], m.info["leaf_block"], round(evaluate(m, g, links=False).hops_per_byte, 3)
-([2, 2, 2], [8, 8, 2], 1.333)
+([2, 2, 2], [4, 8, 4], 1.333)
 """
 
 from __future__ import annotations

@@ -1,0 +1,155 @@
+"""``fabscope permute``, ``map`` and ``place``: where ranks should go, and how a job sits.
+
+    fabscope permute --fabric itasca --comm stencil3d:16x16x32 < $PBS_NODEFILE > newhostfile
+    fabscope map --fabric torus:8x8x16,cores=8 --comm stencil3d:16x16x32 --compare block,cyclic,random,scotch
+    fabscope map --fabric fabric.json --nodes $SLURM_JOB_NODELIST --ppn 8 --comm profile.mtx --format rankfile -o ranks.txt
+    fabscope place --fabric itasca --nodes nodes.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from fabscope.fabric.io import load_fabric
+from fabscope.mapping.outputs import FORMATS, launch_command, write
+
+
+def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
+    p.add_argument("--fabric", default="itasca", help="fabric spec or JSON file (default: itasca)")
+    p.add_argument("--nodes", help="the job's nodes: a host file ($PBS_NODEFILE, 'host slots=N', 'host:N') "
+                                   "or a compressed list ($SLURM_JOB_NODELIST); default: standard input if it "
+                                   "is not a terminal, else the fabric's first hosts")
+    p.add_argument("--ppn", type=int, help="ranks per node (default: the host file's counts, else all cores)")
+    if comm:
+        p.add_argument("--comm", required=True, help="communication graph: stencil3d:16x16x32, stencil2d:64x64, "
+                                                     "pencils:32x32, ring:N, tree:N, random:N, or a .csv/.mtx file")
+        p.add_argument("--algorithm", default="topo", help="mapping algorithm (default: topo; see docs/mapping.md)")
+        p.add_argument("--io-ranks", default="", help="comma-separated ranks that each get a node of their own")
+        p.add_argument("--seed", type=int, default=0)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("permute", help="reorder a host file so that talkative ranks sit close (seed 000's permute.exe)",
+                       description="Read the job's host file on standard input, write one host per rank in the "
+                                   "mapped order (use with mpirun --map-by seq).")
+    _common(p)
+    p.add_argument("--format", choices=FORMATS, default="hostfile")
+    p.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    p.set_defaults(func=run_permute)
+    p = sub.add_parser("map", help="map ranks topology-aware, compare algorithms, write host/rank files")
+    _common(p)
+    p.add_argument("--compare", help="comma-separated algorithms to print side by side, e.g. block,cyclic,random,scotch")
+    p.add_argument("--model", action="store_true", help="also predict one exchange's time with the flow model")
+    p.add_argument("--format", choices=FORMATS, default="hostfile")
+    p.add_argument("-o", "--output", help="write the chosen algorithm's mapping to this file")
+    p.add_argument("--json", help="write the metrics as JSON")
+    p.set_defaults(func=run_map)
+    p = sub.add_parser("place", help="how a job's nodes sit in the fabric, and the bandwidth they can expect")
+    _common(p, comm=False)
+    p.add_argument("--size", default="1MiB", help="message size of the modeled traffic (default: 1MiB)")
+    p.add_argument("--json", help="write the report as JSON")
+    p.set_defaults(func=run_place)
+
+
+def _target(args: argparse.Namespace, fabric, n_ranks: int | None):
+    from fabscope.mapping.targets import Target, read_nodes
+    from fabscope.measure.hostlists import parse_hostfile
+
+    if args.nodes:
+        nodes = read_nodes(args.nodes)
+        compressed = not _is_file(args.nodes)
+    else:
+        lines = [] if sys.stdin is None or sys.stdin.isatty() else sys.stdin.readlines()
+        nodes, compressed = parse_hostfile(lines), False
+        if not nodes:
+            return Target.whole(fabric, n_ranks or fabric.n_hosts, args.ppn)
+    if not nodes:
+        from fabscope.errors import PlacementError
+
+        raise PlacementError(f"the node list {args.nodes!r} is empty")
+    names = [h for h, _ in nodes]
+    if compressed and not args.ppn:
+        idx = fabric.host_index
+        ppn = None
+        slots = [int(fabric.host_cores[idx[h]]) if h in idx else 1 for h in names]
+        return Target.from_names(fabric, names, slots, ppn)
+    return Target.from_names(fabric, names, [c for _, c in nodes], args.ppn)
+
+
+def _is_file(path: str) -> bool:
+    import os
+
+    return os.path.isfile(path)
+
+
+def _map(args: argparse.Namespace, algorithm: str):
+    from fabscope.mapping.api import map_ranks
+    from fabscope.mapping.commgraph import load_comm
+
+    fabric = load_fabric(args.fabric)
+    graph = load_comm(args.comm)
+    target = _target(args, fabric, graph.n)
+    io = [int(x) for x in args.io_ranks.split(",") if x.strip()] if args.io_ranks else []
+    return graph, target, map_ranks(graph, target, algorithm, seed=args.seed, io_ranks=io), io
+
+
+def run_permute(args: argparse.Namespace) -> int:
+    from fabscope.mapping.metrics import evaluate
+
+    graph, target, m, _ = _map(args, args.algorithm)
+    write(m, args.format, args.output)
+    e = evaluate(m, graph, links=False)
+    print(f"fabscope permute: {m.n_ranks} ranks on {target.n_nodes} nodes by {m.algorithm}: "
+          f"{e.hops_per_byte:.3f} hops per byte, max dilation {e.max_dilation}", file=sys.stderr)
+    return 0
+
+
+def run_map(args: argparse.Namespace) -> int:
+    from fabscope.mapping.api import compare, metrics_rows
+
+    graph, target, m, io = _map(args, args.algorithm)
+    algs = [a.strip() for a in args.compare.split(",") if a.strip()] if args.compare else []
+    results = compare(graph, target, algs, seed=args.seed, model=args.model, io_ranks=io) if algs else []
+    from fabscope.mapping.metrics import evaluate
+
+    results.append((m, evaluate(m, graph, model=args.model)))
+    rows = metrics_rows(results)
+    print(f"# {graph.name}: {graph.n} ranks on {target.n_nodes} nodes of {target.fabric.name} "
+          f"({target.n_slots} slots); hops: {'router hops' if target.fabric.coords is not None else 'links crossed'}")
+    head = f"{'algorithm':<22} {'hop-bytes':>12} {'hops/byte':>9} {'hops/edge':>9} {'dilation':>8} {'max link MB':>11}"
+    head += f" {'model ms':>9}" if args.model else ""
+    print(head + f" {'seconds':>8}")
+    for r in rows:
+        line = (f"{r['algorithm']:<22} {r['hop_bytes']:>12.4g} {r['hops_per_byte']:>9.3f} {r['hops_per_edge']:>9.3f} "
+                f"{r['max_dilation']:>8d} {r['max_link_load'] / 1e6:>11.2f}")
+        line += f" {r['model_time'] * 1e3:>9.3f}" if args.model else ""
+        print(line + f" {r['seconds']:>8.2f}")
+    if args.json:
+        from fabscope.atomic import atomic_open
+
+        with atomic_open(args.json) as fh:
+            json.dump({"schema": "fabscope.mapping.metrics", "schema_version": 1, "graph": graph.name,
+                       "fabric": target.fabric.name, "rows": rows}, fh, indent=1)
+    if args.output:
+        write(m, args.format, args.output)
+        if args.format != "map":
+            print(f"# wrote {args.output}; launch: {launch_command(args.format, args.output, m.n_ranks)}")
+    return 0
+
+
+def run_place(args: argparse.Namespace) -> int:
+    from fabscope.mapping.report import placement_report
+    from fabscope.units import parse_size
+
+    fabric = load_fabric(args.fabric)
+    target = _target(args, fabric, None)
+    rep = placement_report(fabric, target.nodes, size=parse_size(args.size))
+    print("\n".join(rep.lines()))
+    if args.json:
+        from fabscope.atomic import atomic_open
+
+        with atomic_open(args.json) as fh:
+            json.dump(rep.as_dict(), fh, indent=1)
+    return 0

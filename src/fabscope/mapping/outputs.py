@@ -1,0 +1,108 @@
+"""The files launchers take, written atomically (a failure never leaves half a file).
+
+========== ================================= ==========================================================
+format     file                              launch with
+========== ================================= ==========================================================
+hostfile   one host per line, rank order     ``mpirun --map-by seq -hostfile F -np N ./a.out`` (Open MPI's
+                                             sequential mapper; a plain host file does not order ranks)
+rankfile   ``rank 0=host slot=3``            ``mpirun --map-by rankfile:file=F -np N ./a.out``
+                                             (Open MPI 4: ``mpirun -rf F -np N``)
+machinefile ``host:count`` runs, in order    ``mpiexec -f F -n N ./a.out`` (MPICH/Hydra)
+slurm      one host per line, rank order     ``SLURM_HOSTFILE=F srun --distribution=arbitrary -n N ./a.out``
+map        ``rank host core [coords]``       for people and scripts (Rubik's map file, with hosts)
+========== ================================= ==========================================================
+
+>>> from fabscope.fabric.generators import fat_tree
+>>> from fabscope.mapping.targets import Mapping, Target
+>>> t = Target.whole(fat_tree(k=2, levels=2, cores=2), 4, ppn=2)
+>>> m = Mapping(t, [2, 0, 1, 3])
+>>> print(render(m, "rankfile"), end="")
+rank 0=h0001 slot=0
+rank 1=h0000 slot=0
+rank 2=h0000 slot=1
+rank 3=h0001 slot=1
+>>> print(render(m, "machinefile"), end="")
+h0001:1
+h0000:2
+h0001:1
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from fabscope.atomic import atomic_open
+from fabscope.mapping.targets import Mapping
+
+__all__ = ["FORMATS", "render", "write", "LAUNCH"]
+
+FORMATS = ("hostfile", "rankfile", "machinefile", "slurm", "map")
+
+#: the command that takes each format (F: the file, N: ranks)
+LAUNCH = {
+    "hostfile": "mpirun --map-by seq -hostfile {file} -np {n} ./a.out",
+    "rankfile": "mpirun --map-by rankfile:file={file} -np {n} ./a.out",
+    "machinefile": "mpiexec -f {file} -n {n} ./a.out",
+    "slurm": "SLURM_HOSTFILE={file} srun --distribution=arbitrary -n {n} ./a.out",
+    "map": "",
+}
+
+
+def _runs(names: list[str]) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    for h in names:
+        if out and out[-1][0] == h:
+            out[-1] = (h, out[-1][1] + 1)
+        else:
+            out.append((h, 1))
+    return out
+
+
+def render(mapping: Mapping, fmt: str) -> str:
+    """The text of ``mapping`` in format ``fmt`` (one of :data:`FORMATS`)."""
+    names = mapping.host_names
+    if fmt in ("hostfile", "slurm"):
+        return "".join(h + "\n" for h in names)
+    if fmt == "rankfile":
+        cores = mapping.core.tolist()
+        return "".join(f"rank {r}={h} slot={c}\n" for r, (h, c) in enumerate(zip(names, cores)))
+    if fmt == "machinefile":
+        return "".join(f"{h}:{k}\n" for h, k in _runs(names))
+    if fmt == "map":
+        f = mapping.fabric
+        head = "# rank host core" + (" " + " ".join(f"c{i}" for i in range(len(f.dims))) if f.coords is not None else "")
+        lines = [head + f"  ({mapping.algorithm or 'mapping'}, {mapping.n_ranks} ranks)\n"]
+        cores = mapping.core.tolist()
+        if f.coords is not None:
+            coords = f.coords[mapping.host].tolist()
+            lines += [f"{r} {h} {c} {' '.join(map(str, xyz))}\n"
+                      for r, (h, c, xyz) in enumerate(zip(names, cores, coords))]
+        else:
+            lines += [f"{r} {h} {c}\n" for r, (h, c) in enumerate(zip(names, cores))]
+        return "".join(lines)
+    from fabscope.errors import MappingError
+
+    raise MappingError(f"unknown output format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def write(mapping: Mapping, fmt: str, path: str | os.PathLike[str]) -> None:
+    """Write ``mapping`` as ``fmt`` to ``path`` (``-`` for standard output), atomically."""
+    text = render(mapping, fmt)       # render first: a bad format never opens the file
+    with atomic_open(path) as fh:
+        fh.write(text)
+
+
+def launch_command(fmt: str, path: str, n: int) -> str:
+    """The launcher command line for a file of format ``fmt``.
+
+    >>> launch_command("slurm", "hosts.txt", 8)
+    'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 8 ./a.out'
+    """
+    return LAUNCH[fmt].format(file=path, n=n)
+
+
+def order_is_rank_order(mapping: Mapping) -> np.ndarray:
+    """Host index per rank (what every format encodes)."""
+    return mapping.host
