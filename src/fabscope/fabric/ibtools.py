@@ -42,9 +42,17 @@ PACKAGES = {"ibsim": "ibsim-utils", "opensm": "opensm", "ibnetdiscover": "infini
 SIM_TOOLS = ("ibsim", "opensm", "ibnetdiscover", "dump_fts", "ibtracert")
 
 
+#: searched after PATH: Debian puts the diagnostics and opensm in /usr/sbin
+EXTRA_PATH = ("/usr/sbin", "/sbin")
+
+
+def _path() -> str:
+    return os.pathsep.join([os.environ.get("PATH", ""), *EXTRA_PATH])
+
+
 def missing_tools(tools: Sequence[str] = SIM_TOOLS) -> list[str]:
-    """The tools of ``tools`` not on PATH (opensm also in /usr/sbin)."""
-    path = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin" + os.pathsep + "/sbin"
+    """The tools of ``tools`` on neither PATH nor :data:`EXTRA_PATH`."""
+    path = _path()
     return [t for t in tools if shutil.which(t, path=path) is None]
 
 
@@ -71,8 +79,7 @@ def run_diag(args: Sequence[str], timeout: float = 60, env: dict[str, str] | Non
              cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run one diagnostic under a timeout; FabricError naming the tool if it fails or hangs."""
     _need([args[0]])
-    path = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin"
-    full = {**os.environ, "PATH": path, **(env or {})}
+    full = {**os.environ, "PATH": _path(), **(env or {})}
     p = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full,
                          cwd=cwd, start_new_session=True)
     try:
@@ -84,6 +91,9 @@ def run_diag(args: Sequence[str], timeout: float = 60, env: dict[str, str] | Non
                           "manager answering (is ibsim/opensm running, is the HCA port up?)") from None
     if p.returncode != 0:
         last = [ln for ln in (err or out).strip().splitlines() if ln.strip()]
+        if any("can't open MAD port" in ln or "can't open UMAD port" in ln for ln in last):
+            raise FabricError(f"{args[0]}: no InfiniBand port to talk through (can't open MAD port): no HCA "
+                              "on this host, its driver or ib_umad not loaded, or the port is down")
         raise FabricError(f"{' '.join(args)} failed (exit {p.returncode}): "
                           f"{last[-1] if last else 'no message'}")
     return subprocess.CompletedProcess(list(args), p.returncode, out, err)
@@ -271,3 +281,31 @@ def check_lids(topo) -> None:
     if down:
         raise FabricError(f"port down or not configured: CA {down[0].desc!r} has LID 0 "
                           f"({topo.where(down[0].line)}){f' and {len(down) - 1} more' if len(down) > 1 else ''}")
+
+
+def parse_ibtracert(text: str) -> list[tuple[str, int]]:
+    """The hops of an ``ibtracert`` path: (node description, output port) for each node left.
+
+    >>> parse_ibtracert('From ca {0x02} portnum 1 lid 5-5 "H-0-1"\\n'
+    ...                 '[1] -> switch port {0x0000000000200000}[2] lid 2-2 "L0"\\n'
+    ...                 '[7] -> ca port {0x1d}[1] lid 21-21 "H-3-2"\\nTo ca {0x1c} portnum 1 lid 21-21 "H-3-2"')
+    [('H-0-1', 1), ('L0', 7)]
+    """
+    import re
+
+    hops: list[tuple[str, int]] = []
+    prev = None
+    for line in text.splitlines():
+        m = re.match(r'^From \w+ .*"(.*)"\s*$', line)
+        if m:
+            prev = m.group(1)
+            continue
+        m = re.match(r'^\[(\d+)\] -> .*"(.*)"\s*$', line)
+        if m:
+            if prev is None:
+                raise FabricError(f"ibtracert output has a hop before its 'From' line: {line[:60]!r}")
+            hops.append((prev, int(m.group(1))))
+            prev = m.group(2)
+    if not hops:
+        raise FabricError("ibtracert printed no path")
+    return hops

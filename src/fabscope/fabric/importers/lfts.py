@@ -35,7 +35,7 @@ import numpy as np
 from fabscope.errors import FabricError
 from fabscope.fabric.model import Fabric
 
-_HEAD = re.compile(r"^Unicast lids \[(\S+)-(\S+)\] of switch .*?guid (0x[0-9a-fA-F]+)\s*\(?'?([^')]*)'?\)?:?\s*$")
+_HEAD = re.compile(r"^Unicast lids \[(\S+)-(\S+)\] of switch .*?guid (0x[0-9a-fA-F]+)\s*(?:\('(.*)'\)|\((.*)\))?:?\s*$")
 _FOOT = re.compile(r"^(\d+) (?:valid )?lids dumped")
 #: a port number that means "no route"
 NO_PORT = 255
@@ -98,7 +98,7 @@ def parse_lfts(text: str, source: str = "lfts") -> Tables:
             if cur is not None:
                 raise FabricError(f"{source} line {n}: the table of switch {cur[1]!r} (line {cur[2]}) "
                                   "has no 'lids dumped' line (truncated?)")
-            cur = (int(m.group(3), 16), m.group(4).strip(), n)
+            cur = (int(m.group(3), 16), (m.group(4) or m.group(5) or '').strip(), n)
             lids, ports, lines = [], [], []
             continue
         m = _FOOT.match(s)
@@ -210,3 +210,27 @@ def check_lft(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> int:
         path.append(fabric.node_names[c])
         c = int(fabric.link_dst[lft[c - nh, h[i]]])
     raise FabricError(f"{source}: a loop in the forwarding tables: {who(i)} goes {' -> '.join(path)} ...")
+
+
+def compare_routes(fabric: Fabric, lft_a: np.ndarray, lft_b: np.ndarray, src: np.ndarray | None = None,
+                   dst: np.ndarray | None = None) -> tuple[int, int]:
+    """(pairs checked, pairs whose routes are identical) under two sets of tables; all pairs by default."""
+    from fabscope.routing.tables import TableRouting
+
+    if src is None or dst is None:
+        src, dst = (x.ravel() for x in np.meshgrid(np.arange(fabric.n_hosts), np.arange(fabric.n_hosts)))
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+    paths = []
+    for lft in (lft_a, lft_b):
+        r = TableRouting(fabric, np.asarray(lft)).routes(np.asarray(src), np.asarray(dst))
+        order = np.argsort(r.flow, kind="stable")
+        f, l = r.flow[order], r.link[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(f)) + 1]
+        hop = np.arange(len(f)) - np.repeat(starts, np.diff(np.r_[starts, len(f)]))
+        m = np.full((len(src), int(hop.max(initial=0)) + 1), -1, np.int64)
+        m[f, hop] = l
+        paths.append(m)
+    w = max(p.shape[1] for p in paths)
+    a, b = (np.pad(p, ((0, 0), (0, w - p.shape[1])), constant_values=-1) for p in paths)
+    return len(src), int(np.all(a == b, axis=1).sum())

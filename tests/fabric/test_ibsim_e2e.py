@@ -1,0 +1,150 @@
+"""End to end against the real tools: fabscope fabric -> ibsim -> opensm -> ibnetdiscover/dump_fts/ibtracert -> fabscope.
+
+Needs Debian's ibsim-utils, opensm and infiniband-diags (CI installs them);
+skipped only when they are absent.  Every ibsim runs under its own socket
+name in a scratch folder and is stopped by the ``IbSim`` context manager
+even when a check fails.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from fabscope.errors import FabricError
+from fabscope.fabric import Placement
+from fabscope.fabric.exporters import write_ibsim
+from fabscope.fabric.generators import fat_tree, itasca, torus
+from fabscope.fabric.ibtools import IbSim, check_lids, have_ibsim, parse_ibtracert, run_diag
+from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
+from fabscope.fabric.importers.lfts import compare_routes
+from fabscope.fabric.whatif import whatif
+from fabscope.model.simulate import simulate
+from fabscope.routing import make_routing
+from fabscope.routing.tables import minhop_tables
+from fabscope.traffic.spec import make_traffic
+
+pytestmark = [pytest.mark.ibsim,
+              pytest.mark.skipif(not have_ibsim(), reason="needs ibsim-utils, opensm and infiniband-diags")]
+
+
+def cable_set(f):
+    even = np.arange(0, f.n_links, 2)
+    return {frozenset([(f.node_names[a], int(pa)), (f.node_names[b], int(pb))]) for a, pa, b, pb in
+            zip(f.link_src[even], f.link_src_port[even], f.link_dst[even], f.link_dst_port[even])}
+
+
+def bring_up(fabric, tmp_path):
+    net = tmp_path / "fabric.net"
+    write_ibsim(fabric, net)
+    return IbSim(net, workdir=str(tmp_path / "sim"))
+
+
+def check_engine(sim, fabric, engine, extra=(), samples=12, seed=0):
+    """Route with opensm, import, and check the routes three ways; return the imported fabric."""
+    dump = sim.opensm(engine, extra)
+    topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout, "ibnetdiscover")
+    check_lids(topo)
+    g = build_fabric(topo, read_lfts(dump), name=f"{fabric.name} under opensm {engine}")
+    # the fabric comes back whole: same hosts, cables, ports and rates
+    assert set(g.host_names) == set(fabric.host_names)
+    assert cable_set(g) == cable_set(fabric)
+    assert np.allclose(np.sort(g.link_capacity), np.sort(fabric.link_capacity))
+    # the tables read back from the switches (dump_fts) route every pair as opensm's dump says
+    fts = build_fabric(topo, parse_lfts(sim.run(["dump_fts"]).stdout, "dump_fts"))
+    checked, same = compare_routes(g, g.lft, fts.lft)
+    assert same == checked == g.n_hosts * (g.n_hosts - 1)
+    # ibtracert agrees hop by hop on sampled pairs
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, g.n_hosts, samples)
+    dst = (src + rng.integers(1, g.n_hosts, samples)) % g.n_hosts
+    r = make_routing(g, "tables").routes(src, dst)
+    for k in range(samples):
+        out = sim.run(["ibtracert", str(g.host_lid[src[k]]), str(g.host_lid[dst[k]])]).stdout
+        ours = [(g.node_names[g.link_src[l]], int(g.link_src_port[l])) for l in r.path(k)]
+        assert parse_ibtracert(out) == ours, (engine, g.host_names[src[k]], g.host_names[dst[k]])
+    return g
+
+
+def test_fat_tree_under_minhop_updn_ftree(tmp_path):
+    f = fat_tree(k=4, levels=3)             # 64 hosts, 48 switches, 3 levels
+    with bring_up(f, tmp_path) as sim:
+        got = {e: check_engine(sim, f, e) for e in ("minhop", "updn", "ftree")}
+    g = got["minhop"]
+    assert g.class_labels == ("Same Node", "Same Leaf", "Near Set", "Far Leafs")   # pods found from the graph
+    # fabscope's min-hop engine writes the very tables opensm's minhop wrote
+    assert np.array_equal(minhop_tables(g), g.lft)
+    # the flow model runs on the real tables: ftree spreads a shift pattern without contention
+    p = Placement.block(g, 64, ppn=1)
+    t = make_traffic("shift:k=16", g, p, 1e6)
+    res = simulate(got["ftree"], Placement.block(got["ftree"], 64, ppn=1), t, "tables")
+    assert res.pairs["bandwidth"].min() > 0
+    assert res.links["load"].max() <= res.links["capacity"].max() * (1 + 1e-9)
+
+
+def test_torus_under_dor(tmp_path):
+    f = torus((4, 4, 2), hosts_per_router=2, capacity=3071e6)
+    with bring_up(f, tmp_path) as sim:
+        g = check_engine(sim, f, "dor")
+    assert g.class_labels == ("Same Node", "Same Switch", "Diff Switches")
+    res = simulate(g, Placement.block(g, g.n_hosts, ppn=1), make_traffic("random-pairs", g,
+                   Placement.block(g, g.n_hosts, ppn=1), 1e6), "tables")
+    assert np.isfinite(res.pairs["bandwidth"]).all()
+
+
+def test_itasca_under_opensm_minhop(tmp_path):
+    f = itasca()
+    with bring_up(f, tmp_path) as sim:
+        g = check_engine(sim, f, "minhop", samples=6)
+        with pytest.raises(FabricError, match="did not route with ftree"):
+            sim.opensm("ftree")          # Itasca is no pure fat tree: opensm falls back, and we say so
+    assert g.class_labels == f.class_labels
+    assert np.array_equal(g.groups["near"], f.groups["near"])
+    # the seed's patterns on the real tables: same leaf at full rate, far pairs contended
+    p = Placement.block(g, g.n_hosts, ppn=1)
+    res = simulate(g, p, make_traffic("random-pairs", g, p, 1e6), "tables")
+    s = {row.label: row for row in res.summary()}
+    assert s["Same Leaf"].min == pytest.approx(3071, rel=1e-3)
+    assert s["Far Leafs"].min < 1000
+
+
+def test_cut_cable_reroute_and_whatif(tmp_path):
+    f = fat_tree(k=4, levels=2, up=2)            # 4 leaves of 4 hosts, 2 spines
+    with bring_up(f, tmp_path) as sim:
+        g = check_engine(sim, f, "minhop", samples=4)
+        leaf, port = g.node_names[g.n_hosts], 5     # the leaf's first uplink
+        sim.unlink(leaf, port)
+        dump = sim.opensm("minhop")
+        topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
+        h = build_fabric(topo, read_lfts(dump))
+    assert h.n_links == g.n_links - 2
+    p = Placement.block(g, 16, ppn=1)
+    w = whatif(g, [f"{leaf}[{port}]"], p, make_traffic("shift:k=4", g, p, 1e6), "tables", fabric_after=h)
+    assert w.routing_after == "tables (rerouted)"
+    assert w.n_losing > 0 and w.worst_loss == pytest.approx(0.5)
+    # the model's own cut, rerouted by fabscope's min-hop, predicts the same losses as opensm's new tables
+    m = whatif(g, [f"{leaf}[{port}]"], p, make_traffic("shift:k=4", g, p, 1e6), "tables")
+    assert np.allclose(np.sort(m.loss), np.sort(w.loss))
+
+
+def test_discover_says_what_failed(tmp_path, monkeypatch):
+    f = fat_tree(k=2, levels=2)
+    with bring_up(f, tmp_path) as sim:
+        from fabscope.fabric.ibtools import discover
+
+        with pytest.raises(FabricError, match="no subnet manager has configured the fabric"):
+            discover(timeout=20, env=sim.env, cwd=sim.workdir)
+        sim.opensm("minhop")
+        fab = discover(timeout=20, env=sim.env, cwd=sim.workdir, save_dir=str(tmp_path / "raw"))
+        assert fab.lft is not None and fab.n_hosts == 4
+        assert os.path.exists(tmp_path / "raw" / "dump_fts.txt")
+    # nothing answering: a socket with no ibsim behind it
+    with pytest.raises(FabricError, match="did not answer within 2 s"):
+        run_diag(["ibnetdiscover"], timeout=2, env={**sim.env, "IBSIM_SOCKNAME": "fabscope-nobody"},
+                 cwd=str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("fabscope.fabric.ibtools.EXTRA_PATH", ())
+    with pytest.raises(FabricError, match="ibnetdiscover, dump_fts not found: .*apt-get install infiniband-diags"):
+        discover(timeout=2)
