@@ -33,7 +33,7 @@ _TAIL = re.compile(r"^(.*?)(\d+)$")
 
 
 def compress_hostlist(names: Sequence[str]) -> str:
-    """Slurm's compressed form: ``node[0001-0016,0018]``; zero padding is kept."""
+    """Slurm's compressed form: ``node[0001-0016,0018]``; names are grouped by prefix and digit count."""
     groups: dict[tuple[str, int], list[int]] = {}
     plain: list[str] = []
     for n in dict.fromkeys(names):
@@ -41,8 +41,7 @@ def compress_hostlist(names: Sequence[str]) -> str:
         if m is None or "[" in n or "," in n:
             plain.append(n)
         else:
-            width = len(m.group(2)) if m.group(2).startswith("0") and len(m.group(2)) > 1 else 0
-            groups.setdefault((m.group(1), width), []).append(int(m.group(2)))
+            groups.setdefault((m.group(1), len(m.group(2))), []).append(int(m.group(2)))
     out = sorted(plain)
     for (prefix, width), nums in sorted(groups.items()):
         nums = sorted(set(nums))
@@ -68,7 +67,7 @@ def expand_hostlist(text: str) -> list[str]:
             continue
         for r in ranges.split(","):
             lo, _, hi = r.partition("-")
-            width = len(lo) if lo.startswith("0") else 0
+            width = len(lo)
             out.extend(f"{prefix}{i:0{width}d}" for i in range(int(lo), int(hi or lo) + 1))
     return out
 

@@ -1,0 +1,72 @@
+"""What if cables fail: the cut fabric, its tables, and which pairs lose how much."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from fabscope.errors import FabricError
+from fabscope.fabric import Placement
+from fabscope.fabric.generators import fat_tree, itasca
+from fabscope.fabric.whatif import cut_cables, whatif
+from fabscope.routing.tables import minhop_tables
+from fabscope.traffic.spec import make_traffic
+
+
+def test_cut_removes_the_cable_and_keeps_link_pairs():
+    f = fat_tree(k=4, levels=2)
+    g, gone = cut_cables(f, ["s1-0000[5]", "s2-0003"])
+    assert gone[0] == "s1-0000[5] -- s2-0000[1]"
+    assert len(gone) == 1 + 4                     # a whole spine: its 4 cables
+    assert g.n_links == f.n_links - 10
+    assert np.array_equal(g.link_src[1::2], g.link_dst[0::2])
+
+
+def test_cut_carries_tables_over_and_empties_cut_entries():
+    f = fat_tree(k=4, levels=2)
+    f = dataclasses.replace(f, lft=minhop_tables(f))
+    g, _ = cut_cables(f, ["s1-0000[5]"])
+    cut_link = int(np.flatnonzero((f.link_src == f.node_index["s1-0000"]) & (f.link_src_port == 5))[0])
+    was = f.lft == cut_link
+    assert was.any() and np.all(g.lft[was] == -1)
+    kept = (f.lft >= 0) & ~was & (f.lft != (cut_link ^ 1))
+    assert np.all(g.link_src[g.lft[kept]] == f.link_src[f.lft[kept]])
+    assert np.all(g.link_src_port[g.lft[kept]] == f.link_src_port[f.lft[kept]])
+
+
+@pytest.mark.parametrize("cut, message", [
+    ("nowhere[1]", "no node 'nowhere'"),
+    ("s1-0000[99]", "s1-0000 has no cable on port 99"),
+    ("h0000", r"name a host's port, e.g. h0000\[1\]"),
+    ("h0000[1]", "leave host 'h0000' without a cable"),
+    ("s1-0000[", "cannot read cut"),
+])
+def test_bad_cuts(cut, message):
+    with pytest.raises(FabricError, match=message):
+        cut_cables(fat_tree(k=4, levels=2), [cut])
+
+
+def test_itasca_one_uplink_cut_costs_only_pairs_through_it():
+    f = itasca()
+    p = Placement.block(f, f.n_hosts, ppn=1)
+    t = make_traffic("leaf-offset:9", f, p, 1e6)         # every leaf talks to the next near set
+    w = whatif(f, ["leaf01[17]"], p, t, "minhop")
+    src_leaf = f.groups["leaf"][p.host[t.src]]
+    assert w.n_losing > 0
+    losing = np.flatnonzero(w.loss > 1e-6)
+    hosts = set(w.before.pairs["src_host"][losing]) | set(w.before.pairs["dst_host"][losing])
+    assert any(f.groups["leaf"][f.host_index[h]] == 0 for h in hosts)   # leaf01 is in every losing pair
+    assert src_leaf.min() == 0
+    text = "\n".join(w.lines(5))
+    assert "leaf01[17] -- dirA-line01" in text and "pairs lose bandwidth" in text
+
+
+def test_cli_whatif(capsys):
+    from test_import import run
+
+    assert run(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=2,up=2", "--fail", "s1-0000[5]",
+                "--pattern", "shift:k=4", "--routing", "minhop"]) == 0
+    out = capsys.readouterr().out
+    assert "pairs lose bandwidth; worst loses 50%" in out
