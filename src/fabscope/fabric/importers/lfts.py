@@ -180,10 +180,16 @@ def check_lft(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> int:
 
     Raises FabricError on a loop or a route that ends at the wrong host, naming the LID.
     """
+    return int((~reachable(fabric, lft, source)).sum())
+
+
+def reachable(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> np.ndarray:
+    """``ok[switch, host]``: the tables lead from the switch to the host (loops raise FabricError)."""
     nh, ns = fabric.n_hosts, fabric.n_switches
-    sw, h = np.divmod(np.arange(ns * nh, dtype=np.int64), nh)
+    idx = np.arange(ns * nh, dtype=np.int64)
+    sw, h = np.divmod(idx, nh)
     cur = sw + nh
-    missing = 0
+    ok = np.zeros(ns * nh, bool)
     lid = fabric.host_lid if fabric.host_lid is not None else np.arange(nh)
 
     def who(i: int) -> str:
@@ -191,19 +197,18 @@ def check_lft(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> int:
 
     for _ in range(ns + 1):
         nxt = lft[cur - nh, h]
-        dead = nxt < 0
-        missing += int(dead.sum())
-        keep = ~dead
-        cur, h, sw = fabric.link_dst[nxt[keep]].astype(np.int64), h[keep], sw[keep]
+        keep = nxt >= 0
+        cur, h, sw, idx = fabric.link_dst[nxt[keep]].astype(np.int64), h[keep], sw[keep], idx[keep]
         at_host = cur < nh
         wrong = np.flatnonzero(at_host & (cur != h))
         if len(wrong):
             i = int(wrong[0])
             raise FabricError(f"{source}: the route to {who(i)} from switch {fabric.node_names[nh + sw[i]]!r} "
                               f"ends at host {fabric.node_names[cur[i]]!r}")
-        cur, h, sw = cur[~at_host], h[~at_host], sw[~at_host]
+        ok[idx[at_host]] = True
+        cur, h, sw, idx = cur[~at_host], h[~at_host], sw[~at_host], idx[~at_host]
         if not len(cur):
-            return missing
+            return ok.reshape(ns, nh)
     i = 0
     path, c = [], int(sw[i]) + nh
     for _ in range(min(ns, 6) + 1):
@@ -212,25 +217,37 @@ def check_lft(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> int:
     raise FabricError(f"{source}: a loop in the forwarding tables: {who(i)} goes {' -> '.join(path)} ...")
 
 
+def unroutable(fabric: Fabric, lft: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """True for each host pair the tables do not route (the source's switch does not reach the destination)."""
+    ok = reachable(fabric, lft)
+    return (src != dst) & ~ok[fabric.host_switch[src] - fabric.n_hosts, dst]
+
+
 def compare_routes(fabric: Fabric, lft_a: np.ndarray, lft_b: np.ndarray, src: np.ndarray | None = None,
                    dst: np.ndarray | None = None) -> tuple[int, int]:
-    """(pairs checked, pairs whose routes are identical) under two sets of tables; all pairs by default."""
+    """(pairs checked, pairs whose routes are identical) under two sets of tables; all pairs by default.
+
+    A pair neither set of tables routes counts as identical; one only one routes, as different.
+    """
     from fabscope.routing.tables import TableRouting
 
     if src is None or dst is None:
         src, dst = (x.ravel() for x in np.meshgrid(np.arange(fabric.n_hosts), np.arange(fabric.n_hosts)))
         keep = src != dst
         src, dst = src[keep], dst[keep]
+    src, dst = np.asarray(src), np.asarray(dst)
+    bad_a, bad_b = unroutable(fabric, lft_a, src, dst), unroutable(fabric, lft_b, src, dst)
+    both = ~bad_a & ~bad_b
     paths = []
     for lft in (lft_a, lft_b):
-        r = TableRouting(fabric, np.asarray(lft)).routes(np.asarray(src), np.asarray(dst))
+        r = TableRouting(fabric, np.asarray(lft)).routes(src[both], dst[both])
         order = np.argsort(r.flow, kind="stable")
         f, l = r.flow[order], r.link[order]
         starts = np.r_[0, np.flatnonzero(np.diff(f)) + 1]
         hop = np.arange(len(f)) - np.repeat(starts, np.diff(np.r_[starts, len(f)]))
-        m = np.full((len(src), int(hop.max(initial=0)) + 1), -1, np.int64)
+        m = np.full((int(both.sum()), int(hop.max(initial=0)) + 1), -1, np.int64)
         m[f, hop] = l
         paths.append(m)
     w = max(p.shape[1] for p in paths)
     a, b = (np.pad(p, ((0, 0), (0, w - p.shape[1])), constant_values=-1) for p in paths)
-    return len(src), int(np.all(a == b, axis=1).sum())
+    return len(src), int(np.all(a == b, axis=1).sum() + (bad_a & bad_b).sum())
