@@ -148,3 +148,19 @@ def test_discover_says_what_failed(tmp_path, monkeypatch):
     monkeypatch.setattr("fabscope.fabric.ibtools.EXTRA_PATH", ())
     with pytest.raises(FabricError, match="ibnetdiscover, dump_fts not found: .*apt-get install infiniband-diags"):
         discover(timeout=2)
+
+
+def test_ibsim_is_stopped_even_when_the_block_fails(tmp_path):
+    net = tmp_path / "f.net"
+    write_ibsim(fat_tree(k=2, levels=2), net)
+    with pytest.raises(RuntimeError):
+        with IbSim(net) as sim:
+            pid, workdir = sim.proc.pid, sim.workdir
+            raise RuntimeError("a failing check")
+    assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
+    assert not os.path.exists(workdir)                  # its own scratch folder is removed
+    bad = tmp_path / "bad.net"
+    bad.write_text('Switch\t2\t"s"\n[1]\t"h"[1]\tw=2 s=4\n\nHca\t1\t"h"\n[1]\t"s"[1]\tw=1 s=4\n')
+    with pytest.raises(FabricError, match="ibsim stopped while reading"):
+        with IbSim(bad):
+            pass
