@@ -24,21 +24,10 @@ def data(name: str) -> str:
 
 
 def run(argv: list[str]) -> int:
-    """The fabscope CLI in-process, with only the fabric command group (other commands may be in flux)."""
-    import argparse
+    """The fabscope CLI in-process."""
+    from fabscope.cli import main
 
-    from fabscope.cli import fabric_cmd
-    from fabscope.errors import FabscopeError
-    import sys
-
-    parser = argparse.ArgumentParser(prog="fabscope")
-    fabric_cmd.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except FabscopeError as err:
-        print(f"fabscope: error: {err}", file=sys.stderr)
-        return 1
+    return main(argv)
 
 
 def text(name: str) -> str:
