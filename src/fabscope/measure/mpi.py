@@ -91,8 +91,21 @@ def vendor_of(version_text: str) -> str:
 
 
 def _beside(mpicc: str) -> str | None:
+    """The launcher in the compiler's folder; a suffixed compiler (Debian's
+    ``mpicc.mpich``) takes the launcher with the same suffix (``mpiexec.mpich``).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in ("mpicc.mpich", "mpiexec", "mpiexec.mpich"):
+    ...     (d / n).touch(mode=0o755)
+    >>> os.path.basename(_beside(str(d / "mpicc.mpich")))
+    'mpiexec.mpich'
+    """
     d = os.path.dirname(os.path.abspath(mpicc))
-    for name in ("mpiexec", "mpirun"):
+    base = os.path.basename(mpicc)
+    suffix = base[len("mpicc"):] if base.startswith("mpicc") else ""
+    names = [n + suffix for n in ("mpiexec", "mpirun")] if suffix else []
+    for name in names + ["mpiexec", "mpirun"]:
         p = os.path.join(d, name)
         if os.access(p, os.X_OK):
             return p
