@@ -21,7 +21,7 @@ adaptive   each flow split evenly over its minimal next hops (ideal bound)
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def default_engine(fabric: Fabric) -> str:
     """What a fabric routes by unless told: its own tables, DOR on coordinates,
     min-hop for Itasca (its subnet manager's static routing), D-mod-K on other trees."""
     gen = fabric.params.get("generator")
-    if fabric.params.get("lft") is not None or _tables(fabric) is not None:
+    if fabric.lft is not None:
         return "tables"
     if fabric.coords is not None:
         return "dor"
@@ -53,11 +53,6 @@ def default_engine(fabric: Fabric) -> str:
     if gen in ("xgft", "fat-tree"):
         return "dmodk"
     return "minimal"
-
-
-def _tables(fabric: Fabric) -> Any:
-    lft = getattr(fabric, "lft", None)
-    return lft if lft is not None else getattr(fabric, "_lft", None)
 
 
 def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
@@ -74,7 +69,7 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
     if name in ("minhop", "minimal"):
         return TableRouting(fabric, minhop_tables(fabric), name=name)
     if name == "tables":
-        table = lft if lft is not None else _tables(fabric)
+        table = lft if lft is not None else fabric.lft
         if table is None:
             raise RoutingError(f"fabric {fabric.name!r} carries no forwarding tables; import them with "
                                "'fabscope fabric import --lfts' or pick another routing")
