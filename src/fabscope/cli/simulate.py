@@ -84,8 +84,9 @@ def _nothing():
 
 
 def _print_leaf_matrix(con: Console, result, fabric, which: str) -> None:
+    from rich.table import Table
+
     from fabscope.leafmatrix import leaf_matrix
-    from fabscope.report.tables import Table
 
     m = leaf_matrix(result, fabric)
     t = Table(title=f"leaf pairs: {which} of the node pairs between two leaves [MB/sec]",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from fabscope.errors import FabscopeError, TrafficError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.latency import DEFAULT_ALPHA, message_time
@@ -34,12 +35,8 @@ def simulate(fabric: Fabric, placement: Placement, traffic: Traffic, routing: Ro
     """Predict every pair's bandwidth and name the links that limit it."""
     t0 = time.perf_counter()
     if model not in MODELS:
-        from fabscope.errors import FabscopeError
-
         raise FabscopeError(f"unknown flow model {model!r}; choose from {', '.join(MODELS)}")
     if traffic.src.max(initial=0) >= placement.n_ranks or traffic.dst.max(initial=0) >= placement.n_ranks:
-        from fabscope.errors import TrafficError
-
         raise TrafficError(f"pattern {traffic.name!r} names rank {int(max(traffic.src.max(), traffic.dst.max()))}, "
                            f"the job has {placement.n_ranks} ranks")
     router = routing if routing is not None and not isinstance(routing, str) else make_routing(fabric, routing, seed=seed)
