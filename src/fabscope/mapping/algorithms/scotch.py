@@ -32,8 +32,10 @@ __all__ = ["scotch", "available"]
 
 def _pyscotch():
     try:
+        # pyscotch announces its library on stderr when libscotch loads: load it here, quietly
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             import pyscotch
+            import pyscotch.libscotch  # noqa: F401
     except (ImportError, OSError) as err:
         raise MappingError("the Scotch peer needs pyscotch: pip install 'fabscope[map]'") from err
     return pyscotch
