@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: float = 16.0) -> list[str]:
     """The text fabscope prints for one run (also used by ``fabscope measure``)."""
-    out = [run.describe(), f"MPI: {run.header.get('mpi_library')} (wait loop: {run.header.get('yield')})"]
+    h = run.header
+    out = [run.describe(), f"MPI: {h.get('mpi_library')}" + (f", built with {h['mpicc']}" if h.get("mpicc") else ""),
+           an.wait_loop(run)]
     for test in run.tests:
         recs = run.of(test)
         if not recs:

@@ -69,6 +69,40 @@ def topo_lines(fabric: Fabric, group_level: str | None = None) -> list[str]:
     return out
 
 
+# ---- the wait loop ----------------------------------------------------------------------
+def wait_loop(run: "BenchRun") -> str:
+    """How every rank waited for messages (spin or yield) and why, from the run's own record.
+
+    >>> from fabscope.measure.parse import BenchRun
+    >>> r = BenchRun("x", {"yield": "yield", "yield_mode": "auto"},
+    ...              {"host": ["vm", "vm"], "cpus": [1, 1], "host_cpus": [1, 1], "wait": ["yield", "yield"]})
+    >>> wait_loop(r)
+    'wait loop: yield on all 2 ranks (auto: host vm runs 2 ranks on 1 CPU of their affinity sets)'
+    >>> r.ranks["host_cpus"] = [2, 2]; r.ranks["wait"] = ["spin", "spin"]
+    >>> wait_loop(r)
+    'wait loop: spin on all 2 ranks (auto: no host runs more ranks than CPUs in their affinity sets)'
+    """
+    waits = list(run.ranks.get("wait") or [])
+    mode = run.header.get("yield_mode")
+    if not waits:  # a file of an older fabscope-bench: rank 0's choice only
+        return f"wait loop: {run.header.get('yield', 'unknown')} (rank 0; not recorded per rank)"
+    kinds = sorted(set(waits))
+    who = f"{kinds[0]} on all {len(waits)} ranks" if len(kinds) == 1 else \
+        ", ".join(f"{k} on ranks {[i for i, w in enumerate(waits) if w == k]}" for k in kinds)
+    if mode in ("on", "off"):
+        return f"wait loop: {who} (forced by --yield {mode})"
+    hosts = list(run.ranks.get("host") or [])
+    hcpus = list(run.ranks.get("host_cpus") or [])
+    over = []
+    for h in dict.fromkeys(hosts):
+        n = hosts.count(h)
+        c = hcpus[hosts.index(h)] if len(hcpus) == len(hosts) else None
+        if c is not None and n > c:
+            over.append(f"host {h} runs {n} ranks on {c} CPU{'s' * (c != 1)} of their affinity sets")
+    why = "; ".join(over[:2]) if over else "no host runs more ranks than CPUs in their affinity sets"
+    return f"wait loop: {who} (auto: {why})"
+
+
 # ---- tables -------------------------------------------------------------------
 def seed_table(result: Any, title: str = "") -> str:
     """The seeds' Max / Average / Min [MB/s] table by class.
