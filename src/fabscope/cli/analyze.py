@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         print("\nCommunication Balance Ratios (intra / inter, seed 001):")
         for metric, by_size in an.cbr(intra, kinds["Inter-node"]).items():
             print(f"  CBR-{metric}: " + ", ".join(f"{s} B {v:.2f}" for s, v in list(by_size.items())[::4]))
+    else:
+        print("\n" + an.cbr_missing(list(kinds)))
     if args.output or args.csv:
         res = to_result(runs[0], args.test, fabric)
         if args.output:
