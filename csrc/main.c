@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "compat_yield.h"
 #include "tests.h"
@@ -112,6 +113,22 @@ static void header(fb_ctx *c, int argc, char **argv, double load)
     fflush(c->out);
 }
 
+/* Any MPI error (most often: a peer rank died) is still fatal, but the rank waits
+ * a moment before it aborts, so that the launcher reports the rank that died,
+ * with its signal, rather than this rank's abort. */
+static void on_mpi_error(MPI_Comm *comm, int *code, ...)
+{
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    (void)comm;
+    MPI_Error_string(*code, s, &len);
+    char *nl = strchr(s, '\n');
+    if (nl) *nl = 0;
+    fprintf(stderr, "fabscope-bench: MPI error: %s\n", s);
+    sleep(2);
+    MPI_Abort(MPI_COMM_WORLD, FB_ERR_RUNTIME);
+}
+
 /* expand "suite" into names[], reject unknown names; returns a status and fills err */
 static int expand_tests(fb_opts *o, const char **names, int *n, char *err, size_t errlen)
 {
@@ -153,6 +170,9 @@ int main(int argc, char **argv)
         return st;
     }
     MPI_Init(&argc, &argv);
+    MPI_Errhandler on_error;
+    MPI_Comm_create_errhandler(on_mpi_error, &on_error);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, on_error);
     MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
     c->t_start = MPI_Wtime();

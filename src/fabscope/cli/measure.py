@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
     job = plan([args.test, *rest], np=args.np, out=out, launcher=args.launcher, hostfile=args.hostfile,
                ppn=args.ppn, fabric=fabric, launcher_args=args.launcher_arg, oversubscribe=args.oversubscribe)
-    con.print(describe(job.mpi), highlight=False, markup=False)
+    con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
     with con.status(f"fabscope-bench {args.test} on {args.np} ranks") as status:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")

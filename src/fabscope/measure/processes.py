@@ -74,13 +74,17 @@ class JobProcesses:
     def __init__(self, proc: subprocess.Popen) -> None:
         self.proc = proc
         self.seen: dict[int, Key] = {}
+        self.ended: list[int] = []  # pids in the order they were first seen gone
 
     def refresh(self) -> int:
-        """Add the processes now below the launcher; return how many are known."""
+        """Add the processes now below the launcher, note those that ended; return how many are known."""
         for pid in descendants(self.proc.pid):
             st = _stat(pid)
             if st is not None and pid not in self.seen:
                 self.seen[pid] = (pid, st[1])
+        for pid, key in self.seen.items():
+            if pid not in self.ended and not alive(key):
+                self.ended.append(pid)
         return len(self.seen)
 
     def running(self) -> list[Key]:

@@ -232,13 +232,14 @@ def execute(p: Plan, timeout: float | None = None, progress: Progress | None = N
     argv = p.argv()
     with _SignalsToExceptions():
         try:
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            # Hydra reports a rank that died on standard output: read both, as one stream
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     stdin=subprocess.DEVNULL, env=p.env(), start_new_session=True)
         except OSError as err:
             raise MeasureError(f"cannot start {argv[0]}: {err.strerror}") from err
         job = JobProcesses(proc)
         err_lines: list[str] = []
-        reader = threading.Thread(target=lambda: err_lines.extend(proc.stderr or []), daemon=True)
+        reader = threading.Thread(target=lambda: err_lines.extend(proc.stdout or []), daemon=True)
         reader.start()
         start = time.monotonic()
         done = False
@@ -279,6 +280,12 @@ def execute(p: Plan, timeout: float | None = None, progress: Progress | None = N
         except FabscopeError:  # no file, or not yet a run: it tells nothing about the ranks
             ranks = {}
         who = dead_rank(err_lines, ranks)
+        if who is None:  # the launcher did not say; the rank seen gone first is the likely cause
+            pids = list(ranks.get("pid") or [])
+            first = next((pid for pid in job.ended if pid in pids), None)
+            if first is not None:
+                r = pids.index(first)
+                who = f"rank {r} on host {ranks['host'][r]} ended first (the launcher did not say how)"
         n, _ = _count_lines(p.out)
         kept = f"; {p.out} keeps what finished ({n} lines)" if n else ""
         if who:
