@@ -100,7 +100,16 @@ class JobProcesses:
     def stop(self, grace: float = 3.0) -> list[Key]:
         """SIGTERM every process of the job, SIGKILL what is left after ``grace``
         seconds; reap the launcher.  Returns the processes that survived both
-        (none, unless something runs as another user)."""
+        (none, unless something runs as another user).  A second Ctrl-C or
+        SIGTERM meanwhile waits until this is done, so it cannot cut it short."""
+        held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            return self._stop(grace)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _stop(self, grace: float) -> list[Key]:
         if self.proc.poll() is None:
             self.refresh()
         self._signal(signal.SIGTERM)
