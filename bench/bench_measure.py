@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fabscope.measure.analysis import wait_loop
 from fabscope.measure.mpi import find_mpi
 from fabscope.measure.runner import measure
 
@@ -54,7 +55,7 @@ def main() -> int:
         run = measure(["suite"], np=2, out=Path(d) / "suite.jsonl", mpi=mpi, timeout=600)
         suite_s = time.monotonic() - t0
         print(f"default suite on 2 ranks: {suite_s:.1f} s wall, {len(run.records)} measurements, "
-              f"{len(run.tests)} tests (aim: under {AIM_SUITE_S:.0f} s) wait loop: {run.header['yield']}")
+              f"{len(run.tests)} tests (aim: under {AIM_SUITE_S:.0f} s); {wait_loop(run)}")
         pp = {r["bytes"]: r for r in run.of("pingpong", "size")}
         bw = {r["bytes"]: r for r in run.of("bw", "size")}
     peer_lat = peer_bw = {}

@@ -5,10 +5,12 @@
  * than the same MPICH built by Debian.
  *
  * Defining sched_yield here interposes on the library's call (the executable
- * comes first in the dynamic symbol lookup).  fb_set_yield() decides once,
- * before any timing: spin (return at once) when this node runs no more ranks
- * than it has cores, really yield otherwise, so that oversubscribed runs
- * (4 ranks on 2 cores) still let the peer rank run.  --yield on|off forces it. */
+ * comes first in the dynamic symbol lookup).  main() decides once, before any
+ * timing, and every rank agrees: spin (return at once) when every host runs no
+ * more ranks than there are CPUs in the union of its ranks' affinity sets,
+ * really yield otherwise, so that oversubscribed runs (4 ranks on 2 cores, or 2
+ * ranks under `taskset -c 0`) still let the peer rank run.  --yield on|off
+ * forces it. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <sys/syscall.h>

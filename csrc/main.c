@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "compat_yield.h"
 #include "tests.h"
@@ -52,6 +53,19 @@ static int finish(fb_ctx *c, int status)
     return status == FB_HELP ? 0 : status;
 }
 
+#ifndef FB_MPICC
+#define FB_MPICC ""  /* set by fabscope's build: the compiler wrapper that built this program */
+#endif
+
+static const char *yield_mode_name(int m) { return m == FB_YIELD_ON ? "on" : m == FB_YIELD_OFF ? "off" : "auto"; }
+
+static void int_array(FILE *f, const char *key, const int *v, int n)
+{
+    fprintf(f, ",\"%s\":[", key);
+    for (int r = 0; r < n; r++) fprintf(f, "%s%d", r ? "," : "", v[r]);
+    fprintf(f, "]");
+}
+
 static void header(fb_ctx *c, int argc, char **argv, double load)
 {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0}, js[2 * MPI_MAX_LIBRARY_VERSION_STRING];
@@ -74,7 +88,10 @@ static void header(fb_ctx *c, int argc, char **argv, double load)
     }
     fprintf(c->out, "],\"tests\":[");
     for (int i = 0; i < c->o.ntests; i++) fprintf(c->out, "%s\"%s\"", i ? "," : "", c->o.tests[i]);
-    fprintf(c->out, "],\"cpu_mhz\":%.1f,\"online_cores\":%d,\"loadavg\":%.2f}\n", c->cpu_mhz, c->online_cores, load);
+    char cc[2 * FB_PATH];
+    fb_json_str(cc, sizeof cc, FB_MPICC);
+    fprintf(c->out, "],\"cpu_mhz\":%.1f,\"online_cores\":%d,\"loadavg\":%.2f,\"mpicc\":%s,\"yield_mode\":\"%s\"}\n",
+            c->cpu_mhz, c->online_cores, load, cc, yield_mode_name(c->o.yield_mode));
     /* where every rank sits: host, core, socket (intra-socket / inter-socket / inter-node) */
     fprintf(c->out, "{\"type\":\"ranks\",\"host\":[");
     for (int r = 0; r < c->size; r++) {
@@ -86,8 +103,54 @@ static void header(fb_ctx *c, int argc, char **argv, double load)
     for (int r = 0; r < c->size; r++) fprintf(c->out, "%s%d", r ? "," : "", c->core[r]);
     fprintf(c->out, "],\"socket\":[");
     for (int r = 0; r < c->size; r++) fprintf(c->out, "%s%d", r ? "," : "", c->socket[r]);
+    fprintf(c->out, "]");
+    int_array(c->out, "pid", c->pid, c->size);
+    int_array(c->out, "cpus", c->cpus, c->size);
+    int_array(c->out, "host_cpus", c->host_cpus, c->size);
+    fprintf(c->out, ",\"wait\":[");
+    for (int r = 0; r < c->size; r++) fprintf(c->out, "%s\"%s\"", r ? "," : "", c->spin[r] ? "spin" : "yield");
     fprintf(c->out, "]}\n");
     fflush(c->out);
+}
+
+/* Any MPI error (most often: a peer rank died) is still fatal, but the rank waits
+ * a moment before it aborts, so that the launcher reports the rank that died,
+ * with its signal, rather than this rank's abort. */
+static void on_mpi_error(MPI_Comm *comm, int *code, ...)
+{
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    (void)comm;
+    MPI_Error_string(*code, s, &len);
+    char *nl = strchr(s, '\n');
+    if (nl) *nl = 0;
+    fprintf(stderr, "fabscope-bench: MPI error: %s\n", s);
+    sleep(2);
+    MPI_Abort(MPI_COMM_WORLD, FB_ERR_RUNTIME);
+}
+
+/* expand "suite" into names[], reject unknown names; returns a status and fills err */
+static int expand_tests(fb_opts *o, const char **names, int *n, char *err, size_t errlen)
+{
+    *n = 0;
+    if (o->ntests == 0) { snprintf(err, errlen, "no test given (try --help)"); return FB_ERR_USAGE; }
+    for (int i = 0; i < o->ntests; i++) {
+        if (!strcmp(o->tests[i], "suite")) {
+            for (int k = 0; k < NTESTS && *n < FB_MAX_TESTS; k++) if (TESTS[k].suite) names[(*n)++] = TESTS[k].name;
+        } else if (find(o->tests[i])) {
+            if (*n < FB_MAX_TESTS) names[(*n)++] = o->tests[i];
+        } else {
+            snprintf(err, errlen, "unknown test '%s' (known: suite", o->tests[i]);
+            for (int k = 0; k < NTESTS; k++) {
+                size_t l = strlen(err);
+                snprintf(err + l, errlen - l, ", %s", TESTS[k].name);
+            }
+            size_t l = strlen(err);
+            snprintf(err + l, errlen - l, ")");
+            return FB_ERR_USAGE;
+        }
+    }
+    return FB_OK;
 }
 
 int main(int argc, char **argv)
@@ -95,7 +158,21 @@ int main(int argc, char **argv)
     fb_ctx ctx;
     fb_ctx *c = &ctx;
     memset(c, 0, sizeof *c);
+    if (fb_check_only(argc, argv)) {
+        /* fabscope checks every option this way before it launches a job: no MPI_Init */
+        char err[512] = {0};
+        const char *names[FB_MAX_TESTS];
+        int n = 0;
+        int st = fb_parse_options(argc, argv, &c->o, err, sizeof err);
+        if (st == FB_HELP) return 0;
+        if (!st) st = expand_tests(&c->o, names, &n, err, sizeof err);
+        if (st) fprintf(stderr, "fabscope-bench: error: %s\n", err);
+        return st;
+    }
     MPI_Init(&argc, &argv);
+    MPI_Errhandler on_error;
+    MPI_Comm_create_errhandler(on_mpi_error, &on_error);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, on_error);
     MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
     c->t_start = MPI_Wtime();
@@ -109,26 +186,9 @@ int main(int argc, char **argv)
         }
         return finish(c, FB_HELP);
     }
-    if (!st && c->o.ntests == 0) { st = FB_ERR_USAGE; snprintf(err, sizeof err, "no test given (try --help)"); }
-    /* expand "suite", reject unknown names */
     const char *names[FB_MAX_TESTS];
     int n = 0;
-    for (int i = 0; !st && i < c->o.ntests; i++) {
-        if (!strcmp(c->o.tests[i], "suite")) {
-            for (int k = 0; k < NTESTS && n < FB_MAX_TESTS; k++) if (TESTS[k].suite) names[n++] = TESTS[k].name;
-        } else if (find(c->o.tests[i])) {
-            if (n < FB_MAX_TESTS) names[n++] = c->o.tests[i];
-        } else {
-            st = FB_ERR_USAGE;
-            snprintf(err, sizeof err, "unknown test '%s' (known: suite", c->o.tests[i]);
-            for (int k = 0; k < NTESTS; k++) {
-                size_t l = strlen(err);
-                snprintf(err + l, sizeof err - l, ", %s", TESTS[k].name);
-            }
-            size_t l = strlen(err);
-            snprintf(err + l, sizeof err - l, ")");
-        }
-    }
+    if (!st) st = expand_tests(&c->o, names, &n, err, sizeof err);
     if ((st = fb_agree(c, st, err))) return finish(c, st);
     for (int i = 0; i < n; i++) c->o.tests[i] = names[i];
     c->o.ntests = n;
@@ -143,14 +203,17 @@ int main(int argc, char **argv)
     if ((st = fb_agree(c, st, err))) return finish(c, st);
     st = fb_gather_placement(c);
     if ((st = fb_fail(c, st, "out of memory"))) return finish(c, st);
-    /* spin only when this node has a core for every rank and nothing else keeps them busy */
-    double load = 0;
+    /* --yield auto: spin only when every host has a CPU of the job's affinity sets for each of
+     * its ranks; decided from the CPU sets (never the load average, which counts our own
+     * previous run) and agreed by every rank, so that no pair mixes a spinning and a yielding rank */
+    double load = 0;  /* recorded for the reader, not used */
     FILE *la = fopen("/proc/loadavg", "r");
     if (la) { if (fscanf(la, "%lf", &load) != 1) load = 0; fclose(la); }
-    int spin = c->o.yield_mode == FB_YIELD_OFF ||
-               (c->o.yield_mode == FB_YIELD_AUTO && c->local_ranks <= c->online_cores &&
-                load < c->online_cores - c->local_ranks + 0.5);
+    int fits = c->local_ranks <= c->host_cpus[c->rank], all_fit = 0;
+    MPI_CHECK(MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    int spin = c->o.yield_mode == FB_YIELD_OFF || (c->o.yield_mode == FB_YIELD_AUTO && all_fit);
     fb_set_yield(spin);
+    MPI_CHECK(MPI_Allgather(&spin, 1, MPI_INT, c->spin, 1, MPI_INT, MPI_COMM_WORLD));
     header(c, argc, argv, load);
 
     for (int i = 0; i < c->o.ntests && !st; i++) {

@@ -107,6 +107,7 @@ int fb_parse_options(int argc, char **argv, fb_opts *o, char *err, size_t n)
         FLAG("--append", append)
         FLAG("--per-rank", per_rank)
         FLAG("--mesh", mesh)
+        FLAG("--check-args", check_only)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return FB_HELP;
         if (!strcmp(a, "--yield")) {
             if (need(i, argc, argv, err, n)) return FB_ERR_USAGE;
@@ -205,6 +206,12 @@ static double read_cpu_mhz(void)
     return mhz;
 }
 
+int fb_check_only(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--check-args")) return 1;
+    return 0;
+}
+
 int fb_gather_placement(fb_ctx *c)
 {
     char me[FB_HOST] = {0};
@@ -231,6 +238,31 @@ int fb_gather_placement(fb_ctx *c)
     }
     c->local_ranks = 0;
     for (int r = 0; r < c->size; r++) c->local_ranks += c->node[r] == c->node[c->rank];
+    /* the CPUs this job may use on each host: the union of its ranks' affinity sets
+     * (a Slurm/PBS CPU set, taskset, or the launcher's binding), not the online cores */
+    cpu_set_t own, *all = calloc((size_t)c->size, sizeof(cpu_set_t));
+    int me2[2];
+    c->cpus = calloc((size_t)c->size, sizeof(int));
+    c->host_cpus = calloc((size_t)c->size, sizeof(int));
+    c->pid = calloc((size_t)c->size, sizeof(int));
+    c->spin = calloc((size_t)c->size, sizeof(int));
+    int *pairs = calloc((size_t)c->size * 2, sizeof(int));
+    if (!all || !c->cpus || !c->host_cpus || !c->pid || !c->spin || !pairs) return FB_ERR_RUNTIME;
+    CPU_ZERO(&own);
+    if (sched_getaffinity(0, sizeof own, &own)) CPU_SET(cpu < 0 ? 0 : cpu, &own);
+    me2[0] = CPU_COUNT(&own);
+    me2[1] = (int)getpid();
+    MPI_CHECK(MPI_Allgather(&own, (int)sizeof own, MPI_BYTE, all, (int)sizeof own, MPI_BYTE, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allgather(me2, 2, MPI_INT, pairs, 2, MPI_INT, MPI_COMM_WORLD));
+    for (int r = 0; r < c->size; r++) { c->cpus[r] = pairs[2 * r]; c->pid[r] = pairs[2 * r + 1]; }
+    for (int r = 0; r < c->size; r++) {
+        cpu_set_t u;
+        CPU_ZERO(&u);
+        for (int q = 0; q < c->size; q++) if (c->node[q] == c->node[r]) CPU_OR(&u, &u, &all[q]);
+        c->host_cpus[r] = CPU_COUNT(&u);
+    }
+    free(all);
+    free(pairs);
     c->online_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     c->cpu_mhz = read_cpu_mhz();
     return FB_OK;

@@ -42,6 +42,7 @@ typedef struct {
     char out[FB_PATH], topo[FB_PATH];
     int validate, progress, append;
     int yield_mode;
+    int check_only;            /* --check-args: validate the options and exit, before MPI_Init */
     long stream_n;
 } fb_opts;
 
@@ -54,6 +55,10 @@ typedef struct {
     char (*host)[FB_HOST];
     int *core, *socket, *node; /* node: index of the host, in order of first rank */
     int nnodes, local_ranks, online_cores;
+    int *cpus;                 /* CPUs in each rank's affinity set (sched_getaffinity) */
+    int *host_cpus;            /* CPUs in the union of the affinity sets of the ranks on each rank's host */
+    int *pid;                  /* each rank's process id, so a launcher's report of a dead pid names its rank */
+    int *spin;                 /* each rank's wait-loop choice: 1 spin, 0 yield */
     double cpu_mhz;
     const char *test;          /* running test name */
     char *argv_json;
@@ -61,6 +66,7 @@ typedef struct {
 
 /* ---- options -------------------------------------------------------- */
 int fb_parse_options(int argc, char **argv, fb_opts *o, char *err, size_t errlen);
+int fb_check_only(int argc, char **argv);       /* --check-args given: parse only, no MPI */
 int fb_parse_size(const char *s, size_t *out);
 void fb_usage(FILE *fh);
 

@@ -6,6 +6,7 @@ import os
 import stat
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
@@ -109,3 +110,50 @@ def test_build_key_follows_sources_and_mpi(tmp_path, monkeypatch):
     assert build.build_key(b, src) != k
     (src / "main.c").write_text("int main(void){return 1;}\n")
     assert build.build_key(a, src) != k
+
+
+# ---- the latency model: quality, warnings, kinks that earn their place (issue 8) ----
+SWEEP = 2.0 ** np.arange(0, 23)
+
+
+def _noisy(t, sd, seed):
+    return t * np.exp(np.random.default_rng(seed).normal(0, sd, len(t)))
+
+
+def test_latency_fit_says_no_kink_and_warns_when_too_noisy():
+    from fabscope.measure.analysis import POOR_FIT, fit_latency_model, format_model
+    for seed in range(6):
+        fit = fit_latency_model(SWEEP, _noisy(1e-6 + SWEEP / 4e9, 0.4, seed))
+        text = format_model(fit)
+        assert fit.rms_rel_error > POOR_FIT and fit.poor
+        assert "warning: the timings scatter too much" in text and "(poor)" in text
+        assert fit.kinks == [] and "no kink found" in text  # no spurious kinks from noise
+    for seed in range(6):  # moderate noise on one straight line: no kink either, and no warning
+        fit = fit_latency_model(SWEEP, _noisy(1e-6 + SWEEP / 4e9, 0.1, seed))
+        assert fit.kinks == [] and not fit.poor and "fit quality: rms relative error" in format_model(fit)
+
+
+def test_latency_fit_keeps_a_real_protocol_change_despite_a_stray_timing():
+    from fabscope.measure.analysis import fit_latency_model, format_model
+    t = np.where(SWEEP < 8192, 2e-7 + SWEEP / 2e10, 2e-6 + SWEEP / 1.1e10)
+    t[-1] *= 30  # one load spike at 4 MiB
+    for seed in range(4):
+        fit = fit_latency_model(SWEEP, _noisy(t, 0.03, seed))
+        assert fit.kinks == [8192] and fit.kink_kinds() == ["protocol change"]
+        assert "kink at 8192 B: protocol change" in format_model(fit)
+
+
+def test_a_bandwidth_drop_at_cache_size_is_not_called_a_protocol_change():
+    from fabscope.measure.analysis import fit_latency_model, format_model
+    t = np.where(SWEEP < 524288, 2e-6 + SWEEP / 8e9, SWEEP / 3e9)  # messages outgrow the cache
+    fit = fit_latency_model(SWEEP, _noisy(t, 0.02, 1))
+    assert fit.kinks == [524288] and fit.kink_kinds() == ["bandwidth drop"]
+    assert "protocol change" not in format_model(fit)
+
+
+def test_docs_do_not_tell_users_what_the_readme_never_sets_up():
+    root = Path(__file__).resolve().parents[2]
+    readme, doc = (root / "README.md").read_text(), (root / "docs" / "measure.md").read_text()
+    for phrase in ("make setup", "make demo", "make test"):
+        if phrase in doc:
+            assert phrase in readme, f"docs/measure.md says '{phrase}', the README never does"

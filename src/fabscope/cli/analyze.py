@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: float = 16.0) -> list[str]:
     """The text fabscope prints for one run (also used by ``fabscope measure``)."""
-    out = [run.describe(), f"MPI: {run.header.get('mpi_library')} (wait loop: {run.header.get('yield')})"]
+    h = run.header
+    out = [run.describe(), f"MPI: {h.get('mpi_library')}" + (f", built with {h['mpicc']}" if h.get("mpicc") else ""),
+           an.wait_loop(run)]
     for test in run.tests:
         recs = run.of(test)
         if not recs:
@@ -87,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         print("\nCommunication Balance Ratios (intra / inter, seed 001):")
         for metric, by_size in an.cbr(intra, kinds["Inter-node"]).items():
             print(f"  CBR-{metric}: " + ", ".join(f"{s} B {v:.2f}" for s, v in list(by_size.items())[::4]))
+    else:
+        print("\n" + an.cbr_missing(list(kinds)))
     if args.output or args.csv:
         res = to_result(runs[0], args.test, fabric)
         if args.output:

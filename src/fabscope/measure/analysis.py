@@ -69,6 +69,40 @@ def topo_lines(fabric: Fabric, group_level: str | None = None) -> list[str]:
     return out
 
 
+# ---- the wait loop ----------------------------------------------------------------------
+def wait_loop(run: "BenchRun") -> str:
+    """How every rank waited for messages (spin or yield) and why, from the run's own record.
+
+    >>> from fabscope.measure.parse import BenchRun
+    >>> r = BenchRun("x", {"yield": "yield", "yield_mode": "auto"},
+    ...              {"host": ["vm", "vm"], "cpus": [1, 1], "host_cpus": [1, 1], "wait": ["yield", "yield"]})
+    >>> wait_loop(r)
+    'wait loop: yield on all 2 ranks (auto: host vm runs 2 ranks on 1 CPU of their affinity sets)'
+    >>> r.ranks["host_cpus"] = [2, 2]; r.ranks["wait"] = ["spin", "spin"]
+    >>> wait_loop(r)
+    'wait loop: spin on all 2 ranks (auto: no host runs more ranks than CPUs in their affinity sets)'
+    """
+    waits = list(run.ranks.get("wait") or [])
+    mode = run.header.get("yield_mode")
+    if not waits:  # a file of an older fabscope-bench: rank 0's choice only
+        return f"wait loop: {run.header.get('yield', 'unknown')} (rank 0; not recorded per rank)"
+    kinds = sorted(set(waits))
+    who = f"{kinds[0]} on all {len(waits)} ranks" if len(kinds) == 1 else \
+        ", ".join(f"{k} on ranks {[i for i, w in enumerate(waits) if w == k]}" for k in kinds)
+    if mode in ("on", "off"):
+        return f"wait loop: {who} (forced by --yield {mode})"
+    hosts = list(run.ranks.get("host") or [])
+    hcpus = list(run.ranks.get("host_cpus") or [])
+    over = []
+    for h in dict.fromkeys(hosts):
+        n = hosts.count(h)
+        c = hcpus[hosts.index(h)] if len(hcpus) == len(hosts) else None
+        if c is not None and n > c:
+            over.append(f"host {h} runs {n} ranks on {c} CPU{'s' * (c != 1)} of their affinity sets")
+    why = "; ".join(over[:2]) if over else "no host runs more ranks than CPUs in their affinity sets"
+    return f"wait loop: {who} (auto: {why})"
+
+
 # ---- tables -------------------------------------------------------------------
 def seed_table(result: Any, title: str = "") -> str:
     """The seeds' Max / Average / Min [MB/s] table by class.
@@ -98,6 +132,15 @@ class Regime:
     beta: float     # bytes/s (inf when the regime shows no size dependence)
 
 
+# A kink is kept only when it earns its place (see docs/measure.md, "The latency model"):
+KINK_GAIN = 1.5        # merging the two regimes around it must raise their rms relative error this much
+KINK_MIN_STEP = 0.02   # ... and by at least this much (2 points of relative error)
+KINK_STABLE = 0.8      # leave-one-out refits must find it (within one size step) this often
+POOR_FIT = 0.20        # rms relative error above which the model is not to be trusted
+PROTOCOL_STEP = 1.5    # a protocol change raises the start-up cost alpha at least this much
+BANDWIDTH_DROP = 0.9   # a kink after which beta falls below this fraction (alpha not rising) is a bandwidth drop
+
+
 @dataclass(frozen=True)
 class LatencyModel:
     regimes: tuple[Regime, ...]
@@ -107,6 +150,26 @@ class LatencyModel:
     def kinks(self) -> list[int]:
         """Message sizes where a new regime starts."""
         return [r.first for r in self.regimes[1:]]
+
+    @property
+    def poor(self) -> bool:
+        """Too noisy a sweep to trust the regimes and kinks."""
+        return self.rms_rel_error > POOR_FIT
+
+    def kink_kinds(self) -> list[str]:
+        """Per kink: ``protocol change`` when the start-up cost alpha steps up (a
+        handshake: eager to rendezvous, packet to bulk); ``bandwidth drop`` when
+        only the bandwidth falls (as when messages outgrow a cache: no evidence
+        of a protocol change); ``bandwidth rise`` otherwise."""
+        out = []
+        for a, b in zip(self.regimes, self.regimes[1:]):
+            if b.alpha > PROTOCOL_STEP * a.alpha and b.alpha - a.alpha > 1e-8:
+                out.append("protocol change")
+            elif b.beta < a.beta * BANDWIDTH_DROP:
+                out.append("bandwidth drop")
+            else:
+                out.append("bandwidth rise")
+        return out
 
     def predict(self, m: np.ndarray | float) -> np.ndarray:
         m = np.asarray(m, dtype=float)
@@ -118,8 +181,10 @@ class LatencyModel:
         return out
 
 
-def _fit(m: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
-    """Weighted (relative) least squares of t = a + b m, b >= 0; returns a, b, sum of squared rel. errors."""
+STRAY = 0.5  # a timing more than 50% off a regime's line (and 4x its median error) is a stray: left out
+
+
+def _fit1(m: np.ndarray, t: np.ndarray) -> tuple[float, float]:
     w = 1.0 / t
     A = np.stack([w, m * w], axis=1)
     (a, b), *_ = np.linalg.lstsq(A, np.ones_like(t), rcond=None)
@@ -127,23 +192,30 @@ def _fit(m: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
         a, b = float(np.sum(w) / np.sum(w * w)), 0.0
     elif a < 0:  # a start-up time is never negative: pure bandwidth term
         a, b = 0.0, float(np.sum(m * w) / np.sum((m * w) ** 2))
+    return float(a), float(b)
+
+
+def _fit(m: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
+    """Weighted (relative) least squares of t = a + b m, b >= 0; returns a, b and
+    the sum of squared relative errors, each capped at :data:`STRAY` squared.
+
+    A stray timing (one load spike in a sweep) is left out of the fit, so it
+    neither bends the line nor invents a regime of its own.
+    """
+    a, b = _fit1(m, t)
     r = (a + b * m) / t - 1
+    if len(m) >= 4:
+        stray = (np.abs(r) > STRAY) & (np.abs(r) > 4 * np.median(np.abs(r)))
+        if 0 < stray.sum() <= len(m) // 4:
+            a, b = _fit1(m[~stray], t[~stray])
+            r = (a + b * m) / t - 1
+    r = np.minimum(np.abs(r), STRAY)
     return float(a), float(b), float(r @ r)
 
 
-def fit_latency_model(sizes: Sequence[float], times: Sequence[float], max_regimes: int = 4,
-                      min_points: int = 3) -> LatencyModel:
-    """Piecewise ``alpha + m/beta`` fit of a ping-pong sweep; breakpoints by dynamic programming."""
-    m = np.asarray(sizes, dtype=float)
-    t = np.asarray(times, dtype=float)
-    keep = t > 0
-    m, t = m[keep], t[keep]
-    order = np.argsort(m)
-    m, t = m[order], t[order]
+def _bic_cuts(m: np.ndarray, t: np.ndarray, max_regimes: int, min_points: int) -> list[int]:
+    """Breakpoints (indices, with 0 and n) of the best piecewise fit by BIC, by dynamic programming."""
     n = len(m)
-    if n < 2:
-        raise MeasureError("a latency model needs at least two message sizes")
-    min_points = min(min_points, n)
     cost = np.full((n + 1, n + 1), np.inf)
     for i in range(n):
         for j in range(i + min_points, n + 1):
@@ -176,8 +248,68 @@ def fit_latency_model(sizes: Sequence[float], times: Sequence[float], max_regime
                 cuts.append(j)
             cuts.append(0)
             best_score, best_cuts = score, sorted(cuts)
+    return best_cuts
+
+
+def _earned(m: np.ndarray, t: np.ndarray, cuts: list[int]) -> list[int]:
+    """Drop, weakest first, every kink whose two regimes explain their points not
+    clearly better than one regime over both (:data:`KINK_GAIN`, :data:`KINK_MIN_STEP`)."""
+    cuts = list(cuts)
+    while len(cuts) > 2:
+        worst, worst_ratio = None, np.inf
+        for q in range(1, len(cuts) - 1):
+            a, k, b = cuts[q - 1], cuts[q], cuts[q + 1]
+            split = np.sqrt((_fit(m[a:k], t[a:k])[2] + _fit(m[k:b], t[k:b])[2]) / (b - a))
+            merged = np.sqrt(_fit(m[a:b], t[a:b])[2] / (b - a))
+            ok = merged >= KINK_GAIN * split and merged - split >= KINK_MIN_STEP
+            ratio = merged / max(split, 1e-12)
+            if not ok and ratio < worst_ratio:
+                worst, worst_ratio = q, ratio
+        if worst is None:
+            break
+        del cuts[worst]
+    return cuts
+
+
+def _cuts(m: np.ndarray, t: np.ndarray, max_regimes: int, min_points: int) -> list[int]:
+    return _earned(m, t, _bic_cuts(m, t, max_regimes, min_points))
+
+
+def fit_latency_model(sizes: Sequence[float], times: Sequence[float], max_regimes: int = 4,
+                      min_points: int = 3) -> LatencyModel:
+    """Piecewise ``alpha + m/beta`` fit of a ping-pong sweep.
+
+    Breakpoints come from dynamic programming with BIC; a kink is then kept only
+    when it improves the fit clearly (:func:`_earned`) and is stable: the fits
+    of the sweep with any one size left out find it again, within one size step,
+    at least :data:`KINK_STABLE` of the time.
+
+    >>> m = 2.0 ** np.arange(0, 23)
+    >>> fit_latency_model(m, 1e-6 + m / 2e9).kinks  # one regime: no kink
+    []
+    """
+    m = np.asarray(sizes, dtype=float)
+    t = np.asarray(times, dtype=float)
+    keep = t > 0
+    m, t = m[keep], t[keep]
+    order = np.argsort(m)
+    m, t = m[order], t[order]
+    n = len(m)
+    if n < 2:
+        raise MeasureError("a latency model needs at least two message sizes")
+    min_points = min(min_points, n)
+    cuts = _cuts(m, t, max_regimes, min_points)
+    if len(cuts) > 2 and n > min_points * 2:
+        found = {int(k): 0 for k in cuts[1:-1]}
+        for leave in range(n):
+            sel = np.arange(n) != leave
+            mm = m[sel]
+            near = [mm[c] for c in _cuts(mm, t[sel], max_regimes, min_points)[1:-1]]
+            for k in found:
+                found[k] += any(abs(np.log2(max(x, 1) / max(m[k], 1))) <= 1.0 for x in near)
+        cuts = [0] + [k for k in cuts[1:-1] if found[int(k)] >= KINK_STABLE * n] + [n]
     regimes, sq = [], 0.0
-    for i, j in zip(best_cuts[:-1], best_cuts[1:]):
+    for i, j in zip(cuts[:-1], cuts[1:]):
         a, b, e = _fit(m[i:j], t[i:j])
         sq += e
         regimes.append(Regime(int(m[i]), int(m[j - 1]), a, 1.0 / b if b > 0 else float("inf")))
@@ -185,11 +317,29 @@ def fit_latency_model(sizes: Sequence[float], times: Sequence[float], max_regime
 
 
 def format_model(fit: LatencyModel) -> str:
+    """The model's table, its kinks in words, its quality, and a warning when it is poor.
+
+    >>> m = 2.0 ** np.arange(0, 23)
+    >>> print(format_model(fit_latency_model(m, 1e-6 + m / 2e9)))
+                 sizes [B]  alpha [us]  beta [MB/s]
+             1 .. 4194304         1.000       2000.0
+    no kink found: one regime explains the whole sweep
+    fit quality: rms relative error 0.0% (good)
+    """
     lines = [f"{'sizes [B]':>22} {'alpha [us]':>11} {'beta [MB/s]':>12}"]
     for r in fit.regimes:
         lines.append(f"{r.first:>10} .. {r.last:<9} {r.alpha * 1e6:11.3f} {r.beta / MB:12.1f}")
-    ks = ", ".join(str(k) for k in fit.kinks) or "none"
-    lines.append(f"kinks (protocol changes) at: {ks} B; rms relative error {fit.rms_rel_error:.1%}")
+    if not fit.kinks:
+        lines.append("no kink found: one regime explains the whole sweep")
+    for k, kind, a, b in zip(fit.kinks, fit.kink_kinds(), fit.regimes, fit.regimes[1:]):
+        lines.append(f"kink at {k} B: {kind} (start-up {a.alpha * 1e6:.2f} -> {b.alpha * 1e6:.2f} us, "
+                     f"bandwidth {a.beta / MB:.0f} -> {b.beta / MB:.0f} MB/s)")
+    quality = "poor" if fit.poor else "good" if fit.rms_rel_error < 0.05 else "fair"
+    lines.append(f"fit quality: rms relative error {fit.rms_rel_error:.1%} ({quality})")
+    if fit.poor:
+        lines.append(f"warning: the timings scatter too much for a latency model (rms relative error above "
+                     f"{POOR_FIT:.0%}): do not trust its regimes or kinks; measure on an idle machine or "
+                     "with more --iterations")
     return "\n".join(lines)
 
 
@@ -211,6 +361,19 @@ def cbr(intra: "BenchRun", inter: "BenchRun") -> dict[str, dict[int, float]]:
         if common:
             out[metric] = {s: a[s] / b[s] for s in common}
     return out
+
+
+def cbr_missing(kinds: Sequence[str]) -> str:
+    """Why no Communication Balance Ratios were printed, in words.
+
+    >>> cbr_missing(["Intra-socket"])
+    'no Communication Balance Ratios: they need two pingpong runs, one intra-node (both ranks on one host) and one inter-node (ranks on two hosts); these files hold only an intra-socket run. Run both and give both files: fabscope analyze intra.jsonl inter.jsonl'
+    """
+    have = (f"only {'an' if kinds[0][0] in 'AEIOUaeiou' else 'a'} {kinds[0].lower()} run" if len(kinds) == 1
+            else f"{' and '.join(k.lower() for k in kinds)} runs" if kinds else "no pingpong run")
+    return ("no Communication Balance Ratios: they need two pingpong runs, one intra-node (both ranks on one "
+            f"host) and one inter-node (ranks on two hosts); these files hold {have}. "
+            "Run both and give both files: fabscope analyze intra.jsonl inter.jsonl")
 
 
 def pair_kind(run: "BenchRun", src: int = 0, dst: int = 1) -> str:

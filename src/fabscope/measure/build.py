@@ -23,15 +23,18 @@ BINARY = "fabscope-bench"
 
 
 def source_dir() -> Path:
-    """``csrc/`` of this checkout, or ``$FABSCOPE_CSRC``."""
+    """The C sources: ``$FABSCOPE_CSRC``, else ``fabscope/csrc`` inside the
+    installed package (package data of the wheel; in a checkout a link to the
+    top-level ``csrc/``), else ``csrc/`` of the checkout."""
     env = os.environ.get("FABSCOPE_CSRC")
     cands = [Path(env)] if env else []
-    here = Path(__file__).resolve()
-    cands += [here.parents[3] / "csrc", here.parents[1] / "csrc"]
+    here = Path(__file__).resolve().parent
+    cands += [here.parent / "csrc", here.parents[2] / "csrc"]
     for c in cands:
         if (c / "main.c").is_file():
             return c
-    raise MeasureError("cannot find the C sources of fabscope-bench (csrc/); set $FABSCOPE_CSRC")
+    raise MeasureError(f"cannot find the C sources of fabscope-bench (looked in {', '.join(map(str, cands))}); "
+                       "reinstall fabscope or set $FABSCOPE_CSRC")
 
 
 def sources(src: Path | None = None) -> list[Path]:
@@ -46,11 +49,21 @@ def cache_root() -> Path:
     return Path(base) / "fabscope"
 
 
+def defines(mpi: MPIInstall) -> list[str]:
+    r"""``-D`` flags: the program records which compiler wrapper built it.
+
+    >>> print(defines(MPIInstall('/opt/my "mpi"/mpicc', "x", "PATH", "mpich", "4"))[0])
+    -DFB_MPICC="/opt/my \"mpi\"/mpicc"
+    """
+    cc = mpi.mpicc.replace("\\", "\\\\").replace('"', '\\"')
+    return [f'-DFB_MPICC="{cc}"']
+
+
 def build_key(mpi: MPIInstall, src: Path | None = None) -> str:
     h = hashlib.sha256()
     for p in sources(src):
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    h.update(" ".join(CFLAGS).encode() + b"\0" + mpi.identity().encode())
+    h.update(" ".join(CFLAGS + defines(mpi)).encode() + b"\0" + mpi.identity().encode())
     return h.hexdigest()[:20]
 
 
@@ -64,7 +77,7 @@ def bench_binary(mpi: MPIInstall, force: bool = False) -> tuple[Path, bool]:
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".build-", dir=folder)
     os.close(fd)
-    cmd = [mpi.mpicc, *CFLAGS, "-o", tmp, *[str(p) for p in sources(src) if p.suffix == ".c"], "-lm"]
+    cmd = [mpi.mpicc, *CFLAGS, *defines(mpi), "-o", tmp, *[str(p) for p in sources(src) if p.suffix == ".c"], "-lm"]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except OSError as err:

@@ -1,7 +1,11 @@
 """Launchers: a small registry of the commands that start an MPI job.
 
 Each launcher turns a :class:`Job` into an argument list; nothing here runs
-MPI, so the command lines are tested as they are.
+MPI, so the command lines are tested as they are.  A new one is a subclass
+with a ``command`` (and, if it needs variables in the job's environment, an
+``env``) under ``@register(name, default_exe)``; ``fabscope measure
+--launcher NAME`` then finds it.  Whatever it starts is ended with the job:
+the runner follows the launcher's whole process tree (see :mod:`.processes`).
 
 >>> job = Job(np=4, program=["fabscope-bench", "pingpong"], hosts=[("n1", 2), ("n2", 2)], ppn=2)
 >>> " ".join(get_launcher("mpich", exe="mpiexec").command(job))

@@ -35,8 +35,8 @@ from fabscope.errors import MeasureError
 SOURCES = ("FABSCOPE_MPICC", "MPICC", "PATH", "mpich wheel")
 
 WHEEL_NOTE = ("the PyPI mpich wheel's wait loop calls sched_yield() after every empty poll "
-              "(~1 us per message); fabscope-bench spins instead when a node runs no more ranks "
-              "than cores (--yield auto), so its small-message figures match a site MPICH")
+              "(~1 us per message); fabscope-bench spins instead when no host runs more ranks "
+              "than CPUs in the job's affinity sets (--yield auto), so its small-message figures match a site MPICH")
 
 
 @dataclass(frozen=True)
@@ -116,30 +116,72 @@ def _which(name: str, path: str) -> str | None:
     return shutil.which(name, path=path) if path else None
 
 
-def find_mpi(env: Mapping[str, str] | None = None, prefix: str | None = None) -> MPIInstall:
-    """The MPI to build and run with, by the order in this module's docstring.
+@dataclass(frozen=True)
+class Candidate:
+    """One rule of the discovery order and what it found (``path`` None: nothing)."""
 
-    Raises :class:`MeasureError` with what was tried when none is found.
+    source: str
+    path: str | None
+    note: str
+
+
+def candidates(env: Mapping[str, str] | None = None, prefix: str | None = None) -> list[Candidate]:
+    """What each rule of the discovery order finds, in order; the first with a path is used.
+
+    >>> [c.source for c in candidates({"PATH": ""}, prefix="/nonexistent")]
+    ['FABSCOPE_MPICC', 'MPICC', 'PATH', 'mpich wheel']
     """
     env = os.environ if env is None else env
     prefix = os.path.realpath(prefix or sys.prefix)
     own_bin = os.path.join(prefix, "bin")
-    found: tuple[str, str | None, str] | None = None
-    for var, exe_var in (("FABSCOPE_MPICC", "FABSCOPE_MPIEXEC"), ("MPICC", "MPIEXEC")):
+    out = []
+    for var in ("FABSCOPE_MPICC", "MPICC"):
         if env.get(var):
             cc = shutil.which(env[var]) or env[var]
-            if not os.access(cc, os.X_OK):
-                raise MeasureError(f"${var} names {env[var]!r}, which is not an executable")
-            found = (cc, env.get(exe_var) or env.get("MPIEXEC") or None, var)
-            break
-    if found is None:
-        outside = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if p and os.path.realpath(p) != os.path.realpath(own_bin))
-        cc = _which("mpicc", outside)
-        if cc:
-            found = (cc, None, "PATH")
-        elif os.access(os.path.join(own_bin, "mpicc"), os.X_OK):
-            found = (os.path.join(own_bin, "mpicc"), None, "mpich wheel")
+            out.append(Candidate(var, cc, f"${var}={env[var]}"))
+        else:
+            out.append(Candidate(var, None, f"${var} not set"))
+    outside = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                              if p and os.path.realpath(p) != os.path.realpath(own_bin))
+    cc = _which("mpicc", outside)
+    out.append(Candidate("PATH", cc, "mpicc on $PATH outside this Python environment" if cc
+                         else "no mpicc on $PATH outside this Python environment"))
+    wheel = os.path.join(own_bin, "mpicc")
+    ok = os.access(wheel, os.X_OK)
+    out.append(Candidate("mpich wheel", wheel if ok else None,
+                         "the mpich wheel of this environment" if ok else f"no {wheel} (pip install mpich)"))
+    return out
+
+
+def describe(m: MPIInstall) -> str:
+    """The line ``fabscope measure`` prints before it launches anything.
+
+    >>> describe(MPIInstall("/x/mpicc", "/x/mpiexec", "PATH", "openmpi", "Open MPI 4.1.4"))
+    'MPI: openmpi (Open MPI 4.1.4), mpicc /x/mpicc, launcher /x/mpiexec; found by PATH (set FABSCOPE_MPICC to pin one)'
+    """
+    pin = "pinned by $FABSCOPE_MPICC" if m.source == "FABSCOPE_MPICC" else f"found by {m.source} (set FABSCOPE_MPICC to pin one)"
+    return f"MPI: {m.vendor} ({m.version}), mpicc {m.mpicc}, launcher {m.mpiexec}; {pin}"
+
+
+def find_mpi(env: Mapping[str, str] | None = None, prefix: str | None = None) -> MPIInstall:
+    """The MPI to build and run with, by the order in this module's docstring
+    (the first of :func:`candidates` that found one).
+
+    Raises :class:`MeasureError` with what was tried when none is found.
+    """
+    env = os.environ if env is None else env
+    found: tuple[str, str | None, str] | None = None
+    for c in candidates(env, prefix):
+        if c.path is None:
+            continue
+        if c.source in ("FABSCOPE_MPICC", "MPICC"):
+            if not os.access(c.path, os.X_OK):
+                raise MeasureError(f"${c.source} names {env[c.source]!r}, which is not an executable")
+            exe_var = "FABSCOPE_MPIEXEC" if c.source == "FABSCOPE_MPICC" else "MPIEXEC"
+            found = (c.path, env.get(exe_var) or env.get("MPIEXEC") or None, c.source)
+        else:
+            found = (c.path, None, c.source)
+        break
     if found is None:
         raise MeasureError("no MPI found: tried $FABSCOPE_MPICC, $MPICC, mpicc on PATH and the mpich wheel "
                            "in this environment; load your site's MPI module or run 'pip install mpich'")

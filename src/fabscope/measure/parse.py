@@ -119,6 +119,23 @@ def read_run(path: str | os.PathLike[str]) -> BenchRun:
     return run
 
 
+def mpi_record(run: BenchRun) -> dict[str, Any]:
+    """The MPI a run used, as its own file records it: name, version, the compiler
+    wrapper that built the program, and every rank's wait-loop mode.
+
+    >>> r = BenchRun("x", {"mpi_library": "MPICH Version:      5.0.2", "mpi_version": "5.0",
+    ...                    "mpicc": "/v/bin/mpicc", "yield": "spin"}, {"wait": ["spin", "spin"]})
+    >>> mpi_record(r)
+    {'name': 'mpich', 'version': 'MPICH Version: 5.0.2', 'standard': '5.0', 'mpicc': '/v/bin/mpicc', 'wait': ['spin', 'spin']}
+    """
+    from fabscope.measure.mpi import vendor_of
+
+    h = run.header
+    lib = " ".join(str(h.get("mpi_library") or "unknown").split())
+    return {"name": vendor_of(lib), "version": lib, "standard": h.get("mpi_version"),
+            "mpicc": h.get("mpicc"), "wait": list(run.ranks.get("wait") or [h.get("yield")])}
+
+
 def to_result(run: BenchRun, test: str | None = None, fabric: Fabric | None = None) -> Result:
     """The per-pair table of one test of a run, classified (see :mod:`.analysis`)."""
     from fabscope.measure.analysis import classify
@@ -142,7 +159,7 @@ def to_result(run: BenchRun, test: str | None = None, fabric: Fabric | None = No
              "cls": cls, "bytes": nbytes, "bandwidth": bw, "time": tm,
              "scenario": np.array([int(r.get("scenario", 0)) for r in recs])}
     h = run.header
-    meta = {"kind": "measure", "test": test, "source": os.path.abspath(run.path),
+    meta = {"kind": "measure", "mpi": mpi_record(run), "test": test, "source": os.path.abspath(run.path),
             "mpi_library": h.get("mpi_library"), "nranks": h.get("nranks"), "nnodes": h.get("nnodes"),
             "seed": h.get("seed"), "yield": h.get("yield"), "argv": h.get("argv"),
             "fabric": fabric.name if fabric is not None else None,

@@ -1,0 +1,235 @@
+"""What a user meets in the first hour of `fabscope measure` (issue 8): oversubscription,
+options after the test name, interrupted and timed-out jobs, a rank that dies, the
+wait loop under a CPU set, which MPI was used.  Real MPI jobs; every job's processes
+carry a marker in their environment, so a test counts its own processes only (other
+jobs may run on the machine at the same time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from fabscope.cli import main
+from fabscope.errors import MeasureError
+from fabscope.measure.parse import read_run
+from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, measure, plan, usable_cpus
+
+pytestmark = pytest.mark.mpi
+JOB_NAMES = {"fabscope-bench", "hydra_pmi_proxy", "mpiexec", "mpiexec.hydra", "mpirun", "orted", "prterun", "prted"}
+LONG = ["random-pairs", "--size", "65536", "--iterations", "50", "--rounds", "1000000"]
+
+
+def job_processes(marker: str) -> list[tuple[int, str]]:
+    """Live (not zombie) launcher, proxy and rank processes whose environment holds the marker."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                st = fh.read()
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            state = st[st.rindex(")") + 2]
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        if comm in JOB_NAMES and state != "Z" and f"FABSCOPE_TEST_MARK={marker}".encode() in env.split(b"\0"):
+            out.append((int(name), comm))
+    return out
+
+
+def fabscope_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "fabscope.cli", *args]
+
+
+def wait_for_pairs(out: Path, n: int = 5, limit: float = 40) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if out.exists() and out.read_text().count('"type":"pair"') >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the job wrote no {n} pairs in {limit} s")
+
+
+def whole_lines(path: Path) -> list[dict]:
+    text = path.read_text()
+    assert text.endswith("\n"), "the last line is cut"
+    return [json.loads(ln) for ln in text.splitlines()]
+
+
+@pytest.fixture
+def marker(monkeypatch):
+    m = uuid.uuid4().hex
+    monkeypatch.setenv("FABSCOPE_TEST_MARK", m)
+    yield m
+    left = job_processes(m)
+    for pid, _ in left:  # never leave them to the next test, even when this one failed
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not left, f"processes left behind: {left}"
+
+
+@pytest.fixture
+def spy(tmp_path, mpi, monkeypatch):
+    """A launcher that notes every launch in a file, then runs the real one."""
+    log = tmp_path / "launches"
+    exe = tmp_path / "spy-mpiexec"
+    exe.write_text(f'#!/bin/sh\ncase "$1" in --version) ;; *) printf "%s\\n" "$*" >> {log} ;; esac\nexec {mpi.mpiexec} "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("FABSCOPE_MPICC", mpi.mpicc)
+    monkeypatch.setenv("FABSCOPE_MPIEXEC", str(exe))
+    return log
+
+
+def test_oversubscription_is_refused_before_anything_runs(tmp_path, spy, capsys):
+    np = usable_cpus() * OVERSUBSCRIBE_FACTOR + 1
+    t0 = time.monotonic()
+    assert main(["measure", "--np", str(np), "pingpong", "--out", str(tmp_path / "x.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert f"{np} ranks on this host" in err and "--oversubscribe" in err and err.count("\n") == 1
+    assert not spy.exists() and not (tmp_path / "x.jsonl").exists()
+    assert time.monotonic() - t0 < 30
+    # --oversubscribe lets it through the checks (plan() launches nothing)
+    p = plan(["pingpong"], np=np, out=tmp_path / "x.jsonl", oversubscribe=True)
+    assert p.np == np and not spy.exists()
+    # and np within the factor passes without it
+    assert plan(["pingpong"], np=usable_cpus() * OVERSUBSCRIBE_FACTOR, out=tmp_path / "x.jsonl").np > 0
+
+
+def test_own_options_after_the_test_name_and_all_checked_first(tmp_path, spy, capsys, marker):
+    out, res = tmp_path / "pp.jsonl", tmp_path / "pp.json"
+    assert main(["measure", "--np", "2", "pingpong", "--max-size", "8", "--iterations", "20",
+                 "-o", str(res), "--timeout", "60", "--out", str(out)]) == 0
+    cap = capsys.readouterr()
+    assert cap.err.startswith("MPI: mpich") and "mpicc " + os.environ["FABSCOPE_MPICC"] in cap.err
+    assert "wait loop:" in cap.out
+    doc = json.loads(res.read_text())
+    mpi = doc["meta"]["mpi"]
+    assert mpi["name"] == "mpich" and mpi["mpicc"] == os.environ["FABSCOPE_MPICC"]
+    assert len(mpi["wait"]) == 2 and set(mpi["wait"]) <= {"spin", "yield"}
+    launches = spy.read_text().count("\n")
+    assert launches == 1
+    # a single-node run: analyze says why there are no Communication Balance Ratios
+    assert main(["analyze", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "no Communication Balance Ratios" in text and "inter-node" in text and "intra-node" in text
+    # every mistake is caught before a launch, whatever side of TEST it is on
+    for args, msg in [(["pingpong", "--size", "1Q"], "size '1Q' does not parse"),
+                      (["pingpong", "--window", "0"], "--window: expected an integer >= 1"),
+                      (["nosuchtest"], "unknown test 'nosuchtest'"),
+                      (["pingpong", "--timeout", "-5"], "--timeout must be positive"),
+                      (["pingpong", "-o", str(tmp_path / "no/such/dir/r.json")], "does not exist"),
+                      (["pingpong", "--iterations", "0"], "--iterations: expected an integer >= 1"),
+                      (["pingpong", "--launcher", "bogus"], "unknown launcher 'bogus'")]:
+        assert main(["measure", "--np", "2", *args, "--out", str(tmp_path / "bad.jsonl")]) == 1
+        err = capsys.readouterr().err
+        assert msg in err and err.count("\n") == 1, (args, err)
+    assert spy.read_text().count("\n") == launches
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_to_fabscope_ends_the_whole_job(tmp_path, marker, sig):
+    out, res = tmp_path / "run.jsonl", tmp_path / "run.json"
+    proc = subprocess.Popen(fabscope_argv("measure", "--np", "2", *LONG, "--out", str(out), "-o", str(res)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_pairs(out)
+        running = job_processes(marker)
+        assert {c for _, c in running} >= {"fabscope-bench"} and len(running) >= 3, running
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert job_processes(marker) == []
+    lines = [ln for ln in err.splitlines() if ln.startswith("fabscope:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    if sig == signal.SIGTERM:
+        assert "received SIGTERM" in lines[0] and "stopped the job" in lines[0]
+    size = out.stat().st_size
+    docs = whole_lines(out)
+    assert docs[0]["type"] == "header" and any(d["type"] == "pair" for d in docs)
+    time.sleep(1.0)
+    assert out.stat().st_size == size  # nothing writes to it any more
+    assert not res.exists()
+    assert read_run(out).complete is False
+
+
+def test_timeout_leaves_no_process(tmp_path, marker, mpi):
+    out = tmp_path / "t.jsonl"
+    with pytest.raises(MeasureError, match=r"ran over 2 s and was stopped; .* keeps what finished"):
+        measure(LONG, np=2, out=out, timeout=2, mpi=mpi)
+    assert job_processes(marker) == []
+    whole_lines(out)
+
+
+def test_a_dead_rank_is_named_with_its_host_and_signal(tmp_path, marker):
+    out = tmp_path / "dead.jsonl"
+    proc = subprocess.Popen(fabscope_argv("measure", "--np", "2", *LONG, "--out", str(out)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_pairs(out)
+        ranks = next(d for d in whole_lines(out) if d["type"] == "ranks")
+        os.kill(ranks["pid"][1], signal.SIGKILL)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1
+    line = next(ln for ln in err.splitlines() if ln.startswith("fabscope: error:"))
+    assert f"rank 1 on host {ranks['host'][1]} was killed by signal SIGKILL" in line, err
+    assert job_processes(marker) == []
+
+
+@pytest.mark.skipif(not shutil.which("taskset"), reason="taskset (util-linux) not installed")
+def test_one_cpu_two_ranks_both_yield(tmp_path, marker):
+    out = tmp_path / "ts.jsonl"
+    busy = os.getloadavg()[0] > 2 * (os.cpu_count() or 1)
+    p = subprocess.run(["taskset", "-c", "0", *fabscope_argv("measure", "--np", "2", "pingpong", "--max-size", "8",
+                                                             "--iterations", "500", "--out", str(out))],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    run = read_run(out)
+    assert run.ranks["wait"] == ["yield", "yield"]
+    assert run.ranks["cpus"] == [1, 1] and run.ranks["host_cpus"] == [1, 1]
+    lat = {r["bytes"]: r["latency"] for r in run.of("pingpong", "size")}
+    # yielding ranks take turns on the CPU: microseconds on an idle machine (spinning ones take a time
+    # slice each, milliseconds); on a machine with more than 2 runnable tasks per CPU every yield also
+    # waits for the others, so only the decision is checked there
+    if not busy:
+        assert lat[8] < 1e-3, f"8 B latency {lat[8] * 1e6:.0f} us: the ranks spin on one CPU"
+    assert "wait loop: yield on all 2 ranks (auto: host" in p.stdout and "1 CPU" in p.stdout
+    if usable_cpus() >= 2:  # two CPUs for two ranks: both spin, whatever the load average says
+        p = subprocess.run(["taskset", "-c", "0,1", *fabscope_argv(
+            "measure", "--np", "2", "pingpong", "--max-size", "0", "--iterations", "20", "--out", str(out))],
+            capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert read_run(out).ranks["wait"] == ["spin", "spin"]
+
+
+def test_doctor_lists_candidates_and_says_fabscope_mpicc_pins(mpi, monkeypatch, capsys):
+    monkeypatch.setenv("FABSCOPE_MPICC", mpi.mpicc)
+    assert main(["doctor", "--no-run"]) == 0
+    text = capsys.readouterr().out
+    assert "FABSCOPE_MPICC pins it" in text and f"picked       {mpi.mpicc}" in text
+    for src in ("FABSCOPE_MPICC", "MPICC", "PATH", "mpich wheel"):
+        assert f"  {src} " in text
+    assert "affinity" in text and "load average is not used" in text
+    monkeypatch.delenv("FABSCOPE_MPICC")
+    main(["doctor", "--no-run"])
+    assert "set FABSCOPE_MPICC=/path/to/mpicc to pin" in capsys.readouterr().out
