@@ -90,7 +90,7 @@ def _export(args: argparse.Namespace) -> int:
 def _whatif(args: argparse.Namespace) -> int:
     from fabscope.fabric.io import load_fabric
     from fabscope.fabric.placement import Placement
-    from fabscope.fabric.whatif import whatif
+    from fabscope.whatif import whatif
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 

@@ -10,7 +10,7 @@ import pytest
 from fabscope.errors import FabricError
 from fabscope.fabric import Placement
 from fabscope.fabric.generators import fat_tree, itasca
-from fabscope.fabric.whatif import cut_cables, whatif
+from fabscope.whatif import cut_cables, whatif
 from fabscope.routing.tables import minhop_tables
 from fabscope.traffic.spec import make_traffic
 
@@ -64,9 +64,9 @@ def test_itasca_one_uplink_cut_costs_only_pairs_through_it():
 
 
 def test_cli_whatif(capsys):
-    from test_import import run
+    from fabscope.cli import main
 
-    assert run(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=2,up=2", "--fail", "s1-0000[5]",
+    assert main(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=2,up=2", "--fail", "s1-0000[5]",
                 "--pattern", "shift:k=4", "--routing", "minhop"]) == 0
     out = capsys.readouterr().out
     assert "pairs lose bandwidth; worst loses 50%" in out
