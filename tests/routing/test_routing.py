@@ -94,4 +94,8 @@ def test_unknown_engine():
     with pytest.raises(RoutingError, match="unknown routing 'bogus'"):
         make_routing(fat_tree(k=2, levels=2), "bogus")
     with pytest.raises(RoutingError, match="needs coordinates"):
-        make_routing(fat_tree(k=2, levels=2), "dor")
+        make_routing(fat_tree(k=2, levels=2), "dor:tie=plus")
+    with pytest.raises(RoutingError, match="unknown dor tie rule 'minus'"):
+        make_routing(torus((4, 4)), "dor:tie=minus")
+    with pytest.raises(RoutingError, match="takes no option 'tie'"):
+        make_routing(torus((4, 4)), "minhop:tie=plus")
