@@ -22,7 +22,7 @@ Switch GUIDs: :func:`fabscope.routing.tables.switch_guid_rank`.
 ['s2-0000', 's2-0001']
 >>> r = UpDownRouting(f).routes([0], [3])
 >>> [f.link_name(l) for l in r.path(0)][1]
-'s1-0000[3] -> s2-0000[1]'
+'s1-0000[4] -> s2-0001[1]'
 """
 
 from __future__ import annotations
