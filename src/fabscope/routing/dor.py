@@ -96,6 +96,12 @@ class DimensionOrderRouting:
         out = t["nbr"][r, dim, np.where(fwd, 0, 1)]
         return np.where(at, t["down"][dst], out)
 
+    @property
+    def lft(self) -> np.ndarray | None:
+        """Forwarding tables (``tie=opensm``); None when routed by coordinates."""
+        t = self._t.get("tables")
+        return None if t is None else t.lft
+
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         if "tables" in self._t:
             return self._t["tables"].routes(src, dst)

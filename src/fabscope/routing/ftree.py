@@ -65,8 +65,12 @@ class _Group:
         self.cu = self.cd = 0
 
 
+class FtreeRefused(RoutingError):
+    """OpenSM's ftree would not route this fabric (it falls back to minhop)."""
+
+
 def _fail(fabric: Fabric, why: str) -> RoutingError:
-    return RoutingError(f"ftree: OpenSM's ftree would not route {fabric.name!r} ({why}; it falls back to minhop)")
+    return FtreeRefused(f"ftree: OpenSM's ftree would not route {fabric.name!r} ({why}; it falls back to minhop)")
 
 
 @dataclass(eq=False)
