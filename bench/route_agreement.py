@@ -5,13 +5,17 @@ For each fabric and OpenSM engine: export the fabric to ibsim, route it with
 and count pairs whose routes are identical
   * to the tables read back from the switches (``dump_fts``), all pairs;
   * to ``ibtracert``, hop by hop, on sampled pairs;
-  * to fabscope's own engine on the generated fabric, all pairs.
+  * to fabscope's own engine (minhop, dor, ftree, updn), all pairs, run on the
+    generated fabric and on the fabric imported back;
+where OpenSM refuses a fabric (falls back to minhop), whether fabscope's
+engine refuses it too.
 Then (``--itasca``) run seed 000's patterns on Itasca's real tables under
 each engine and print the near/far structure beside the seed and fabscope's
 own engines.
 
-    python bench/route_agreement.py            # agreement table (about a minute)
-    python bench/route_agreement.py --itasca   # plus Itasca's near/far figures (a few minutes)
+    python bench/route_agreement.py --quick    # small versions of the four shapes (about a minute)
+    python bench/route_agreement.py            # 648-host 3-level, 576-host 2:1 tree, torus, irregular
+    python bench/route_agreement.py --itasca   # plus Itasca under each engine and its near/far figures
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ import time
 
 import numpy as np
 
-from fabscope.errors import FabricError
+from fabscope.errors import FabricError, RoutingError
 from fabscope.fabric import Placement
 from fabscope.fabric.exporters import write_ibsim
-from fabscope.fabric.generators import fat_tree, itasca, torus
+from fabscope.fabric.generators import fat_tree, itasca, torus, xgft
 from fabscope.fabric.ibtools import IbSim, have_ibsim, parse_ibtracert
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
 from fabscope.fabric.importers.lfts import compare_routes, unroutable
@@ -36,6 +40,7 @@ from fabscope.model.simulate import simulate
 from fabscope.routing import make_routing
 from fabscope.seeds import ITASCA_MERGE
 from fabscope.traffic.spec import make_traffic
+from fabscope.whatif import cut_cables
 
 
 def all_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -55,7 +60,10 @@ def named_paths(fabric, routes, n: int) -> np.ndarray:
 
 
 def agreement_with_fabscope(f, g, engine: str) -> tuple[int, int]:
-    """Pairs routed identically by fabscope's ``engine`` on generated ``f`` and the tables of imported ``g``."""
+    """Pairs routed identically by fabscope's ``engine`` on generated ``f`` and the tables of imported ``g``.
+
+    Pairs the imported tables leave unroutable are left out (counted by ``unroutable_agreement``).
+    """
     src, dst = all_pairs(f.n_hosts)
     # the imported fabric orders switches its own way: compare paths by node name and port
     rename = np.array([g.node_index[n] for n in f.node_names])
@@ -71,19 +79,52 @@ def agreement_with_fabscope(f, g, engine: str) -> tuple[int, int]:
     return len(src), int(np.all(a == b, axis=1).sum())
 
 
-def run_engine(sim, f, engine, extra=(), samples=20, ours=None, seed=0):
+def agreement_on_imported(g, engine: str) -> tuple[int, int]:
+    """Pairs fabscope's ``engine`` run on the imported fabric ``g`` routes as ``g``'s own tables do.
+
+    With tables on both sides every pair counts (a pair both leave unroutable is identical).
+    """
+    r = make_routing(g, engine)
+    lft = getattr(r, "lft", None)
+    if lft is not None:
+        return compare_routes(g, g.lft, lft)
+    src, dst = all_pairs(g.n_hosts)
+    a = named_paths(g, make_routing(g, "tables").routes(src, dst), len(src))
+    b = named_paths(g, r.routes(src, dst), len(src))
+    return len(src), int(np.all(a == b, axis=1).sum())
+
+
+def refuses(f, engine: str) -> str | None:
+    """fabscope's refusal of ``engine`` on ``f`` (one line), or None if it routes."""
+    try:
+        make_routing(f, engine)
+    except RoutingError as err:
+        return str(err)
+    return None
+
+
+def roots_file(sim, names) -> tuple[str, ...]:
+    """``-a FILE`` naming the switches ``names`` by GUID, as read from ibnetdiscover before routing."""
+    topo0 = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
+    path = f"{sim.workdir}/roots-{len(names)}.guids"
+    with open(path, "w") as fh:
+        fh.writelines(f"{n.guid:#018x}\n" for n in topo0.nodes.values() if n.desc in set(names))
+    return ("-a", path)
+
+
+def run_engine(sim, f, engine, roots=(), samples=20, ours=None, seed=0):
+    """Route with ``opensm -R engine`` (``roots``: switch names for ``-a``), import, and count agreement."""
     t0 = time.perf_counter()
-    row = {"fabric": f.name, "engine": engine + (" -a spines" if extra == "spine-roots" else "")}
-    if extra == "spine-roots":         # root GUIDs for updn/ftree: the top switches, found before routing
-        topo0 = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
-        roots = f"{sim.workdir}/roots.guids"
-        with open(roots, "w") as fh:
-            fh.writelines(f"{n.guid:#018x}\n" for n in topo0.nodes.values() if "spine" in n.desc)
-        extra = ("-a", roots)
+    label = engine + (f" -a {roots[0]}.." if len(roots) > 1 else f" -a {roots[0]}" if roots else "")
+    row = {"fabric": f.name, "engine": label}
+    extra = roots_file(sim, roots) if roots else ()
     try:
         dump = sim.opensm(engine, extra)
     except FabricError as err:
-        row["error"] = str(err).split(";")[0]
+        row["error"] = "opensm falls back to minhop" if "did not route with" in str(err) else str(err).split(";")[0]
+        if ours:
+            why = refuses(f, ours)
+            row["fabscope_refuses"] = why
         return row, None
     row["opensm_s"] = round(time.perf_counter() - t0, 2)
     topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
@@ -107,21 +148,50 @@ def run_engine(sim, f, engine, extra=(), samples=20, ours=None, seed=0):
         same += parse_ibtracert(out) == [(g.node_names[g.link_src[l]], int(g.link_src_port[l])) for l in r.path(k)]
     row["ibtracert"] = (samples, same)
     if ours:
-        row["fabscope"] = (ours, *agreement_with_fabscope(f, g, ours))
+        t2 = time.perf_counter()
+        row["fabscope_imported"] = agreement_on_imported(g, ours)
+        row["fabscope_s"] = round(time.perf_counter() - t2, 2)
+        if row["unroutable"] == 0 or refuses(f, ours) is None:
+            row["fabscope_generated"] = agreement_with_fabscope(f, g, ours)
+        row["fabscope"] = ours
+    if engine == "ftree" and "fabscope_generated" in row and refuses(f, "dmodk") is None:
+        row["dmodk_generated"] = agreement_with_fabscope(f, g, "dmodk")
     return row, g
 
 
+def _irregular():
+    """A 3-level k=4 fat tree with four cables cut (a leaf uplink, two of a middle switch's, a top one)."""
+    g, _ = cut_cables(fat_tree(k=4, levels=3), ["s1-0000[5]", "s2-0005[4]", "s2-0005[8]", "s3-0002[1]"])
+    return g.with_params(generator="irregular")
+
+
+#: (label, fabric, [(opensm engine, root switch names for -a, fabscope engine)])
+FOUR = ["minhop", "dor", "ftree", "updn"]
 CASES = [
-    ("fat-tree k=4 levels=3", lambda: fat_tree(k=4, levels=3), [("minhop", (), "minhop"), ("updn", (), "minhop"),
-                                                                 ("ftree", (), "dmodk")]),
-    ("fat-tree 16 leaves x 16, 8 spines", lambda: fat_tree(k=16, levels=2, up=8),
-     [("minhop", (), "minhop"), ("updn", (), "minhop"), ("ftree", (), "dmodk")]),
+    ("3-level tree, 648 hosts", lambda: xgft((18, 6, 6), (1, 9, 6)), [(e, (), e) for e in FOUR]),
+    ("2:1 tree, 24 leaves x 24, 12 spines", lambda: xgft((24, 24), (1, 12)), [(e, (), e) for e in FOUR]),
     ("torus 4x4x2, 2 hosts/router", lambda: torus((4, 4, 2), hosts_per_router=2, capacity=3071e6),
-     [("dor", (), "dor"), ("minhop", (), "minhop")]),
-    ("itasca", itasca, [("minhop", (), "minhop"), ("updn", (), "minhop"), ("updn", "spine-roots", "minhop"),
-                        ("dfsssp", (), "minhop"), ("sssp", (), "minhop"), ("ftree", (), None),
-                        ("ftree", "spine-roots", None)]),
+     [(e, (), e) for e in FOUR] + [("updn", ("r(0,0,0)",), "updn:roots=r(0,0,0)"), ("dor", (), "dor:tie=opensm")]),
+    ("irregular (3-level k=4 tree, 4 cables cut)", _irregular, [(e, (), e) for e in FOUR]),
 ]
+QUICK = [
+    ("3-level tree k=4 (64 hosts)", lambda: fat_tree(k=4, levels=3), [(e, (), e) for e in FOUR]),
+    ("2:1 tree, 4 leaves x 4, 2 spines", lambda: fat_tree(k=4, levels=2, up=2), [(e, (), e) for e in FOUR]),
+    ("torus 4x4x2, 2 hosts/router", CASES[2][1], CASES[2][2]),
+    ("irregular (3-level k=4 tree, 4 cables cut)", _irregular, CASES[3][2]),
+]
+
+
+def itasca_cases():
+    from fabscope.fabric.generators.itasca import itasca as make
+
+    f = make()
+    spines = [n for n in f.node_names[f.n_hosts:] if "spine" in n]
+    roots = "+".join(spines)
+    return ("itasca", make, [("minhop", (), "minhop"), ("dor", (), "dor"), ("updn", (), "updn"),
+                             ("updn", tuple(spines), f"updn:roots={roots}"),
+                             ("dfsssp", (), None), ("sssp", (), None), ("ftree", (), "ftree"),
+                             ("ftree", tuple(spines), f"ftree:roots={roots}")])
 
 
 def fmt(t) -> str:
@@ -154,7 +224,8 @@ def itasca_figures(fabrics: dict[str, object], seeds: int = 10) -> list[dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--itasca", action="store_true", help="also Itasca's near/far figures under each engine")
+    ap.add_argument("--itasca", action="store_true", help="also Itasca, and its near/far figures under each engine")
+    ap.add_argument("--quick", action="store_true", help="small versions of the four shapes (under a minute)")
     ap.add_argument("--samples", type=int, default=20, help="ibtracert pairs per engine")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args()
@@ -162,26 +233,34 @@ def main() -> int:
         print("needs ibsim-utils, opensm and infiniband-diags", file=sys.stderr)
         return 1
     rows, itasca_tables = [], {}
-    print(f"{'fabric':<36}{'engine':<18}{'unroutable':>11}{'vs dump_fts':>16}{'vs ibtracert':>14}  "
-          f"{'vs fabscope engine':<24}{'import s':>9}")
-    for name, make, engines in CASES:
+    print("pairs identical / pairs checked; 'generated': fabscope's engine on the generated fabric, "
+          "'imported': on the fabric read back from ibsim")
+    print(f"{'fabric':<44}{'opensm engine':<22}{'unroutable':>10}{'vs dump_fts':>16}{'vs ibtracert':>13}  "
+          f"{'fabscope engine':<24}{'generated':>18}{'imported':>18}")
+    cases = (QUICK if args.quick else CASES) + ([itasca_cases()] if args.itasca else [])
+    for name, make, engines in cases:
         f = make()
         with tempfile.TemporaryDirectory() as tmp:
             write_ibsim(f, f"{tmp}/f.net")
             with IbSim(f"{tmp}/f.net", workdir=f"{tmp}/sim") as sim:
-                for engine, extra, ours in engines:
-                    row, g = run_engine(sim, f, engine, extra, args.samples, ours)
+                for engine, roots, ours in engines:
+                    row, g = run_engine(sim, f, engine, roots, args.samples, ours)
                     row["fabric"] = name
                     rows.append(row)
                     if "error" in row:
-                        print(f"{name:<36}{row['engine']:<18}  {row['error']}")
+                        ref = row.get("fabscope_refuses")
+                        tail = ("" if not ours else f"; fabscope's {ours} refuses too: {ref}" if ref
+                                else f"; fabscope's {ours} routes it (OpenSM does not)")
+                        print(f"{name:<44}{row['engine']:<22}  {row['error']}{tail}")
                         continue
                     if name == "itasca":
                         itasca_tables[row["engine"]] = g
-                    fs = row.get("fabscope")
-                    print(f"{name:<36}{row['engine']:<18}{row['unroutable']:>11}{fmt(row['dump_fts']):>16}"
-                          f"{fmt(row['ibtracert']):>14}  "
-                          f"{(fs[0] + ' ' + fmt(fs)) if fs else '-':<24}{row['import_s']:>9}")
+                    print(f"{name:<44}{row['engine']:<22}{row['unroutable']:>10}{fmt(row['dump_fts']):>16}"
+                          f"{fmt(row['ibtracert']):>13}  {row.get('fabscope') or '-':<24}"
+                          f"{fmt(row.get('fabscope_generated')):>18}{fmt(row.get('fabscope_imported')):>18}")
+                    if "dmodk_generated" in row:
+                        print(f"{'':<44}{'':<22}{'':>10}{'':>16}{'':>13}  {'dmodk (textbook)':<24}"
+                              f"{fmt(row['dmodk_generated']):>18}")
     out = {"agreement": rows}
     if args.itasca:
         f = itasca()

@@ -63,10 +63,18 @@ def parse_engine(spec: str) -> tuple[str, dict[str, str]]:
 
     >>> parse_engine("updn:roots=s2-0000+s2-0001")
     ('updn', {'roots': 's2-0000+s2-0001'})
+    >>> parse_engine("updn:roots=r(0,0,0)+r(1,0,0)")
+    ('updn', {'roots': 'r(0,0,0)+r(1,0,0)'})
     """
     name, _, rest = spec.partition(":")
     opts = {}
-    for item in filter(None, rest.split(",")):
+    items: list[str] = []
+    for part in rest.split(","):         # a comma inside a value (switch "r(0,0,0)") joins it back
+        if items and "=" not in part:
+            items[-1] += "," + part
+        else:
+            items.append(part)
+    for item in filter(None, items):
         k, eq, v = item.partition("=")
         if not eq or not k.strip():
             raise RoutingError(f"cannot read routing option {item!r} in {spec!r}: write key=value")
