@@ -156,6 +156,8 @@ def run_engine(sim, f, engine, roots=(), samples=20, ours=None, seed=0):
         row["fabscope"] = ours
     if engine == "ftree" and "fabscope_generated" in row and refuses(f, "dmodk") is None:
         row["dmodk_generated"] = agreement_with_fabscope(f, g, "dmodk")
+        if refuses(g, "dmodk") is None:
+            row["dmodk_imported"] = agreement_on_imported(g, "dmodk")
     return row, g
 
 
@@ -163,6 +165,18 @@ def _irregular():
     """A 3-level k=4 fat tree with four cables cut (a leaf uplink, two of a middle switch's, a top one)."""
     g, _ = cut_cables(fat_tree(k=4, levels=3), ["s1-0000[5]", "s2-0005[4]", "s2-0005[8]", "s3-0002[1]"])
     return g.with_params(generator="irregular")
+
+
+def _against_names():
+    """The 2:1 tree with each leaf's hosts cabled in reverse name order (port 1: the last name), as
+    clusters often are: an import numbers hosts by name, so host order no longer follows the ports."""
+    import dataclasses
+
+    f = xgft((24, 24), (1, 12))
+    per = 24
+    hn = [f"h{(i // per) * per + (per - 1 - i % per):04d}" for i in range(f.n_hosts)]
+    return dataclasses.replace(f, node_names=tuple(hn) + f.node_names[f.n_hosts:],
+                               name=f.name + ", hosts cabled against name order")
 
 
 #: (label, fabric, [(opensm engine, root switch names for -a, fabscope engine)])
@@ -173,6 +187,7 @@ CASES = [
     ("torus 4x4x2, 2 hosts/router", lambda: torus((4, 4, 2), hosts_per_router=2, capacity=3071e6),
      [(e, (), e) for e in FOUR] + [("updn", ("r(0,0,0)",), "updn:roots=r(0,0,0)"), ("dor", (), "dor:tie=opensm")]),
     ("irregular (3-level k=4 tree, 4 cables cut)", _irregular, [(e, (), e) for e in FOUR]),
+    ("2:1 tree as above, hosts cabled against names", _against_names, [("ftree", (), "ftree")]),
 ]
 QUICK = [
     ("3-level tree k=4 (64 hosts)", lambda: fat_tree(k=4, levels=3), [(e, (), e) for e in FOUR]),
@@ -222,6 +237,15 @@ def itasca_figures(fabrics: dict[str, object], seeds: int = 10) -> list[dict]:
     return rows
 
 
+def short(spec: str | None) -> str:
+    """``updn:roots=a+b+c+...`` -> ``updn:roots=a+..(18)`` for the table."""
+    if not spec or len(spec) <= 24 or "roots=" not in spec:
+        return spec or "-"
+    head, roots = spec.split("roots=", 1)
+    parts = roots.split("+")
+    return f"{head}roots={parts[0]}+..({len(parts)})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--itasca", action="store_true", help="also Itasca, and its near/far figures under each engine")
@@ -256,11 +280,11 @@ def main() -> int:
                     if name == "itasca":
                         itasca_tables[row["engine"]] = g
                     print(f"{name:<44}{row['engine']:<22}{row['unroutable']:>10}{fmt(row['dump_fts']):>16}"
-                          f"{fmt(row['ibtracert']):>13}  {row.get('fabscope') or '-':<24}"
+                          f"{fmt(row['ibtracert']):>13}  {short(row.get('fabscope')):<24}"
                           f"{fmt(row.get('fabscope_generated')):>18}{fmt(row.get('fabscope_imported')):>18}")
                     if "dmodk_generated" in row:
                         print(f"{'':<44}{'':<22}{'':>10}{'':>16}{'':>13}  {'dmodk (textbook)':<24}"
-                              f"{fmt(row['dmodk_generated']):>18}")
+                              f"{fmt(row['dmodk_generated']):>18}{fmt(row.get('dmodk_imported')):>18}")
     out = {"agreement": rows}
     if args.itasca:
         f = itasca()

@@ -66,11 +66,15 @@ class _Group:
 
 
 class FtreeRefused(RoutingError):
-    """OpenSM's ftree would not route this fabric (it falls back to minhop)."""
+    """OpenSM's ftree would not route this fabric (it falls back to minhop); ``why`` says what."""
+
+    why: str = ""
 
 
 def _fail(fabric: Fabric, why: str) -> RoutingError:
-    return FtreeRefused(f"ftree: OpenSM's ftree would not route {fabric.name!r} ({why}; it falls back to minhop)")
+    err = FtreeRefused(f"ftree: OpenSM's ftree would not route {fabric.name!r} ({why}; it falls back to minhop)")
+    err.why = why
+    return err
 
 
 @dataclass(eq=False)

@@ -5,9 +5,12 @@
 dumps (importers), or from any engine that fills them.
 
 The min-hop engine works the way OpenSM's ``minhop`` does: destinations are
-taken in LID order (host index order here), and each switch sends a
-destination out of the least-used of its ports that lie on a shortest path,
-the lowest port number breaking ties.  Counting "least used" per port over
+taken in the order of OpenSM's unicast manager (:func:`destination_order`:
+switches with most hosts first, then GUID order, each switch's hosts in port
+order), and each switch sends a destination out of the least-used of its
+ports that lie on a shortest path, the lowest port number breaking ties.
+:func:`balanced_tables` is that manager; ``updn`` and ``dor`` feed it other
+hop counts or candidates, as OpenSM's engines of those names do.  Counting "least used" per port over
 all destinations is what balances routes overall and still lets a handful of
 flows meet on one cable, as Itasca's did (seed 000).
 """

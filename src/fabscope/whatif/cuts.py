@@ -178,8 +178,7 @@ def reroute(fabric: Fabric, name: str):
     try:
         return make_routing(fabric, name), name
     except FtreeRefused as err:
-        why = str(err).split("(", 1)[-1].split(";")[0]
-        return make_routing(fabric, "minhop"), f"minhop (OpenSM's ftree falls back: {why})"
+        return make_routing(fabric, "minhop"), f"minhop (OpenSM's ftree falls back: {err.why})"
 
 
 def whatif(fabric: Fabric, cuts: Sequence[str], placement: Placement, traffic: Traffic,
