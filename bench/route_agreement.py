@@ -237,6 +237,76 @@ def itasca_figures(fabrics: dict[str, object], seeds: int = 10) -> list[dict]:
     return rows
 
 
+_SIMGRID_ROUTES = r"""
+import json, sys, simgrid
+dims, pairs = json.loads(sys.stdin.read())
+n = 1
+for k in dims:
+    n *= k
+xml = ("<?xml version='1.0'?><!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>"
+       "<platform version='4.1'><cluster id='t' prefix='n' suffix='' radical='0-%d' speed='1Gf' bw='1GBps' "
+       "lat='0us' topology='TORUS' topo_parameters='%s'/></platform>" % (n - 1, ",".join(map(str, dims))))
+open(sys.argv[1], "w").write(xml)
+e = simgrid.Engine(["sg", "--log=root.thres:critical"])
+e.load_platform(sys.argv[1])
+hs = {h.name: h for h in e.all_hosts}
+out = []
+for a, b in pairs:
+    cur, seq = a, [a]
+    for l in hs["n%d" % a].route_to(hs["n%d" % b])[0]:
+        x, y = (int(v) for v in l.name.split("_from_")[1].rsplit("_", 1)[0].split("_to_"))
+        cur = y if cur == x else x
+        seq.append(cur)
+    out.append(seq)
+print(json.dumps(out))
+"""
+
+
+def simgrid_agreement(dims, pairs: int | None = None, seed: int = 0) -> tuple[int, int, int] | None:
+    """(pairs, identical under dor:tie=simgrid, identical under dor:tie=plus) against SimGrid's torus zone.
+
+    Router by router, one host per router; all pairs, or a random matching of ``pairs``.  Runs SimGrid's
+    Python bindings under the system Python (Debian's python3-simgrid); None when they are missing.
+    """
+    import shutil
+    import subprocess
+
+    py = shutil.which("python3", path="/usr/bin")
+    if not py or subprocess.run([py, "-c", "import simgrid"], capture_output=True).returncode:
+        return None
+    f = torus(dims)
+    n = f.n_hosts
+    # SimGrid numbers hosts with the first dimension fastest; fabscope with the last
+    c = f.coords.astype(np.int64)
+    sg_id = np.zeros(n, np.int64)
+    stride = 1
+    for i, k in enumerate(dims):
+        sg_id += c[:, i] * stride
+        stride *= k
+    of_sg = np.argsort(sg_id)
+    if pairs is None:
+        src, dst = all_pairs(n)
+    else:
+        rng = np.random.default_rng(seed)
+        perm = rng.permutation(n)
+        src, dst = perm[: n // 2], perm[n // 2:]
+    with tempfile.TemporaryDirectory() as tmp:
+        res = subprocess.run([py, "-c", _SIMGRID_ROUTES, f"{tmp}/torus.xml"], capture_output=True, text=True,
+                             input=json.dumps([list(dims), [[int(sg_id[a]), int(sg_id[b])] for a, b in zip(src, dst)]]))
+    if res.returncode:
+        raise RuntimeError(res.stderr.strip().splitlines()[-1])
+    theirs = [tuple(int(of_sg[v]) for v in seq) for seq in json.loads(res.stdout)]
+    out = []
+    for tie in ("simgrid", "plus"):
+        r = make_routing(f, f"dor:tie={tie}").routes(src, dst)
+        same = 0
+        for k in range(len(src)):
+            nodes = [int(src[k])] + [int(f.link_dst[l]) - f.n_hosts for l in r.path(k)[1:-1]]
+            same += tuple(nodes) == theirs[k]
+        out.append(same)
+    return len(src), out[0], out[1]
+
+
 def short(spec: str | None) -> str:
     """``updn:roots=a+b+c+...`` -> ``updn:roots=a+..(18)`` for the table."""
     if not spec or len(spec) <= 24 or "roots=" not in spec:
@@ -251,8 +321,20 @@ def main() -> int:
     ap.add_argument("--itasca", action="store_true", help="also Itasca, and its near/far figures under each engine")
     ap.add_argument("--quick", action="store_true", help="small versions of the four shapes (under a minute)")
     ap.add_argument("--samples", type=int, default=20, help="ibtracert pairs per engine")
+    ap.add_argument("--simgrid", action="store_true", help="only: dor's tie rules against SimGrid's torus zone")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args()
+    if args.simgrid:
+        print("dor against SimGrid's torus zone (routers crossed), pairs identical / pairs checked")
+        for dims, pairs in (((4, 4, 2), None), ((6, 4, 4), None), ((16, 8, 8), 512)):
+            got = simgrid_agreement(dims, pairs)
+            if got is None:
+                print("needs SimGrid's Python bindings for /usr/bin/python3 (Debian: python3-simgrid)")
+                return 1
+            what = "all pairs" if pairs is None else f"random matching, {got[0]} pairs"
+            print(f"torus {'x'.join(map(str, dims)):<8} {what:<28} tie=simgrid {got[1]}/{got[0]}   "
+                  f"tie=plus {got[2]}/{got[0]}")
+        return 0
     if not have_ibsim():
         print("needs ibsim-utils, opensm and infiniband-diags", file=sys.stderr)
         return 1
