@@ -187,7 +187,7 @@ CASES = [
     ("torus 4x4x2, 2 hosts/router", lambda: torus((4, 4, 2), hosts_per_router=2, capacity=3071e6),
      [(e, (), e) for e in FOUR] + [("updn", ("r(0,0,0)",), "updn:roots=r(0,0,0)"), ("dor", (), "dor:tie=opensm")]),
     ("irregular (3-level k=4 tree, 4 cables cut)", _irregular, [(e, (), e) for e in FOUR]),
-    ("2:1 tree as above, hosts cabled against names", _against_names, [("ftree", (), "ftree")]),
+    ("2:1 tree, hosts cabled against names", _against_names, [("ftree", (), "ftree")]),
 ]
 QUICK = [
     ("3-level tree k=4 (64 hosts)", lambda: fat_tree(k=4, levels=3), [(e, (), e) for e in FOUR]),
