@@ -264,19 +264,37 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
                     swapped = True
             i += 1
 
-    def least(g: _Group, attr: str) -> _Port:
-        best = g.ports[0]
-        for p in g.ports[1:]:
-            if getattr(p, attr) < getattr(best, attr):
+    def least_up(g: _Group) -> _Port:
+        ps = g.ports
+        best = ps[0]
+        for p in ps[1:]:
+            if p.cu < best.cu:
                 best = p
         return best
+
+    def least_down(g: _Group) -> _Port:
+        ps = g.ports
+        best = ps[0]
+        for p in ps[1:]:
+            if p.cd < best.cd:
+                best = p
+        return best
+
+    # remote switch of each down group in its current order (-1: a host), kept in step with the sorts
+    host_below = [any(g.host for g in down[s]) for s in range(S)]
+    only_hosts = [bool(down[s]) and all(g.host for g in down[s]) for s in range(S)]
+
+    def remotes(s: int) -> np.ndarray:
+        return np.array([-1 if g.host else g.remote for g in down[s]], np.int64)
+
+    down_remote = [remotes(s) for s in range(S)]
 
     lft = np.full((S, h), -1, np.int32)
 
     def route(leaf: int, host: int | None, keep: bool, link: int = -1) -> None:
         """Route one destination (``host`` None: a dummy) reached from ``leaf`` by ``link``;
         ``keep``: store its entries."""
-        hops = [NO] * S
+        hops = np.full(S + 1, NO, np.int64)      # hops[S]: a host's place, never a candidate
         tab = [-1] * S
         tab[leaf] = link
         dummy = host is None
@@ -287,24 +305,31 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
                 return False
             if changed[s]:
                 bubble(groups, cmp_up)
+                down_remote[s] = remotes(s)
                 changed[s] = False
             if sib[s]:
                 bubble(sib[s], cmp_up)
-            created = False
-            n = len(groups) + (0 if dummy else len(sib[s]))
-            for k in range(n):
+            elif only_hosts[s]:                   # a leaf: nothing below to route
+                return True
+            created = host_below[s]
+            # a group whose remote already has as short a route is skipped (hops only ever shrink, so
+            # the test made here first stays true): pick out the others at once
+            rem = down_remote[s]
+            ks = np.flatnonzero(hops[np.where(rem >= 0, rem, S)] > cur + 1).tolist()
+            if not dummy and sib[s]:
+                ks += list(range(len(groups), len(groups) + len(sib[s])))
+            for k in ks:
                 g = groups[k] if k < len(groups) else sib[s][k - len(groups)]
                 if g.host:
-                    created = True
                     continue
                 if prev is not None and g.remote == prev:
                     continue
                 if not g.ports:
                     continue
-                pmin = least(g, "cu")
                 r = g.remote
                 if hops[r] != NO and cur + 1 >= hops[r]:
                     continue
+                pmin = least_up(g)
                 tab[r] = pmin.link ^ 1
                 hops[r] = cur + 1
                 routed = upgoing(r, None, cur + 1)
@@ -324,7 +349,7 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
                 return created
             bubble(ups, cmp_down)
             gmin = ups[0]
-            pmin = least(gmin, "cd") if gmin.ports else None
+            pmin = least_down(gmin) if gmin.ports else None
             if main and pmin is not None:
                 r = gmin.remote
                 gmin.cd += 1
@@ -342,7 +367,7 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
                     continue
                 if not g.ports:
                     continue
-                p = least(g, "cd")
+                p = least_down(g)
                 tab[r] = p.link ^ 1
                 hops[r] = cur + 1
                 created |= downgoing(r, s, False, cur + 1)
@@ -352,7 +377,7 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
                 r = g.remote
                 if tab[r] >= 0 and cur + 1 >= hops[r]:
                     continue
-                p = least(g, "cd")
+                p = least_down(g)
                 tab[r] = p.link ^ 1
                 hops[r] = cur + 1
                 routed = downgoing(r, s, False, cur + 1)
