@@ -284,8 +284,8 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
     host_below = [any(g.host for g in down[s]) for s in range(S)]
     only_hosts = [bool(down[s]) and all(g.host for g in down[s]) for s in range(S)]
 
-    def remotes(s: int) -> np.ndarray:
-        return np.array([-1 if g.host else g.remote for g in down[s]], np.int64)
+    def remotes(s: int) -> list[int]:
+        return [-1 if g.host else g.remote for g in down[s]]
 
     down_remote = [remotes(s) for s in range(S)]
 
@@ -294,7 +294,7 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
     def route(leaf: int, host: int | None, keep: bool, link: int = -1) -> None:
         """Route one destination (``host`` None: a dummy) reached from ``leaf`` by ``link``;
         ``keep``: store its entries."""
-        hops = np.full(S + 1, NO, np.int64)      # hops[S]: a host's place, never a candidate
+        hops = [NO] * (S + 1)                     # hops[-1]: where a host group looks, never a candidate
         tab = [-1] * S
         tab[leaf] = link
         dummy = host is None
@@ -314,8 +314,8 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
             created = host_below[s]
             # a group whose remote already has as short a route is skipped (hops only ever shrink, so
             # the test made here first stays true): pick out the others at once
-            rem = down_remote[s]
-            ks = np.flatnonzero(hops[np.where(rem >= 0, rem, S)] > cur + 1).tolist()
+            c1 = cur + 1
+            ks = [k for k, r in enumerate(down_remote[s]) if hops[r] > c1]
             if not dummy and sib[s]:
                 ks += list(range(len(groups), len(groups) + len(sib[s])))
             for k in ks:
