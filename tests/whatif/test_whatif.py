@@ -70,6 +70,9 @@ def test_cli_whatif(capsys):
                 "--pattern", "shift:k=4", "--routing", "minhop"]) == 0
     out = capsys.readouterr().out
     assert "pairs lose bandwidth; worst loses 50%" in out
+    assert main(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=3", "--fail", "s1-0000[5]",
+                 "--pattern", "shift:k=4", "--routing", "ftree"]) == 0
+    assert "routing after: minhop (OpenSM's ftree falls back: not a pure fat tree" in capsys.readouterr().out
 
 
 def test_ftree_whatif_falls_back_to_minhop_as_opensm_does_unless_roots_are_named():
