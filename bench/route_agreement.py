@@ -5,13 +5,17 @@ For each fabric and OpenSM engine: export the fabric to ibsim, route it with
 and count pairs whose routes are identical
   * to the tables read back from the switches (``dump_fts``), all pairs;
   * to ``ibtracert``, hop by hop, on sampled pairs;
-  * to fabscope's own engine on the generated fabric, all pairs.
+  * to fabscope's own engine (minhop, dor, ftree, updn), all pairs, run on the
+    generated fabric and on the fabric imported back;
+where OpenSM refuses a fabric (falls back to minhop), whether fabscope's
+engine refuses it too.
 Then (``--itasca``) run seed 000's patterns on Itasca's real tables under
 each engine and print the near/far structure beside the seed and fabscope's
 own engines.
 
-    python bench/route_agreement.py            # agreement table (about a minute)
-    python bench/route_agreement.py --itasca   # plus Itasca's near/far figures (a few minutes)
+    python bench/route_agreement.py --quick    # small versions of the four shapes (about a minute)
+    python bench/route_agreement.py            # 648-host 3-level, 576-host 2:1 tree, torus, irregular
+    python bench/route_agreement.py --itasca   # plus Itasca under each engine and its near/far figures
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ import time
 
 import numpy as np
 
-from fabscope.errors import FabricError
+from fabscope.errors import FabricError, RoutingError
 from fabscope.fabric import Placement
 from fabscope.fabric.exporters import write_ibsim
-from fabscope.fabric.generators import fat_tree, itasca, torus
+from fabscope.fabric.generators import fat_tree, itasca, torus, xgft
 from fabscope.fabric.ibtools import IbSim, have_ibsim, parse_ibtracert
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
 from fabscope.fabric.importers.lfts import compare_routes, unroutable
@@ -36,6 +40,7 @@ from fabscope.model.simulate import simulate
 from fabscope.routing import make_routing
 from fabscope.seeds import ITASCA_MERGE
 from fabscope.traffic.spec import make_traffic
+from fabscope.whatif import cut_cables
 
 
 def all_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -55,7 +60,10 @@ def named_paths(fabric, routes, n: int) -> np.ndarray:
 
 
 def agreement_with_fabscope(f, g, engine: str) -> tuple[int, int]:
-    """Pairs routed identically by fabscope's ``engine`` on generated ``f`` and the tables of imported ``g``."""
+    """Pairs routed identically by fabscope's ``engine`` on generated ``f`` and the tables of imported ``g``.
+
+    Pairs the imported tables leave unroutable are left out (counted by ``unroutable_agreement``).
+    """
     src, dst = all_pairs(f.n_hosts)
     # the imported fabric orders switches its own way: compare paths by node name and port
     rename = np.array([g.node_index[n] for n in f.node_names])
@@ -71,19 +79,52 @@ def agreement_with_fabscope(f, g, engine: str) -> tuple[int, int]:
     return len(src), int(np.all(a == b, axis=1).sum())
 
 
-def run_engine(sim, f, engine, extra=(), samples=20, ours=None, seed=0):
+def agreement_on_imported(g, engine: str) -> tuple[int, int]:
+    """Pairs fabscope's ``engine`` run on the imported fabric ``g`` routes as ``g``'s own tables do.
+
+    With tables on both sides every pair counts (a pair both leave unroutable is identical).
+    """
+    r = make_routing(g, engine)
+    lft = getattr(r, "lft", None)
+    if lft is not None:
+        return compare_routes(g, g.lft, lft)
+    src, dst = all_pairs(g.n_hosts)
+    a = named_paths(g, make_routing(g, "tables").routes(src, dst), len(src))
+    b = named_paths(g, r.routes(src, dst), len(src))
+    return len(src), int(np.all(a == b, axis=1).sum())
+
+
+def refuses(f, engine: str) -> str | None:
+    """fabscope's refusal of ``engine`` on ``f`` (one line), or None if it routes."""
+    try:
+        make_routing(f, engine)
+    except RoutingError as err:
+        return str(err)
+    return None
+
+
+def roots_file(sim, names) -> tuple[str, ...]:
+    """``-a FILE`` naming the switches ``names`` by GUID, as read from ibnetdiscover before routing."""
+    topo0 = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
+    path = f"{sim.workdir}/roots-{len(names)}.guids"
+    with open(path, "w") as fh:
+        fh.writelines(f"{n.guid:#018x}\n" for n in topo0.nodes.values() if n.desc in set(names))
+    return ("-a", path)
+
+
+def run_engine(sim, f, engine, roots=(), samples=20, ours=None, seed=0):
+    """Route with ``opensm -R engine`` (``roots``: switch names for ``-a``), import, and count agreement."""
     t0 = time.perf_counter()
-    row = {"fabric": f.name, "engine": engine + (" -a spines" if extra == "spine-roots" else "")}
-    if extra == "spine-roots":         # root GUIDs for updn/ftree: the top switches, found before routing
-        topo0 = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
-        roots = f"{sim.workdir}/roots.guids"
-        with open(roots, "w") as fh:
-            fh.writelines(f"{n.guid:#018x}\n" for n in topo0.nodes.values() if "spine" in n.desc)
-        extra = ("-a", roots)
+    label = engine + (f" -a {roots[0]}.." if len(roots) > 1 else f" -a {roots[0]}" if roots else "")
+    row = {"fabric": f.name, "engine": label}
+    extra = roots_file(sim, roots) if roots else ()
     try:
         dump = sim.opensm(engine, extra)
     except FabricError as err:
-        row["error"] = str(err).split(";")[0]
+        row["error"] = "opensm falls back to minhop" if "did not route with" in str(err) else str(err).split(";")[0]
+        if ours:
+            why = refuses(f, ours)
+            row["fabscope_refuses"] = why
         return row, None
     row["opensm_s"] = round(time.perf_counter() - t0, 2)
     topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
@@ -107,21 +148,65 @@ def run_engine(sim, f, engine, extra=(), samples=20, ours=None, seed=0):
         same += parse_ibtracert(out) == [(g.node_names[g.link_src[l]], int(g.link_src_port[l])) for l in r.path(k)]
     row["ibtracert"] = (samples, same)
     if ours:
-        row["fabscope"] = (ours, *agreement_with_fabscope(f, g, ours))
+        t2 = time.perf_counter()
+        row["fabscope_imported"] = agreement_on_imported(g, ours)
+        row["fabscope_s"] = round(time.perf_counter() - t2, 2)
+        if row["unroutable"] == 0 or refuses(f, ours) is None:
+            row["fabscope_generated"] = agreement_with_fabscope(f, g, ours)
+        row["fabscope"] = ours
+    if engine == "ftree" and "fabscope_generated" in row and refuses(f, "dmodk") is None:
+        row["dmodk_generated"] = agreement_with_fabscope(f, g, "dmodk")
+        if refuses(g, "dmodk") is None:
+            row["dmodk_imported"] = agreement_on_imported(g, "dmodk")
     return row, g
 
 
+def _irregular():
+    """A 3-level k=4 fat tree with four cables cut (a leaf uplink, two of a middle switch's, a top one)."""
+    g, _ = cut_cables(fat_tree(k=4, levels=3), ["s1-0000[5]", "s2-0005[4]", "s2-0005[8]", "s3-0002[1]"])
+    return g.with_params(generator="irregular")
+
+
+def _against_names():
+    """The 2:1 tree with each leaf's hosts cabled in reverse name order (port 1: the last name), as
+    clusters often are: an import numbers hosts by name, so host order no longer follows the ports."""
+    import dataclasses
+
+    f = xgft((24, 24), (1, 12))
+    per = 24
+    hn = [f"h{(i // per) * per + (per - 1 - i % per):04d}" for i in range(f.n_hosts)]
+    return dataclasses.replace(f, node_names=tuple(hn) + f.node_names[f.n_hosts:],
+                               name=f.name + ", hosts cabled against name order")
+
+
+#: (label, fabric, [(opensm engine, root switch names for -a, fabscope engine)])
+FOUR = ["minhop", "dor", "ftree", "updn"]
 CASES = [
-    ("fat-tree k=4 levels=3", lambda: fat_tree(k=4, levels=3), [("minhop", (), "minhop"), ("updn", (), "minhop"),
-                                                                 ("ftree", (), "dmodk")]),
-    ("fat-tree 16 leaves x 16, 8 spines", lambda: fat_tree(k=16, levels=2, up=8),
-     [("minhop", (), "minhop"), ("updn", (), "minhop"), ("ftree", (), "dmodk")]),
+    ("3-level tree, 648 hosts", lambda: xgft((18, 6, 6), (1, 9, 6)), [(e, (), e) for e in FOUR]),
+    ("2:1 tree, 24 leaves x 24, 12 spines", lambda: xgft((24, 24), (1, 12)), [(e, (), e) for e in FOUR]),
     ("torus 4x4x2, 2 hosts/router", lambda: torus((4, 4, 2), hosts_per_router=2, capacity=3071e6),
-     [("dor", (), "dor"), ("minhop", (), "minhop")]),
-    ("itasca", itasca, [("minhop", (), "minhop"), ("updn", (), "minhop"), ("updn", "spine-roots", "minhop"),
-                        ("dfsssp", (), "minhop"), ("sssp", (), "minhop"), ("ftree", (), None),
-                        ("ftree", "spine-roots", None)]),
+     [(e, (), e) for e in FOUR] + [("updn", ("r(0,0,0)",), "updn:roots=r(0,0,0)"), ("dor", (), "dor:tie=opensm")]),
+    ("irregular (3-level k=4 tree, 4 cables cut)", _irregular, [(e, (), e) for e in FOUR]),
+    ("2:1 tree, hosts cabled against names", _against_names, [("ftree", (), "ftree")]),
 ]
+QUICK = [
+    ("3-level tree k=4 (64 hosts)", lambda: fat_tree(k=4, levels=3), [(e, (), e) for e in FOUR]),
+    ("2:1 tree, 4 leaves x 4, 2 spines", lambda: fat_tree(k=4, levels=2, up=2), [(e, (), e) for e in FOUR]),
+    ("torus 4x4x2, 2 hosts/router", CASES[2][1], CASES[2][2]),
+    ("irregular (3-level k=4 tree, 4 cables cut)", _irregular, CASES[3][2]),
+]
+
+
+def itasca_cases():
+    from fabscope.fabric.generators.itasca import itasca as make
+
+    f = make()
+    spines = [n for n in f.node_names[f.n_hosts:] if "spine" in n]
+    roots = "+".join(spines)
+    return ("itasca", make, [("minhop", (), "minhop"), ("dor", (), "dor"), ("updn", (), "updn"),
+                             ("updn", tuple(spines), f"updn:roots={roots}"),
+                             ("dfsssp", (), None), ("sssp", (), None), ("ftree", (), "ftree"),
+                             ("ftree", tuple(spines), f"ftree:roots={roots}")])
 
 
 def fmt(t) -> str:
@@ -152,36 +237,136 @@ def itasca_figures(fabrics: dict[str, object], seeds: int = 10) -> list[dict]:
     return rows
 
 
+_SIMGRID_ROUTES = r"""
+import json, sys, simgrid
+dims, pairs = json.loads(sys.stdin.read())
+n = 1
+for k in dims:
+    n *= k
+xml = ("<?xml version='1.0'?><!DOCTYPE platform SYSTEM 'https://simgrid.org/simgrid.dtd'>"
+       "<platform version='4.1'><cluster id='t' prefix='n' suffix='' radical='0-%d' speed='1Gf' bw='1GBps' "
+       "lat='0us' topology='TORUS' topo_parameters='%s'/></platform>" % (n - 1, ",".join(map(str, dims))))
+open(sys.argv[1], "w").write(xml)
+e = simgrid.Engine(["sg", "--log=root.thres:critical"])
+e.load_platform(sys.argv[1])
+hs = {h.name: h for h in e.all_hosts}
+out = []
+for a, b in pairs:
+    cur, seq = a, [a]
+    for l in hs["n%d" % a].route_to(hs["n%d" % b])[0]:
+        x, y = (int(v) for v in l.name.split("_from_")[1].rsplit("_", 1)[0].split("_to_"))
+        cur = y if cur == x else x
+        seq.append(cur)
+    out.append(seq)
+print(json.dumps(out))
+"""
+
+
+def simgrid_agreement(dims, pairs: int | None = None, seed: int = 0) -> tuple[int, int, int] | None:
+    """(pairs, identical under dor:tie=simgrid, identical under dor:tie=plus) against SimGrid's torus zone.
+
+    Router by router, one host per router; all pairs, or a random matching of ``pairs``.  Runs SimGrid's
+    Python bindings under the system Python (Debian's python3-simgrid); None when they are missing.
+    """
+    import shutil
+    import subprocess
+
+    py = shutil.which("python3", path="/usr/bin")
+    if not py or subprocess.run([py, "-c", "import simgrid"], capture_output=True).returncode:
+        return None
+    f = torus(dims)
+    n = f.n_hosts
+    # SimGrid numbers hosts with the first dimension fastest; fabscope with the last
+    c = f.coords.astype(np.int64)
+    sg_id = np.zeros(n, np.int64)
+    stride = 1
+    for i, k in enumerate(dims):
+        sg_id += c[:, i] * stride
+        stride *= k
+    of_sg = np.argsort(sg_id)
+    if pairs is None:
+        src, dst = all_pairs(n)
+    else:
+        rng = np.random.default_rng(seed)
+        perm = rng.permutation(n)
+        src, dst = perm[: n // 2], perm[n // 2:]
+    with tempfile.TemporaryDirectory() as tmp:
+        res = subprocess.run([py, "-c", _SIMGRID_ROUTES, f"{tmp}/torus.xml"], capture_output=True, text=True,
+                             input=json.dumps([list(dims), [[int(sg_id[a]), int(sg_id[b])] for a, b in zip(src, dst)]]))
+    if res.returncode:
+        raise RuntimeError(res.stderr.strip().splitlines()[-1])
+    theirs = [tuple(int(of_sg[v]) for v in seq) for seq in json.loads(res.stdout)]
+    out = []
+    for tie in ("simgrid", "plus"):
+        r = make_routing(f, f"dor:tie={tie}").routes(src, dst)
+        same = 0
+        for k in range(len(src)):
+            nodes = [int(src[k])] + [int(f.link_dst[l]) - f.n_hosts for l in r.path(k)[1:-1]]
+            same += tuple(nodes) == theirs[k]
+        out.append(same)
+    return len(src), out[0], out[1]
+
+
+def short(spec: str | None) -> str:
+    """``updn:roots=a+b+c+...`` -> ``updn:roots=a+..(18)`` for the table."""
+    if not spec or len(spec) <= 24 or "roots=" not in spec:
+        return spec or "-"
+    head, roots = spec.split("roots=", 1)
+    parts = roots.split("+")
+    return f"{head}roots={parts[0]}+..({len(parts)})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--itasca", action="store_true", help="also Itasca's near/far figures under each engine")
+    ap.add_argument("--itasca", action="store_true", help="also Itasca, and its near/far figures under each engine")
+    ap.add_argument("--quick", action="store_true", help="small versions of the four shapes (under a minute)")
     ap.add_argument("--samples", type=int, default=20, help="ibtracert pairs per engine")
+    ap.add_argument("--simgrid", action="store_true", help="only: dor's tie rules against SimGrid's torus zone")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args()
+    if args.simgrid:
+        print("dor against SimGrid's torus zone (routers crossed), pairs identical / pairs checked")
+        for dims, pairs in (((4, 4, 2), None), ((6, 4, 4), None), ((16, 8, 8), 512)):
+            got = simgrid_agreement(dims, pairs)
+            if got is None:
+                print("needs SimGrid's Python bindings for /usr/bin/python3 (Debian: python3-simgrid)")
+                return 1
+            what = "all pairs" if pairs is None else f"random matching, {got[0]} pairs"
+            print(f"torus {'x'.join(map(str, dims)):<8} {what:<28} tie=simgrid {got[1]}/{got[0]}   "
+                  f"tie=plus {got[2]}/{got[0]}")
+        return 0
     if not have_ibsim():
         print("needs ibsim-utils, opensm and infiniband-diags", file=sys.stderr)
         return 1
     rows, itasca_tables = [], {}
-    print(f"{'fabric':<36}{'engine':<18}{'unroutable':>11}{'vs dump_fts':>16}{'vs ibtracert':>14}  "
-          f"{'vs fabscope engine':<24}{'import s':>9}")
-    for name, make, engines in CASES:
+    print("pairs identical / pairs checked; 'generated': fabscope's engine on the generated fabric, "
+          "'imported': on the fabric read back from ibsim")
+    print(f"{'fabric':<44}{'opensm engine':<22}{'unroutable':>10}{'vs dump_fts':>16}{'vs ibtracert':>13}  "
+          f"{'fabscope engine':<24}{'generated':>18}{'imported':>18}")
+    cases = (QUICK if args.quick else CASES) + ([itasca_cases()] if args.itasca else [])
+    for name, make, engines in cases:
         f = make()
         with tempfile.TemporaryDirectory() as tmp:
             write_ibsim(f, f"{tmp}/f.net")
             with IbSim(f"{tmp}/f.net", workdir=f"{tmp}/sim") as sim:
-                for engine, extra, ours in engines:
-                    row, g = run_engine(sim, f, engine, extra, args.samples, ours)
+                for engine, roots, ours in engines:
+                    row, g = run_engine(sim, f, engine, roots, args.samples, ours)
                     row["fabric"] = name
                     rows.append(row)
                     if "error" in row:
-                        print(f"{name:<36}{row['engine']:<18}  {row['error']}")
+                        ref = row.get("fabscope_refuses")
+                        tail = ("" if not ours else f"; fabscope's {ours} refuses too: {ref}" if ref
+                                else f"; fabscope's {ours} routes it (OpenSM does not)")
+                        print(f"{name:<44}{row['engine']:<22}  {row['error']}{tail}")
                         continue
                     if name == "itasca":
                         itasca_tables[row["engine"]] = g
-                    fs = row.get("fabscope")
-                    print(f"{name:<36}{row['engine']:<18}{row['unroutable']:>11}{fmt(row['dump_fts']):>16}"
-                          f"{fmt(row['ibtracert']):>14}  "
-                          f"{(fs[0] + ' ' + fmt(fs)) if fs else '-':<24}{row['import_s']:>9}")
+                    print(f"{name:<44}{row['engine']:<22}{row['unroutable']:>10}{fmt(row['dump_fts']):>16}"
+                          f"{fmt(row['ibtracert']):>13}  {short(row.get('fabscope')):<24}"
+                          f"{fmt(row.get('fabscope_generated')):>18}{fmt(row.get('fabscope_imported')):>18}")
+                    if "dmodk_generated" in row:
+                        print(f"{'':<44}{'':<22}{'':>10}{'':>16}{'':>13}  {'dmodk (textbook)':<24}"
+                              f"{fmt(row['dmodk_generated']):>18}{fmt(row.get('dmodk_imported')):>18}")
     out = {"agreement": rows}
     if args.itasca:
         f = itasca()

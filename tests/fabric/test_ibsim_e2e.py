@@ -13,14 +13,15 @@ import os
 import numpy as np
 import pytest
 
-from fabscope.errors import FabricError
+from fabscope.errors import FabricError, RoutingError
 from fabscope.fabric import Placement
 from fabscope.fabric.exporters import write_ibsim
 from fabscope.fabric.generators import fat_tree, itasca, torus
+from fabscope.routing.ftree import FtreeRefused
 from fabscope.fabric.ibtools import IbSim, check_lids, have_ibsim, parse_ibtracert, run_diag
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
 from fabscope.fabric.importers.lfts import compare_routes
-from fabscope.fabric.whatif import whatif
+from fabscope.whatif import cut_cables, whatif
 from fabscope.model.simulate import simulate
 from fabscope.routing import make_routing
 from fabscope.routing.tables import minhop_tables
@@ -68,10 +69,43 @@ def check_engine(sim, fabric, engine, extra=(), samples=12, seed=0):
     return g
 
 
+def named_routes(fabric, routing, src=None, dst=None):
+    """Every pair's path as ((node name, port), ...): comparable across fabrics that order links differently."""
+    if src is None:
+        src, dst = (x.ravel() for x in np.meshgrid(np.arange(fabric.n_hosts), np.arange(fabric.n_hosts)))
+        src, dst = src[src != dst], dst[src != dst]
+    r = routing.routes(src, dst) if not isinstance(routing, str) else make_routing(fabric, routing).routes(src, dst)
+    order = np.argsort(r.flow, kind="stable")
+    cut = np.flatnonzero(np.diff(r.flow[order])) + 1
+    names, ports = fabric.node_names, fabric.link_src_port
+    out = {}
+    for fl, links in zip(r.flow[order][np.r_[0, cut]].tolist(), np.split(r.link[order], cut)):
+        out[(fabric.host_names[src[fl]], fabric.host_names[dst[fl]])] = tuple(
+            (names[fabric.link_src[l]], int(ports[l])) for l in links.tolist())
+    return out
+
+
+def agree(a, b):
+    """(pairs checked, pairs identical) between two {pair: path} maps over the same pairs."""
+    assert a.keys() == b.keys()
+    return len(a), sum(a[k] == b[k] for k in a)
+
+
+def assert_engine_equals_opensm(f, g, engine):
+    """fabscope's ``engine`` routes every pair as OpenSM did, on the generated ``f`` and the imported ``g``."""
+    theirs = named_routes(g, "tables")
+    n = len(theirs)
+    assert agree(named_routes(g, engine), theirs) == (n, n), (engine, "imported")
+    assert agree(named_routes(f, engine), theirs) == (n, n), (engine, "generated")
+
+
 def test_fat_tree_under_minhop_updn_ftree(tmp_path):
     f = fat_tree(k=4, levels=3)             # 64 hosts, 48 switches, 3 levels
     with bring_up(f, tmp_path) as sim:
         got = {e: check_engine(sim, f, e) for e in ("minhop", "updn", "ftree")}
+        got["dor"] = route_with(sim, "dor")
+    for e, g in got.items():                # fabscope's four engines write OpenSM's tables, pair for pair
+        assert_engine_equals_opensm(f, g, e)
     g = got["minhop"]
     assert g.class_labels == ("Same Node", "Same Leaf", "Near Set", "Far Leafs")   # pods found from the graph
     # fabscope's min-hop engine writes the very tables opensm's minhop wrote
@@ -88,6 +122,23 @@ def test_torus_under_dor(tmp_path):
     f = torus((4, 4, 2), hosts_per_router=2, capacity=3071e6)
     with bring_up(f, tmp_path) as sim:
         g = check_engine(sim, f, "dor")
+        m = route_with(sim, "minhop")
+        for e in ("ftree", "updn"):                      # OpenSM falls back, and fabscope refuses, on a torus
+            with pytest.raises(FabricError, match=f"did not route with {e}"):
+                sim.opensm(e)
+            with pytest.raises(RoutingError, match="minhop"):
+                make_routing(f, e)
+    # dor: by coordinates on the generated torus (tie: +), by port order on the imported one (no coordinates)
+    assert g.coords is None and make_routing(g, "dor").lft is not None
+    assert_engine_equals_opensm(f, g, "dor")
+    assert_engine_equals_opensm(f, m, "minhop")
+    # SimGrid's tie rule differs exactly on pairs whose X, Y or Z goes half-way round from k/2 to 0
+    sg = named_routes(f, "dor:tie=simgrid")
+    theirs = named_routes(g, "tables")
+    differ = {k for k in theirs if sg[k] != theirs[k]}
+    c = {h: f.coords[f.host_index[h]] for h in f.host_names}
+    half = {(a, b) for a, b in theirs if any(c[a][i] == 2 and c[b][i] == 0 for i in range(2))}
+    assert differ and differ == half
     assert g.class_labels == ("Same Node", "Same Switch", "Diff Switches")
     res = simulate(g, Placement.block(g, g.n_hosts, ppn=1), make_traffic("random-pairs", g,
                    Placement.block(g, g.n_hosts, ppn=1), 1e6), "tables")
@@ -127,6 +178,68 @@ def test_cut_cable_reroute_and_whatif(tmp_path):
     # the model's own cut, rerouted by fabscope's min-hop, predicts the same losses as opensm's new tables
     m = whatif(g, [f"{leaf}[{port}]"], p, make_traffic("shift:k=4", g, p, 1e6), "tables")
     assert np.allclose(np.sort(m.loss), np.sort(w.loss))
+
+
+def route_with(sim, engine, extra=()):
+    """Route with opensm and import: the fabric with OpenSM's tables (no further checks)."""
+    dump = sim.opensm(engine, extra)
+    return build_fabric(parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout), read_lfts(dump))
+
+
+def irregular():
+    """A 3-level k=4 fat tree with four cables cut: no longer a fat tree (ftree refuses it)."""
+    return cut_cables(fat_tree(k=4, levels=3), ["s1-0000[5]", "s2-0005[4]", "s2-0005[8]", "s3-0002[1]"])[0]
+
+
+@pytest.mark.parametrize("make, engines, refused", [
+    (lambda: fat_tree(k=4, levels=2, up=2), ("minhop", "dor", "ftree", "updn"), ()),    # 2:1 oversubscribed
+    (irregular, ("minhop", "dor", "updn"), ("ftree",)),
+], ids=["oversubscribed", "irregular"])
+def test_engines_equal_opensm(tmp_path, make, engines, refused):
+    f = make()
+    with bring_up(f, tmp_path) as sim:
+        got = {e: route_with(sim, e) for e in engines}
+        for e in refused:
+            with pytest.raises(FabricError, match=f"did not route with {e}"):
+                sim.opensm(e)
+            with pytest.raises(FtreeRefused, match="not a pure fat tree"):
+                make_routing(f, e)
+    for e, g in got.items():
+        assert_engine_equals_opensm(f, g, e)
+
+
+@pytest.mark.parametrize("engine", ["ftree", "updn"])
+def test_whatif_reroutes_as_opensm(tmp_path, engine):
+    """A cable cut in the running ibsim, opensm rerun: fabscope's what-if reroute equals OpenSM's new tables."""
+    f = fat_tree(k=4, levels=3)
+    top = [n for n in f.node_names[f.n_hosts:] if n.startswith("s3-")]
+    cut = "s1-0000[5]"                                  # a leaf's first uplink
+    with bring_up(f, tmp_path) as sim:
+        roots = ()
+        if engine == "ftree":          # with roots named, OpenSM's ftree routes the cut tree (else: minhop)
+            topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
+            path = tmp_path / "roots.guids"
+            path.write_text("".join(f"{n.guid:#018x}\n" for n in topo.nodes.values() if n.desc in top))
+            roots = ("-a", str(path))
+        g = route_with(sim, engine, roots)
+        sim.unlink("s1-0000", 5)
+        h = route_with(sim, engine, roots)
+    spec = engine + (":roots=" + "+".join(top) if roots else "")
+    # the reroute itself: fabscope's engine on the cut fabric writes OpenSM's rerouted tables, pair for pair
+    theirs = named_routes(h, "tables")
+    assert agree(named_routes(cut_cables(g, [cut])[0], spec), theirs) == (len(theirs), len(theirs))
+    p = Placement.block(g, g.n_hosts, ppn=1)
+    t = make_traffic("shift:k=4", g, p, 1e6)
+    real = whatif(g, [cut], p, t, "tables", fabric_after=h)
+    ours = whatif(g, [cut], p, t, spec)
+    assert ours.routing_after == spec
+    assert real.n_losing > 0
+    losing = real.loss > 1e-6
+    assert np.array_equal(ours.loss > 1e-6, losing)              # the same pairs lose bandwidth ...
+    assert np.allclose(ours.bw_after[losing], real.bw_after[losing])     # ... and by as much
+    # imported tables alone: fabscope finds the engine that wrote them and reroutes with it
+    auto = whatif(g, [cut], p, t, "tables", reroute_with=spec)
+    assert np.allclose(auto.bw_after, real.bw_after)
 
 
 def test_discover_says_what_failed(tmp_path, monkeypatch):

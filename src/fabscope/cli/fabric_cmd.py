@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--fail", action="append", required=True,
                    help="cable to cut: node[port] (e.g. 'L12[17]'), or a switch name; repeat or comma-separate")
     w.add_argument("--pattern", default="random-pairs", help="traffic pattern spec (default random-pairs)")
-    w.add_argument("--routing", help="routing engine (default: the fabric's own)")
+    w.add_argument("--routing", help="routing engine (default: the fabric's own), e.g. ftree, updn:roots=S1+S2")
+    w.add_argument("--reroute", help="engine the subnet manager reroutes imported tables with "
+                                     "(default: the fabscope engine that reproduces them)")
     w.add_argument("--ppn", type=int, default=1, help="ranks per node (default 1)")
     w.add_argument("--ranks", type=int, help="ranks (default: one per host times ppn)")
     w.add_argument("--size", default="1MB", help="message size (default 1MB)")
@@ -90,7 +92,7 @@ def _export(args: argparse.Namespace) -> int:
 def _whatif(args: argparse.Namespace) -> int:
     from fabscope.fabric.io import load_fabric
     from fabscope.fabric.placement import Placement
-    from fabscope.fabric.whatif import whatif
+    from fabscope.whatif import whatif
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 
@@ -98,6 +100,6 @@ def _whatif(args: argparse.Namespace) -> int:
     placement = Placement.block(fabric, args.ranks or args.ppn * fabric.n_hosts, args.ppn)
     traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)
     cuts = [c.strip() for spec in args.fail for c in spec.split(",") if c.strip()]
-    w = whatif(fabric, cuts, placement, traffic, args.routing)
+    w = whatif(fabric, cuts, placement, traffic, args.routing, reroute_with=args.reroute)
     print("\n".join(w.lines(args.top)))
     return 0

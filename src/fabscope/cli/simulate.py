@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hostfile", help="place ranks by a host file, one line per rank ($PBS_NODEFILE)")
     p.add_argument("--size", default="1MiB", help="message size (default: 1MiB)")
     p.add_argument("--seed", type=int, default=0, help="seed of random patterns and routing choices")
-    p.add_argument("--routing", choices=ENGINES, help="routing engine (default: the fabric's own)")
+    p.add_argument("--routing", metavar="ENGINE", help=f"routing engine: {', '.join(ENGINES)}, with options "
+                   "such as dor:tie=simgrid or updn:roots=S1+S2 (default: the fabric's own)")
     p.add_argument("--model", choices=MODELS, default="maxmin", help="flow model (default: maxmin)")
     p.add_argument("--offset", type=int, help="leaf-offset: offset between paired leaves")
     p.add_argument("--hops", type=int, help="partner-hops: hops between partners")

@@ -4,9 +4,12 @@ Engines, by name (``make_routing``):
 
 ========== ============================================================
 dmodk      D-mod-K on fat trees (computed, any size)
-minhop     OpenSM-like min-hop forwarding tables (balanced by port use)
+minhop     OpenSM's minhop: min-hop forwarding tables balanced by port use
+ftree      OpenSM's ftree (``ftree:roots=S1+S2``; default: the top level)
+updn       OpenSM's updn (``updn:roots=S1+S2``; default: found as OpenSM does)
 tables     forwarding tables given with the fabric (imported from OpenSM)
 dor        dimension-order routing on tori, meshes, hypercubes
+           (``dor:tie=plus|simgrid|opensm``; OpenSM's dor without coordinates)
 minimal    minimal routing (min-hop tables; dragonflies: local-global-local)
 ecmp       one minimal path per flow by hash; ``ecmp-random`` by seed
 adaptive   each flow split evenly over its minimal next hops (ideal bound)
@@ -29,9 +32,9 @@ from fabscope.errors import RoutingError
 from fabscope.fabric.model import Fabric
 from fabscope.routing.routes import Routes, check_routes, walk
 
-__all__ = ["ENGINES", "Routes", "Routing", "check_routes", "default_engine", "make_routing", "walk"]
+__all__ = ["ENGINES", "Routes", "Routing", "check_routes", "default_engine", "make_routing", "parse_engine", "walk"]
 
-ENGINES = ("dmodk", "minhop", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive")
+ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive")
 
 
 class Routing(Protocol):
@@ -55,15 +58,57 @@ def default_engine(fabric: Fabric) -> str:
     return "minimal"
 
 
+def parse_engine(spec: str) -> tuple[str, dict[str, str]]:
+    """``'dor:tie=simgrid'`` -> ``('dor', {'tie': 'simgrid'})``.
+
+    >>> parse_engine("updn:roots=s2-0000+s2-0001")
+    ('updn', {'roots': 's2-0000+s2-0001'})
+    >>> parse_engine("updn:roots=r(0,0,0)+r(1,0,0)")
+    ('updn', {'roots': 'r(0,0,0)+r(1,0,0)'})
+    """
+    name, _, rest = spec.partition(":")
+    opts = {}
+    items: list[str] = []
+    for part in rest.split(","):         # a comma inside a value (switch "r(0,0,0)") joins it back
+        if items and "=" not in part:
+            items[-1] += "," + part
+        else:
+            items.append(part)
+    for item in filter(None, items):
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
+            raise RoutingError(f"cannot read routing option {item!r} in {spec!r}: write key=value")
+        opts[k.strip()] = v.strip()
+    return name.strip(), opts
+
+
+_OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}}
+
+
 def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
                  lft: np.ndarray | None = None) -> Routing:
-    """The routing engine ``name`` (default: :func:`default_engine`) on ``fabric``."""
+    """The routing engine ``name`` (default: :func:`default_engine`) on ``fabric``.
+
+    ``name`` may carry options: ``dor:tie=simgrid``, ``updn:roots=S1+S2``.
+    """
     from fabscope.routing.dor import DimensionOrderRouting
     from fabscope.routing.multipath import MultipathRouting
     from fabscope.routing.tables import TableRouting, minhop_tables
     from fabscope.routing.tree import DModKRouting
 
-    name = name or default_engine(fabric)
+    name, opts = parse_engine(name or default_engine(fabric))
+    bad = set(opts) - _OPTIONS.get(name, set())
+    if bad and name in ENGINES:
+        raise RoutingError(f"routing {name!r} takes no option {sorted(bad)[0]!r}")
+    roots = [r for r in opts.get("roots", "").split("+") if r] or None
+    if name == "ftree":
+        from fabscope.routing.ftree import FatTreeRouting
+
+        return FatTreeRouting(fabric, roots)
+    if name == "updn":
+        from fabscope.routing.updn import UpDownRouting
+
+        return UpDownRouting(fabric, roots)
     if name == "dmodk":
         return DModKRouting(fabric)
     if name in ("minhop", "minimal"):
@@ -75,7 +120,7 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
                                "'fabscope fabric import --lfts' or pick another routing")
         return TableRouting(fabric, np.asarray(table), name="tables")
     if name == "dor":
-        return DimensionOrderRouting(fabric)
+        return DimensionOrderRouting(fabric, opts.get("tie"))
     if name == "ecmp":
         return MultipathRouting(fabric, "ecmp", seed)
     if name == "ecmp-random":

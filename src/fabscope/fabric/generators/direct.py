@@ -60,15 +60,27 @@ def torus(dims: Sequence[int], *, periodic: bool | Sequence[bool] = True, hosts_
     routers = [b.add_switch("r(" + ",".join(map(str, c)) + ")", level=0) for c in coords]
     for i, h in enumerate(hosts):
         b.cable(h, routers[i // hosts_per_router], capacity, latency)
+    # router ports: its hosts, then per dimension the + cable before the - cable, so that
+    # OpenSM's dor (first least-hop port in port order) goes + half-way round an even ring
+    cables = []                          # (router a, router b, dimension): b is a's + neighbour
     for d, k in enumerate(dims):
         if k == 1:
             continue
         for r in range(n_r):
             c = coords[r, d]
             if c + 1 < k:
-                b.cable(routers[r], routers[r + strides[d]], capacity, latency)
+                cables.append((r, r + strides[d], d))
             elif per[d] and k > 2:
-                b.cable(routers[r], routers[r - (k - 1) * strides[d]], capacity, latency)
+                cables.append((r, r - (k - 1) * strides[d], d))
+    ends = sorted([(a, d, 0, i) for i, (a, _, d) in enumerate(cables)]
+                  + [(bb, d, 1, i) for i, (_, bb, d) in enumerate(cables)])
+    port = np.zeros((len(cables), 2), np.int64)
+    nxt = np.full(n_r, hosts_per_router + 1)
+    for r, _, side, i in ends:
+        port[i, side] = nxt[r]
+        nxt[r] += 1
+    for i, (a, bb, _) in enumerate(cables):
+        b.cable(routers[a], routers[bb], capacity, latency, port_a=int(port[i, 0]), port_b=int(port[i, 1]))
     host_coords = np.repeat(coords, hosts_per_router, axis=0)
     groups, levels = {}, ()
     if hosts_per_router > 1:

@@ -10,7 +10,7 @@ import pytest
 from fabscope.errors import FabricError
 from fabscope.fabric import Placement
 from fabscope.fabric.generators import fat_tree, itasca
-from fabscope.fabric.whatif import cut_cables, whatif
+from fabscope.whatif import cut_cables, whatif
 from fabscope.routing.tables import minhop_tables
 from fabscope.traffic.spec import make_traffic
 
@@ -64,9 +64,47 @@ def test_itasca_one_uplink_cut_costs_only_pairs_through_it():
 
 
 def test_cli_whatif(capsys):
-    from test_import import run
+    from fabscope.cli import main
 
-    assert run(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=2,up=2", "--fail", "s1-0000[5]",
+    assert main(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=2,up=2", "--fail", "s1-0000[5]",
                 "--pattern", "shift:k=4", "--routing", "minhop"]) == 0
     out = capsys.readouterr().out
     assert "pairs lose bandwidth; worst loses 50%" in out
+    assert main(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=3", "--fail", "s1-0000[5]",
+                 "--pattern", "shift:k=4", "--routing", "ftree"]) == 0
+    assert "routing after: minhop (OpenSM's ftree falls back: not a pure fat tree" in capsys.readouterr().out
+
+
+def test_ftree_whatif_falls_back_to_minhop_as_opensm_does_unless_roots_are_named():
+    f = fat_tree(k=4, levels=3)
+    p = Placement.block(f, f.n_hosts, ppn=1)
+    t = make_traffic("shift:k=4", f, p, 1e6)
+    w = whatif(f, ["s1-0000[5]"], p, t, "ftree")
+    assert w.routing_after.startswith("minhop (OpenSM's ftree falls back: not a pure fat tree: s1-0001 has 4 up")
+    top = "+".join(n for n in f.node_names if n.startswith("s3-"))
+    r = whatif(f, ["s1-0000[5]"], p, t, f"ftree:roots={top}")
+    assert r.routing_after == f"ftree:roots={top}"
+    assert np.array_equal(r.bw_before, w.bw_before)         # ftree either way before the cut
+    m = whatif(f, ["s1-0000[5]"], p, t, "minhop")
+    assert np.allclose(w.bw_after, m.bw_after)
+
+
+def test_imported_tables_reroute_with_the_engine_that_wrote_them(capsys):
+    from fabscope.routing import make_routing
+
+    f = fat_tree(k=4, levels=3)
+    g = dataclasses.replace(f, lft=make_routing(f, "ftree").lft)
+    p = Placement.block(g, g.n_hosts, ppn=1)
+    t = make_traffic("shift:k=4", g, p, 1e6)
+    w = whatif(g, ["s1-0000[5]"], p, t, "tables")
+    assert w.routing_after.startswith("minhop (OpenSM's ftree falls back") and "reproduces" in w.routing_after
+    u = whatif(g, ["s1-0000[5]"], p, t, "tables", reroute_with="updn")
+    assert u.routing_after == "updn"
+    # tables no engine reproduces (one leaf sends one host up its other uplink): min-hop stands in, and says so
+    lft = make_routing(f, "ftree").lft.copy()
+    leaf = f.node_index["s1-0000"] - f.n_hosts
+    up = [l for l in range(f.n_links) if f.link_src[l] == f.n_hosts + leaf and f.link_dst[l] >= f.n_hosts]
+    d = 4                                          # a host on another leaf
+    lft[leaf, d] = next(l for l in up if l != lft[leaf, d])
+    x = whatif(dataclasses.replace(f, lft=lft), ["s1-0000[5]"], p, t, "tables")
+    assert x.routing_after.startswith("minhop (standing in for the subnet manager: no fabscope engine")

@@ -4,10 +4,15 @@ A cut is ``node[port]`` (the cable at that port) or ``node`` (every cable of
 a switch).  :func:`cut_cables` returns the fabric without them, its
 forwarding tables (if any) carried over with the cut links' entries
 emptied.  :func:`whatif` runs a pattern on the fabric before and after:
-the routing after is the same engine on the cut fabric, except for imported
-tables, which the subnet manager would rewrite: then the new tables given
-(``lft_after``, e.g. re-read after OpenSM rerouted in ibsim) or fabscope's
-min-hop engine, OpenSM's default, stand in.
+the routing after is the same engine on the cut fabric, as the subnet
+manager would rerun it (``ftree`` without roots on a fabric that is no
+longer a pure fat tree falls back to ``minhop``, as OpenSM's does).
+Imported tables are what the subnet manager rewrites: then the new tables
+given (``lft_after``, e.g. re-read after OpenSM rerouted in ibsim), or the
+engine named by ``reroute``, or else the fabscope engine that reproduces
+the imported tables exactly (ftree, updn, minhop or dor: see
+:func:`tables_engine`); only when none does, min-hop, OpenSM's default,
+stands in, and the report says so.
 
 >>> from fabscope.fabric.generators import fat_tree
 >>> from fabscope.fabric import Placement
@@ -133,27 +138,80 @@ class WhatIf:
         return out
 
 
+#: engines tried, in this order, to explain imported tables
+SM_ENGINES = ("ftree", "updn", "minhop", "dor")
+
+
+def tables_engine(fabric: Fabric) -> str | None:
+    """The first of :data:`SM_ENGINES` whose tables equal the fabric's own, entry for entry.
+
+    >>> from dataclasses import replace
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> from fabscope.routing import make_routing
+    >>> f = fat_tree(k=4, levels=3)
+    >>> tables_engine(replace(f, lft=make_routing(f, "minhop").lft))   # ftree differs here, updn matches
+    'updn'
+    >>> tables_engine(replace(f, lft=make_routing(f, "ftree").lft))
+    'ftree'
+    """
+    from fabscope.errors import RoutingError
+    from fabscope.routing import make_routing
+
+    if fabric.lft is None:
+        return None
+    for name in SM_ENGINES:
+        try:
+            r = make_routing(fabric, name)
+        except RoutingError:
+            continue
+        lft = getattr(r, "lft", None)
+        if lft is not None and np.array_equal(lft, fabric.lft):
+            return name
+    return None
+
+
+def reroute(fabric: Fabric, name: str):
+    """The routing OpenSM's engine ``name`` gives the (cut) fabric, and a label saying which it is."""
+    from fabscope.routing import make_routing
+    from fabscope.routing.ftree import FtreeRefused
+
+    try:
+        return make_routing(fabric, name), name
+    except FtreeRefused as err:
+        return make_routing(fabric, "minhop"), f"minhop (OpenSM's ftree falls back: {err.why})"
+
+
 def whatif(fabric: Fabric, cuts: Sequence[str], placement: Placement, traffic: Traffic,
            routing: str | None = None, lft_after: np.ndarray | None = None,
-           fabric_after: Fabric | None = None) -> WhatIf:
-    """Run ``traffic`` before and after cutting ``cuts`` (see the module docstring)."""
+           fabric_after: Fabric | None = None, reroute_with: str | None = None) -> WhatIf:
+    """Run ``traffic`` before and after cutting ``cuts`` (see the module docstring).
+
+    ``reroute_with``: the subnet manager's engine for imported tables (default: :func:`tables_engine`).
+    """
     from fabscope.model.simulate import simulate
     from fabscope.routing import default_engine, make_routing
 
     name = routing or default_engine(fabric)
-    before = simulate(fabric, placement, traffic, make_routing(fabric, name))
     if fabric_after is None:
         after_f, gone = cut_cables(fabric, cuts)
     else:
         after_f, gone = fabric_after, list(cuts)
-    if name == "tables":
+    if name.split(":")[0] == "tables":
         if lft_after is not None or (fabric_after is not None and fabric_after.lft is not None):
             table = lft_after if lft_after is not None else after_f.lft
             router, label = make_routing(after_f, "tables", lft=table), "tables (rerouted)"
         else:
-            router, label = make_routing(after_f, "minhop"), "minhop (standing in for the subnet manager)"
+            engine = reroute_with or tables_engine(fabric)
+            if engine is None:
+                router, label = make_routing(after_f, "minhop"), ("minhop (standing in for the subnet manager: "
+                                                                  "no fabscope engine reproduces these tables)")
+            else:
+                router, label = reroute(after_f, engine)
+                if not reroute_with:
+                    label += " (the engine that reproduces the imported tables)"
     else:
-        router, label = make_routing(after_f, name), name
+        router, label = reroute(after_f, name)
+    before = simulate(fabric, placement, traffic, make_routing(fabric, name))
     if fabric_after is not None:     # same hosts by name, maybe in another fabric: place ranks by name
         placement = Placement.from_hostlist(after_f, [fabric.host_names[h] for h in placement.host])
     after = simulate(after_f, placement, traffic, router)
