@@ -6,6 +6,7 @@ from typing import Mapping, Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fabscope.result import ClassSummary, Result
 
@@ -57,3 +58,19 @@ def print_result(result: Result, console: Console | None = None,
         for label, items in lim.items():
             txt = "; ".join(f"{i['name']} ({i['flows']})" for i in items[:limits])
             con.print(f"  [dim]{label}:[/dim] {txt}")
+
+
+def print_tables(tables: Sequence, console: Console | None = None, title: str = "") -> None:
+    """Print report tables (:class:`fabscope.report.sections.Table`) as the HTML page shows them."""
+    con = console or make_console()
+    if title:
+        con.rule(f"[bold]{title}")
+    for tab in tables:
+        t = Table(title=tab.title, title_justify="left", box=None, pad_edge=False)
+        for i, col in enumerate(tab.columns):
+            t.add_column(col, justify="left" if i == 0 or col in ("route", "link", "cable") else "right")
+        for row in tab.rows:
+            t.add_row(*(Text(str(c)) for c in row))   # host and link names are text, not markup
+        con.print(t)
+        if tab.note:
+            con.print(Text(tab.note, style="dim"))
