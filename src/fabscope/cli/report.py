@@ -34,6 +34,25 @@ def _need_libraries() -> None:
                             "pip install 'fabscope[report]'") from err
 
 
+def check_output(path: str) -> None:
+    """Refuse before any work a report that cannot be written (and a missing report library)."""
+    _need_libraries()
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FabscopeError(f"cannot write {path}: no folder {folder}")
+    if not os.access(folder, os.W_OK):
+        raise FabscopeError(f"cannot write {path}: folder {folder} is not writable")
+
+
+def report_results(results, output: str, fabric=None, console=None, labels=None) -> int:
+    """The report of results in memory (``simulate --report``, ``demo``): the tables were printed already."""
+    from fabscope.report.inputs import Run
+
+    labels = labels or [str(r.meta.get("pattern") or r.meta.get("kind") or "run") for r in results]
+    runs = [Run(lab, r, fabric=fabric, path=lab) for lab, r in zip(labels, results)]
+    return write(runs, output, quiet=True, console=console)
+
+
 def run(args: argparse.Namespace) -> int:
     _need_libraries()
     from fabscope.report.build import read_inputs, write_report
@@ -43,9 +62,7 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.fabric.io import load_fabric
 
         fabric = load_fabric(args.fabric)
-    out_dir = os.path.dirname(os.path.abspath(args.output))
-    if not os.path.isdir(out_dir):
-        raise FabscopeError(f"cannot write {args.output}: no folder {out_dir}")
+    check_output(args.output)
     runs = read_inputs(args.files, model=args.model, fabric=fabric, partial=args.partial)
     return write(runs, args.output, title=args.title, images=args.images, quiet=args.quiet)
 

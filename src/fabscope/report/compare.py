@@ -40,10 +40,12 @@ def _keys(r: Result, cols: tuple[str, ...]) -> list[tuple]:
 def match(a: Result, b: Result) -> tuple[np.ndarray, np.ndarray]:
     """Indices (ia, ib) of the pairs two results share: same ranks on the same hosts.
 
-    Falls back to the same host pair (ranks aside) when no rank pair matches.
+    Falls back to the same host pair (ranks aside) when no rank pair matches,
+    and to rank pairs alone only when a result names no hosts.
     """
+    hosts = all("src_host" in r.pairs and "dst_host" in r.pairs for r in (a, b))
     for cols in (KEY_COLUMNS, ("src_host", "dst_host"), ("src", "dst")):
-        if not all(c in a.pairs and c in b.pairs for c in cols):
+        if not all(c in a.pairs and c in b.pairs for c in cols) or (hosts and "src_host" not in cols):
             continue
         kb = {k: i for i, k in enumerate(_keys(b, cols))}
         ia, ib = [], []
