@@ -85,11 +85,14 @@ class DevTools:
             try:
                 msg = json.loads(self.ws.recv())
             except Exception:
+                self.ws.settimeout(60)
                 return False
             if "method" in msg:
                 self.events.append(msg)
                 if msg["method"] == method:
+                    self.ws.settimeout(60)
                     return True
+        self.ws.settimeout(60)
         return False
 
     def evaluate(self, expr: str) -> Any:

@@ -44,7 +44,7 @@ COLORSCALE = "Viridis"
 #: matrices with more cells than this go to the browser as uint16 MB/s instead of float32
 FLOAT_CELLS = 400_000
 #: scatter plots draw at most this many points (the furthest pairs always among them)
-MAX_POINTS = 20_000
+MAX_POINTS = 5_000
 
 
 @dataclass
@@ -172,7 +172,7 @@ def leaf_heatmaps(result: Result, fabric: Fabric) -> Picture | None:
     return Picture("leaf-matrix", "Leaf-by-leaf matrices", fig, cap, 1500, 560)
 
 
-def rank_heatmap(result: Result, max_ranks: int = 1024) -> Picture | None:
+def rank_heatmap(result: Result, max_ranks: int = 1024, min_density: float = 0.05) -> Picture | None:
     """Rank by rank (average over repeats), for runs small or dense enough to show as a matrix."""
     if "src" not in result.pairs:
         return None
@@ -182,7 +182,7 @@ def rank_heatmap(result: Result, max_ranks: int = 1024) -> Picture | None:
     if n < 2 or n > max_ranks:
         return None
     cells = len(np.unique(src * (ranks.max() + 1) + dst))
-    if n > 64 and cells < 0.05 * n * n:
+    if n > 64 and cells < min_density * n * n:
         return None          # too sparse to be worth a matrix (e.g. random pairs)
     i, j = np.searchsorted(ranks, src), np.searchsorted(ranks, dst)
     m = pair_matrix(i, j, np.asarray(result.pairs["bandwidth"], float) / MB, n)
@@ -319,7 +319,7 @@ def compare_scatter(result: Result, furthest: np.ndarray) -> Picture | None:
             continue
         cd = np.stack([p["src"][sel], p["dst"][sel]], 1) if "src" in p else None
         txt = ([f"{a} -> {b}" for a, b in zip(p["src_host"][sel], p["dst_host"][sel])] if hosts else None)
-        fig.add_trace(go.Scattergl(
+        fig.add_trace(go.Scatter(
             x=mod[sel].astype(np.float32), y=meas[sel].astype(np.float32), mode="markers", name=label,
             marker=dict(color=color(i), size=6, opacity=0.7), customdata=cd, text=txt,
             hovertemplate=(f"{label}<br>ranks %{{customdata[0]}} -> %{{customdata[1]}}<br>%{{text}}<br>"

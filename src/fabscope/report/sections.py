@@ -271,7 +271,7 @@ def run_section(run: Run, title: str | None = None) -> Section:
             sec.tables.append(Table("Leaf pairs: the per-leaf-pair minima [MB/sec]", ["leaf pairs", "Max", "Average",
                                     "Min"], [[k, _f(a, 0), _f(b, 0), _f(c, 0)] for k, (a, b, c)
                                              in lm.block_summary("min").items()]))
-        rank = fg.rank_heatmap(r, max_ranks=256 if leaf else 1024)
+        rank = fg.rank_heatmap(r, min_density=0.5 if leaf else 0.05)
         if rank:
             sec.pictures.append(rank)
         elif not leaf:
