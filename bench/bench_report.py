@@ -49,6 +49,10 @@ def measure(name: str, runs: list[Run], folder: str) -> None:
     path = os.path.join(folder, f"{name}.html")
     size = write_report(runs, path, sections=secs)
     build = time.perf_counter() - t0
+    from fabscope.report.html import picture_html
+
+    parts = ", ".join(f"{p.name} {len(picture_html(p, 'x')) / 1e6:.2f}" for s in secs for p in s.pictures)
+    print(f"{name:<8} pictures [MB]: {parts}")
     page = open_report(path, screenshot=False, timeout=120)
     ok = "ok" if not page.errors and not page.requests and page.drawn == page.pictures else "PROBLEM"
     print(f"{name:<8} fabscope report: {size / 1e6:6.2f} MB, built in {build:5.2f} s, rendered in "

@@ -116,7 +116,7 @@ def heatmap(m: np.ndarray, labels: Sequence[str], axis: str, title: str, name: s
         hovertemplate=f"from %{{y}}<br>to %{{x}}<br>%{{z:.0f}} {unit}<extra></extra>"))
     _blocks(fig, blocks, lab)
     n = len(lab)
-    ax = dict(title=f"destination {axis}", showticklabels=n <= 40, type="category")
+    ax = dict(title=f"destination {axis}", showticklabels=n <= 40, type="category", automargin=True)
     _layout(fig, title, xaxis=ax, yaxis=dict(ax, title=f"source {axis}", autorange="reversed"),
             width=None, height=None)
     return Picture(name, title, fig, caption, 760, 680)
