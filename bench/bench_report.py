@@ -58,7 +58,8 @@ def measure(name: str, runs: list[Run], folder: str) -> None:
     print(f"{name:<8} fabscope report: {size / 1e6:6.2f} MB, built in {build:5.2f} s, rendered in "
           f"{page.render_seconds:5.2f} s ({page.drawn}/{page.pictures} pictures, {len(page.errors)} JS errors, "
           f"{len(page.requests)} requests: {ok})")
-    pics = [p for s in secs for p in s.pictures if p.name in ("rank-matrix", "leaf-matrix")]
+    pics = sorted((p for s in secs for p in s.pictures if p.name in ("rank-matrix", "leaf-matrix")),
+                  key=lambda p: p.name != "rank-matrix")
     if pics:
         import plotly.express as px
 
