@@ -233,3 +233,23 @@ def test_static_export_png_and_svg(tmp_path, leaf_run, tree, chromium_ok):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     assert "<svg" in (tmp_path / "img" / "leaf-matrix.svg").read_text()[:500]
     assert not [f for f in os.listdir(tmp_path / "img") if ".part" in f]
+
+
+@pytest.mark.mpi
+def test_measured_run_reported_with_curves_and_fit(tmp_path, capsys):
+    from fabscope.errors import MeasureError
+    from fabscope.measure.mpi import find_mpi
+
+    try:
+        find_mpi()
+    except MeasureError as err:
+        pytest.skip(f"no MPI: {err}")
+    jl, out = tmp_path / "pp.jsonl", tmp_path / "pp.html"
+    assert main(["measure", "--np", "2", "--timeout", "60", "--out", str(jl), "pingpong,random-pairs",
+                 "--max-size", "65536", "--iterations", "20"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(jl), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Fitted latency model" in text and "kinks (protocol switch points)" in text
+    html = out.read_text()
+    assert 'data-name="size-curves"' in html and 'data-name="classes"' in html

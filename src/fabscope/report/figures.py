@@ -271,8 +271,8 @@ def size_curves(series: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
             for ref in ("x", "x2"):
                 fig.add_vline(x=k, line=dict(color="#d62728", dash="dot", width=1), xref=ref,
                               row=1, col=1 if ref == "x" else 2)
-            fig.add_annotation(x=np.log10(k), y=1.0, xref="x", yref="paper", text=f"kink {k:,} B",
-                               showarrow=False, font=dict(color="#d62728", size=11), yanchor="bottom")
+            fig.add_annotation(x=np.log10(k), y=0.97, xref="x", yref="paper", text=f" kink {k:,} B",
+                               showarrow=False, font=dict(color="#d62728", size=11), yanchor="top", xanchor="left")
     fig.update_xaxes(type="log", title="message size [B]")
     fig.update_yaxes(type="log")
     _layout(fig, "Latency and bandwidth against message size", legend=dict(orientation="h", y=-0.2))
