@@ -199,7 +199,7 @@ def test_bad_input_one_line_no_report(tmp_path, leaf_run, itasca_fabric, capsys)
 
 def test_simulate_report_flag(tmp_path, capsys):
     out = tmp_path / "ft.html"
-    assert main(["simulate", "--fabric", "fat-tree:k=4,levels=2", "--pattern", "leaf-pairs", "--ppn", "1",
+    assert main(["simulate", "--fabric", "fat-tree:k=8,levels=2", "--pattern", "leaf-pairs", "--ppn", "1",
                  "--report", str(out)]) == 0
     assert "report: " in capsys.readouterr().out
     html = out.read_text()
@@ -209,8 +209,9 @@ def test_simulate_report_flag(tmp_path, capsys):
 
 
 def test_mapping_metrics_are_drawn(tmp_path, capsys):
-    js = tmp_path / "map.json"
-    assert main(["map", "--fabric", "fat-tree:k=4,levels=2", "--ppn", "1", "--comm", "ring:16",
+    js, hosts = tmp_path / "map.json", tmp_path / "hosts"
+    hosts.write_text("".join(f"h{i:04d}\n" for i in range(16)))
+    assert main(["map", "--fabric", "fat-tree:k=4,levels=2", "--nodes", str(hosts), "--ppn", "1", "--comm", "ring:16",
                  "--compare", "block,random", "--json", str(js)]) == 0
     capsys.readouterr()
     runs = read_inputs([str(js)])

@@ -16,7 +16,7 @@ anything is drawn; the page is written atomically.
 >>> runs = read_inputs([os.path.join(d, "run.json")])
 >>> size = write_report(runs, os.path.join(d, "r.html"))
 >>> size > 4_000_000, [p.name for p in report_sections(runs)[0].pictures]
-(True, ['classes', 'node-matrix', 'links', 'fabric'])
+(True, ['classes', 'leaf-matrix', 'rank-matrix', 'links', 'fabric'])
 """
 
 from __future__ import annotations
@@ -42,11 +42,15 @@ def read_inputs(paths: Sequence[str], model: str | None = None, fabric: Fabric |
         mod = read_input(model, partial)
         if mod.result is None:
             raise SchemaError(f"{model}: not a modeled result")
-        attach_fabric([mod], fabric)
         joined = []
         for r in runs:
             if r.result is None:
                 raise SchemaError(f"{r.path}: no pairs to compare with the model")
+            a, b = r.fabric_name, mod.fabric_name
+            if a and b and a != b:
+                raise SchemaError(f"the measurement is of fabric {a!r} but the model of fabric {b!r}")
+        attach_fabric([mod], fabric)
+        for r in runs:
             attach_fabric([r], fabric or mod.fabric)
             c = join(r.result, mod.result)
             joined.append(Run(f"{r.label} vs {mod.label}", c, bench=r.bench, fabric=mod.fabric or r.fabric,
