@@ -63,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
 
         fabric = load_fabric(args.fabric)
     check_output(args.output)
+    if args.images:
+        from fabscope.report.export import find_browser
+
+        if find_browser() is None:
+            raise FabscopeError("--images needs Chromium (Debian: apt-get install chromium) or BROWSER_PATH")
     runs = read_inputs(args.files, model=args.model, fabric=fabric, partial=args.partial)
     return write(runs, args.output, title=args.title, images=args.images, quiet=args.quiet)
 

@@ -130,7 +130,8 @@ def chromium(width: int = 1600, height: int = 1000) -> Iterator[DevTools]:
                 raise FabscopeError(f"chromium did not start (exit {proc.poll()})")
             time.sleep(0.05)
         port = int(open(port_file).read().split()[0])
-        # the DevTools endpoint is on loopback; the proxy above is bypassed for it
+        # Python (not the browser) asks the DevTools endpoint for the page; the browser's own
+        # requests, loopback included ("<-loopback>"), all go to the dead proxy
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         targets = json.loads(opener.open(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
         page = next(t for t in targets if t.get("type") == "page")

@@ -36,7 +36,7 @@ def export_images(pictures: Sequence[Picture], folder: str, formats: Sequence[st
     if browser is None:
         raise FabscopeError("static export needs Chromium (Debian: apt-get install chromium) "
                             "or BROWSER_PATH naming a Chrome")
-    os.environ.setdefault("BROWSER_PATH", browser)
+    os.environ.setdefault("BROWSER_PATH", browser)     # how kaleido's choreographer is told which browser
     import plotly.io as pio
 
     os.makedirs(folder, exist_ok=True)

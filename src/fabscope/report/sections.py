@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from fabscope.errors import MeasureError
 from fabscope.fabric.model import MB
 from fabscope.measure import analysis as an
 from fabscope.report import compare as cmp
@@ -286,7 +287,7 @@ def run_section(run: Run, title: str | None = None) -> Section:
     if run.bench is not None:
         try:
             bal = an.balance(run.bench)
-        except Exception:          # no clock reported: the terminal's analyze says how to give it
+        except MeasureError:       # no clock reported: `fabscope analyze --peak-gflops` gives it
             bal = None
         if bal:
             sec.tables.append(balance_rows(bal))
