@@ -53,6 +53,18 @@ def _unescape_slash(m: re.Match) -> str:
     return '"bdata":"' + m.group(1).replace("\\u002f", "/") + '"'
 
 
+TEXT_COLUMNS = ("[MB/sec]", "route", "link", "cable", "class", "src host", "dst host", "suspect", "link or host",
+                "leaf pairs", "ratio", "sizes [B]")
+
+
+def left_columns(columns: Sequence[str]) -> set[int]:
+    """Columns of names (left-aligned): the first unless it holds figures, and the named text columns."""
+    out = {i for i, c in enumerate(columns) if c in TEXT_COLUMNS and c != "ratio"}
+    if columns and columns[0] not in ("Max", "src"):
+        out.add(0)
+    return out
+
+
 def render(sections: Sequence[Section], inputs: Sequence[str], title: str) -> str:
     """The whole page as a string."""
     secs = []
@@ -64,7 +76,7 @@ def render(sections: Sequence[Section], inputs: Sequence[str], title: str) -> st
             pics.append({"name": p.name, "caption": p.caption, "html": picture_html(p, f"fig{k}-{p.name}")})
         secs.append({"title": s.title, "facts": s.facts, "notes": s.notes, "tables": s.tables, "pictures": pics})
     return _env().get_template("report.html.j2").render(
-        title=title, version=__version__, inputs=list(inputs), sections=secs, plotlyjs=Markup(get_plotlyjs()))
+        left=left_columns, title=title, version=__version__, inputs=list(inputs), sections=secs, plotlyjs=Markup(get_plotlyjs()))
 
 
 def _honour_umask(fd: int) -> None:

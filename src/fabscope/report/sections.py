@@ -9,9 +9,9 @@ The same :class:`Table` objects go to the HTML page and to the terminal
 ...            pairs={"cls": np.array([0, 1]), "bandwidth": np.array([3e9, 1e9])})
 >>> t = class_rows(r)
 >>> t.columns
-['class', 'Max', 'Average', 'Min', 'pairs']
+['Max', 'Average', 'Min', '[MB/sec]', 'pairs']
 >>> t.rows[1]
-['Same Leaf', '3000.00', '3000.00', '3000.00', '1']
+['3000.00', '3000.00', '3000.00', 'Same Leaf', '1']
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from fabscope.measure import analysis as an
 from fabscope.report import compare as cmp
 from fabscope.report import figures as fg
 from fabscope.report.inputs import Run
+from fabscope.report.tables import class_cells
 from fabscope.result import Result
 from fabscope.seeds import ITASCA_MERGE, seed_table
 
@@ -53,22 +54,12 @@ def _f(x: float, nd: int = 2) -> str:
 
 
 # ---- tables ---------------------------------------------------------------------
-def class_rows(r: Result, title: str = "Max / Average / Min by class [MB/sec]") -> Table:
+def class_rows(r: Result, title: str = "Max / Average / Min by class") -> Table:
     """The seeds' table; with the seed's own figures beside when the run is one the seed measured."""
     merge = ITASCA_MERGE if r.meta.get("fabric") == "itasca" else None
     seed = seed_table(r.meta)
-    cols = ["class", "Max", "Average", "Min", "pairs"]
-    if seed:
-        cols += ["seed Max", "seed Average", "seed Min"]
-    rows = []
-    for s in r.summary(merge=merge):
-        row = [s.label, _f(s.max), _f(s.avg), _f(s.min), str(s.count)]
-        if seed:
-            sv = seed.get(s.label)
-            row += [_f(x) for x in sv] if sv else ["", "", ""]
-        rows.append(row)
-    note = "model beside seed 000's own figures" if seed else ""
-    return Table(title, cols, rows, note)
+    cols, rows = class_cells(r.summary(merge=merge), seed)
+    return Table(title, cols, rows, "beside: seed 000's own figures" if seed else "")
 
 
 def compare_rows(r: Result) -> Table:
