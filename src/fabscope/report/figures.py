@@ -297,8 +297,8 @@ def cbr_curves(cbrs: Mapping[str, Mapping[int, float]]) -> Picture | None:
 
 
 # ---- measured against modeled ---------------------------------------------------------
-def compare_scatter(result: Result, furthest: np.ndarray) -> Picture | None:
-    """Measured against modeled bandwidth per pair, classes coloured; the furthest pairs always drawn."""
+def compare_scatter(result: Result, furthest: np.ndarray, routes: Sequence[str] | None = None) -> Picture | None:
+    """Measured against modeled bandwidth per pair, classes coloured; the furthest pairs ringed, with their routes."""
     p = result.pairs
     if "measured" not in p or "modeled" not in p:
         return None
@@ -324,6 +324,17 @@ def compare_scatter(result: Result, furthest: np.ndarray) -> Picture | None:
             marker=dict(color=color(i), size=6, opacity=0.7), customdata=cd, text=txt,
             hovertemplate=(f"{label}<br>ranks %{{customdata[0]}} -> %{{customdata[1]}}<br>%{{text}}<br>"
                            "modeled %{x:.0f} MB/s<br>measured %{y:.0f} MB/s<extra></extra>")))
+    if len(furthest):
+        f = np.asarray(furthest)
+        desc = [f"ranks {p['src'][i]} -> {p['dst'][i]}" if "src" in p else "" for i in f]
+        if hosts:
+            desc = [f"{d}<br>{p['src_host'][i]} -> {p['dst_host'][i]}" for d, i in zip(desc, f)]
+        if routes:
+            desc = [f"{d}<br>route: {r}" for d, r in zip(desc, routes)]
+        fig.add_trace(go.Scatter(x=mod[f], y=meas[f], mode="markers", name="furthest from the model",
+                                 marker=dict(symbol="circle-open", size=13, color="black", line=dict(width=1.5)),
+                                 text=desc, hovertemplate=("%{text}<br>modeled %{x:.0f} MB/s<br>measured %{y:.0f} MB/s"
+                                                           "<extra></extra>")))
     hi = float(np.nanmax(np.r_[meas, mod])) * 1.05
     fig.add_trace(go.Scatter(x=[0, hi], y=[0, hi], mode="lines", name="measured = modeled",
                              line=dict(color="#777", dash="dot"), hoverinfo="skip"))

@@ -249,8 +249,11 @@ def run_section(run: Run, title: str | None = None) -> Section:
         sec.tables.append(compare_rows(r) if is_cmp else class_rows(r))
         if is_cmp:
             far = furthest(r)
-            sec.tables.append(pair_rows(r, far, "Pairs furthest from the model", route_namer(run)))
-            sec.pictures.append(fg.compare_scatter(r, far))
+            namer = route_namer(run)
+            tab = pair_rows(r, far, "Pairs furthest from the model", namer)
+            sec.tables.append(tab)
+            routes = [row[-1] for row in tab.rows] if tab.columns[-1] == "route" else None
+            sec.pictures.append(fg.compare_scatter(r, far, routes))
         box = fg.class_boxes(r)
         if box:
             sec.pictures.append(box)
