@@ -34,12 +34,14 @@ def run(args: argparse.Namespace) -> int:
     con = make_console()
     f = itasca()
     size = 2**20
+    done = []
     con.rule("[bold]Model: Itasca (seed 000), QDR fat tree under two 324-port directors, min-hop static routing")
     for ranks, ppn in ((256, 8), (1024, 1)):
         p = Placement.block(f, ranks, ppn)
         r = simulate(f, p, pt.random_pairs(ranks, size, seed=args.seed), seed=args.seed,
                      meta={"ppn": ppn, "size": size, "size_text": format_size(size)})
         print_result(r, con, merge=ITASCA_MERGE, seed=seed_table(r.meta), limits=1)
+        done.append((f"random pairs, {ranks} ranks at {ppn} per node", r))
         con.print()
     p = Placement.block(f, f.n_hosts, 1)
     t = Table(title="leaf-to-leaf offset test (8 nodes per leaf, 1 rank per node) [MB/sec]",
@@ -56,9 +58,25 @@ def run(args: argparse.Namespace) -> int:
     con.print(t)
     con.print("[cyan]seed 000: near sets of 9 leaves at about 3000 MB/s; far leaves down to 1826 MB/s "
               "(\"fat tree is not the same as full crossbar\")[/cyan]\n")
+    _report(con, f, done)
     if args.no_measure:
         return 0
     return _measure_here(con)
+
+
+def _report(con: Console, fabric, done) -> None:
+    """The report of the model's runs (needs the 'report' extras, which `make setup` installs)."""
+    import os
+
+    from fabscope.cli.report import report_results
+    from fabscope.errors import FabscopeError
+
+    os.makedirs("out", exist_ok=True)
+    try:
+        report_results([r for _, r in done], os.path.join("out", "demo-report.html"), fabric, con,
+                       labels=[lab for lab, _ in done])
+    except FabscopeError as err:
+        con.print(f"[dim]no report: {err}[/dim]")
 
 
 def _measure_here(con: Console) -> int:

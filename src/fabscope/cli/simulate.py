@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hops", type=int, help="partner-hops: hops between partners")
     p.add_argument("-o", "--output", help="write the result as JSON")
     p.add_argument("--csv", help="write the per-pair table as CSV")
+    p.add_argument("--report", metavar="HTML", help="also write the one-file HTML report (see 'fabscope report')")
     p.add_argument("--matrix", choices=("min", "avg", "max"), default="min",
                    help="leaf-pairs: which leaf matrix to draw (default: min)")
     p.set_defaults(func=run)
@@ -54,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
         ranks = args.ranks or ppn * fabric.n_hosts
         build = Placement.block if args.placement == "block" else Placement.cyclic
         placement = build(fabric, ranks, ppn)
+    if args.report:
+        from fabscope.cli.report import check_output
+
+        check_output(args.report)
     extra = {k: v for k, v in (("offset", args.offset), ("hops", args.hops)) if v is not None}
     traffic = make_traffic(args.pattern, fabric, placement, size, seed=args.seed, **extra)
     with con.status(f"routing and solving {traffic.n_flows} flows on {fabric.name} ...",
@@ -75,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         ebb = float(result.pairs["bandwidth"].mean()) / 1e6
         con.print(f"effective bisection bandwidth: {ebb:.1f} MB/s per node pair, mean over "
                   f"{traffic.n_scenarios} random bisections")
+    if args.report:
+        from fabscope.cli.report import report_results
+
+        report_results([result], args.report, fabric, con)
     return 0
 
 

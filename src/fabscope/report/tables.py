@@ -6,6 +6,7 @@ from typing import Mapping, Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from fabscope.result import ClassSummary, Result
 
@@ -18,23 +19,37 @@ def make_console() -> Console:
     return con
 
 
+def class_cells(rows: Sequence[ClassSummary],
+                seed: Mapping[str, tuple[float, float, float]] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Columns and cells of the seeds' table (the terminal's and the HTML report's).
+
+    >>> cols, cells = class_cells([ClassSummary("Far", 2, 3.0, 2.0, 1.0)], {"Far": (4.0, 3.0, 2.0)})
+    >>> cols[3], cells[0]
+    ('[MB/sec]', ['3.00', '2.00', '1.00', 'Far', '2', '4.00', '3.00', '2.00'])
+    """
+    cols = ["Max", "Average", "Min", "[MB/sec]", "pairs"]
+    if seed:
+        cols += ["seed Max", "Average", "Min"]
+    cells = []
+    for r in rows:
+        row = [f"{r.max:.2f}", f"{r.avg:.2f}", f"{r.min:.2f}", r.label, str(r.count)]
+        if seed:
+            sv = seed.get(r.label)
+            row += [f"{x:.2f}" for x in sv] if sv else ["", "", ""]
+        cells.append(row)
+    return cols, cells
+
+
 def class_table(rows: Sequence[ClassSummary], title: str = "",
                 seed: Mapping[str, tuple[float, float, float]] | None = None) -> Table:
     """A table of the model's (or measurement's) rows, with the seed's beside where given."""
     t = Table(title=title or None, title_justify="left", box=None, pad_edge=False)
-    for col in ("Max", "Average", "Min"):
-        t.add_column(col, justify="right")
-    t.add_column("[MB/sec]", justify="left")
-    t.add_column("pairs", justify="right", style="dim")
-    if seed:
-        for col in ("seed Max", "Average", "Min"):
-            t.add_column(col, justify="right", style="cyan")
-    for r in rows:
-        cells = [f"{r.max:.2f}", f"{r.avg:.2f}", f"{r.min:.2f}", r.label, str(r.count)]
-        if seed:
-            s = seed.get(r.label)
-            cells += [f"{x:.2f}" for x in s] if s else ["", "", ""]
-        t.add_row(*cells)
+    cols, cells = class_cells(rows, seed)
+    for i, col in enumerate(cols):
+        t.add_column(col, justify="left" if col == "[MB/sec]" else "right",
+                     style="dim" if col == "pairs" else ("cyan" if i >= 5 else None))
+    for row in cells:
+        t.add_row(*row)
     return t
 
 
@@ -57,3 +72,20 @@ def print_result(result: Result, console: Console | None = None,
         for label, items in lim.items():
             txt = "; ".join(f"{i['name']} ({i['flows']})" for i in items[:limits])
             con.print(f"  [dim]{label}:[/dim] {txt}")
+
+
+def print_tables(tables: Sequence, console: Console | None = None, title: str = "") -> None:
+    """Print report tables (:class:`fabscope.report.sections.Table`) as the HTML page shows them."""
+    con = console or make_console()
+    if title:
+        con.rule(f"[bold]{title}")
+    for tab in tables:
+        t = Table(title=tab.title, title_justify="left", box=None, pad_edge=False)
+        for i, col in enumerate(tab.columns):
+            t.add_column(col, justify="left" if (i == 0 and col != "Max") or col in ("route", "link", "cable", "[MB/sec]")
+                         else "right")
+        for row in tab.rows:
+            t.add_row(*(Text(str(c)) for c in row))   # host and link names are text, not markup
+        con.print(t)
+        if tab.note:
+            con.print(Text(tab.note, style="dim"))

@@ -1,0 +1,532 @@
+"""The report's pictures, as Plotly figures (interactive in the HTML, PNG/SVG by export).
+
+Every builder takes plain arrays or a :class:`~fabscope.result.Result` and
+returns a :class:`Picture`, or ``None`` when the run has nothing to draw.
+Large arrays go to the browser as typed arrays (float32, or uint16 for the
+largest matrices), so a 1,024 x 1,024 pair matrix stays a few MB.
+
+Bandwidths are drawn in MB/s (10^6 bytes/s), times in microseconds.
+
+>>> import numpy as np
+>>> m = pair_matrix(np.array([0, 1, 2]), np.array([1, 2, 0]), np.array([1.0, 2.0, 3.0]), 3)
+>>> m.tolist()
+[[nan, 1.0, nan], [nan, nan, 2.0], [3.0, nan, nan]]
+>>> pic = heatmap(m, ["r0", "r1", "r2"], "rank", "demo", "demo")
+>>> pic.fig.data[0].type, pic.fig.data[0].z.dtype.name
+('heatmap', 'float32')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.subplots import make_subplots
+
+from fabscope.fabric.model import MB, Fabric
+from fabscope.result import Result
+
+#: a small template: Plotly's default one is written into every figure (~10 kB each)
+TEMPLATE = go.layout.Template(layout=dict(
+    font=dict(family="DejaVu Sans, Arial, sans-serif", size=12),
+    paper_bgcolor="white", plot_bgcolor="white",
+    xaxis=dict(showline=True, linecolor="#444", gridcolor="#e5e5e5", ticks="outside", zeroline=False),
+    yaxis=dict(showline=True, linecolor="#444", gridcolor="#e5e5e5", ticks="outside", zeroline=False),
+    colorway=["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+              "#bcbd22", "#17becf"],
+    margin=dict(l=70, r=30, t=50, b=60), hoverlabel=dict(namelength=-1),
+))
+pio.templates["fabscope"] = TEMPLATE
+COLORSCALE = "Viridis"
+#: matrices with more cells than this go to the browser as uint16 MB/s instead of float32
+FLOAT_CELLS = 400_000
+#: scatter plots draw at most this many points (the furthest pairs always among them)
+MAX_POINTS = 5_000
+
+
+@dataclass
+class Picture:
+    name: str           # file name stem of its PNG/SVG export
+    title: str
+    fig: go.Figure
+    caption: str = ""
+    width: int = 900    # export size in pixels
+    height: int = 500
+
+
+def _layout(fig: go.Figure, title: str, **kw: Any) -> go.Figure:
+    fig.update_layout(template="fabscope", title=dict(text=title, x=0.01, font=dict(size=15)), **kw)
+    return fig
+
+
+def color(i: int) -> str:
+    cw = TEMPLATE.layout.colorway
+    return cw[i % len(cw)]
+
+
+# ---- matrices -------------------------------------------------------------------
+def pair_matrix(row: np.ndarray, col: np.ndarray, value: np.ndarray, n: int, how: str = "avg") -> np.ndarray:
+    """An n x n matrix of ``value`` aggregated (avg, max or min) over the pairs in each cell; NaN where none."""
+    key = np.asarray(row, np.int64) * n + np.asarray(col, np.int64)
+    v = np.asarray(value, float)
+    ct = np.bincount(key, minlength=n * n)
+    if how == "avg":
+        out = np.bincount(key, weights=v, minlength=n * n) / np.maximum(ct, 1)
+    elif how == "max":
+        out = np.full(n * n, -np.inf)
+        np.maximum.at(out, key, v)
+    else:
+        out = np.full(n * n, np.inf)
+        np.minimum.at(out, key, v)
+    out = out.astype(float)
+    out[ct == 0] = np.nan
+    return out.reshape(n, n)
+
+
+def _heat_z(m: np.ndarray) -> tuple[np.ndarray, float, float, Any]:
+    """z array, colour range and colour scale; uint16 (missing = 0, drawn white) for large matrices."""
+    fin = m[np.isfinite(m)]
+    lo, hi = (float(fin.min()), float(fin.max())) if len(fin) else (0.0, 1.0)
+    if hi <= lo:
+        hi = lo + 1.0
+    if m.size <= FLOAT_CELLS or hi >= 65000:
+        return m.astype(np.float32), lo, hi, COLORSCALE
+    z = np.where(np.isfinite(m), np.clip(np.rint(m), 1, 65535), 0).astype(np.uint16)
+    # below zmin is clamped to the first colour: make that a white sliver for the missing cells
+    from plotly.colors import get_colorscale
+
+    base = get_colorscale(COLORSCALE)
+    eps = 1e-3
+    scale = [[0.0, "white"], [eps * 0.5, "white"]] + [[eps + (1 - eps) * s, c] for s, c in base]
+    zmin = lo - (hi - lo) * eps / (1 - eps) - 1
+    return z, zmin, hi, scale
+
+
+def heatmap(m: np.ndarray, labels: Sequence[str], axis: str, title: str, name: str,
+            blocks: Sequence[tuple[int, int]] = (), caption: str = "", unit: str = "MB/s") -> Picture:
+    """One matrix as a heatmap, row = source, column = destination; ``blocks`` outlined on the diagonal."""
+    z, lo, hi, scale = _heat_z(m)
+    lab = list(labels)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=lab, y=lab, zmin=lo, zmax=hi, colorscale=scale,
+        colorbar=dict(title=dict(text=unit, side="right")),
+        hovertemplate=f"from %{{y}}<br>to %{{x}}<br>%{{z:.0f}} {unit}<extra></extra>"))
+    _blocks(fig, blocks, lab)
+    n = len(lab)
+    ax = dict(title=f"destination {axis}", showticklabels=n <= 40, type="category", automargin=True)
+    _layout(fig, title, xaxis=ax, yaxis=dict(ax, title=f"source {axis}", autorange="reversed"),
+            width=None, height=None)
+    return Picture(name, title, fig, caption, 760, 680)
+
+
+def _blocks(fig: go.Figure, blocks: Sequence[tuple[int, int]], lab: Sequence[str], **ref: str) -> None:
+    for a, b in blocks:          # index range [a, b) on both axes
+        if b - a < 2:
+            continue
+        fig.add_shape(type="rect", x0=a - 0.5, x1=b - 0.5, y0=a - 0.5, y1=b - 0.5,
+                      line=dict(color="white", width=1.5), fillcolor="rgba(0,0,0,0)", **ref)
+
+
+def leaf_heatmaps(result: Result, fabric: Fabric) -> Picture | None:
+    """Seed 000's pictures: Max, Average and Min of the node pairs between two leaves, near sets as blocks."""
+    from fabscope.leafmatrix import leaf_matrix
+
+    if "leaf" not in fabric.groups or "src_host" not in result.pairs:
+        return None
+    lm = leaf_matrix(result, fabric)
+    if len(lm.leaves) < 2:
+        return None
+    leaf = fabric.groups["leaf"]
+    near = fabric.groups.get("near")
+    hosts = fabric.host_names
+    first = {int(l): i for i, l in reversed(list(enumerate(leaf)))}
+    last = {int(l): i for i, l in enumerate(leaf)}
+    nset = np.array([int(near[first[int(l)]]) if near is not None else 0 for l in lm.leaves])
+    order = np.lexsort((lm.leaves, nset))
+    labels = [f"leaf {int(lm.leaves[i])} ({hosts[first[int(lm.leaves[i])]]}..{hosts[last[int(lm.leaves[i])]]})"
+              for i in order]
+    blocks = []
+    if near is not None:
+        ns = nset[order]
+        cuts = np.flatnonzero(np.r_[True, ns[1:] != ns[:-1], True])
+        blocks = list(zip(cuts[:-1], cuts[1:]))
+    mats = {k: getattr(lm, k)[np.ix_(order, order)] for k in ("max", "avg", "min")}
+    fin = np.concatenate([m[np.isfinite(m)] for m in mats.values()])
+    lo, hi = float(fin.min()), float(max(fin.max(), fin.min() + 1))
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("Max", "Average", "Min"), horizontal_spacing=0.04)
+    for j, (k, m) in enumerate(mats.items(), 1):
+        fig.add_trace(go.Heatmap(
+            z=m.astype(np.float32), x=labels, y=labels, coloraxis="coloraxis", name=k,
+            hovertemplate=f"%{{y}}<br>%{{x}}<br>{k} of the node pairs: %{{z:.0f}} MB/s<extra></extra>"), 1, j)
+        ref = "" if j == 1 else str(j)
+        _blocks(fig, blocks, labels, xref=f"x{ref}", yref=f"y{ref}")
+        fig.update_xaxes(type="category", showticklabels=False, row=1, col=j, title="leaf", scaleanchor=f"y{ref}")
+        fig.update_yaxes(type="category", showticklabels=False, autorange="reversed", row=1, col=j)
+    _layout(fig, "Leaf by leaf: bandwidth of the node pairs between two leaves [MB/s]",
+            coloraxis=dict(colorscale=COLORSCALE, cmin=lo, cmax=hi, colorbar=dict(title="MB/s")))
+    cap = ("Rows and columns are leaves ordered by near set" + (" (outlined)" if blocks else "")
+           + "; each cell is the max, average or min bandwidth of the node pairs between the two leaves.")
+    return Picture("leaf-matrix", "Leaf-by-leaf matrices", fig, cap, 1500, 560)
+
+
+def rank_heatmap(result: Result, max_ranks: int = 1024, min_density: float = 0.05) -> Picture | None:
+    """Rank by rank (average over repeats), for runs small or dense enough to show as a matrix."""
+    if "src" not in result.pairs:
+        return None
+    src, dst = np.asarray(result.pairs["src"], np.int64), np.asarray(result.pairs["dst"], np.int64)
+    ranks = np.unique(np.r_[src, dst])
+    n = len(ranks)
+    if n < 2 or n > max_ranks:
+        return None
+    cells = len(np.unique(src * (ranks.max() + 1) + dst))
+    if n > 64 and cells < min_density * n * n:
+        return None          # too sparse to be worth a matrix (e.g. random pairs)
+    i, j = np.searchsorted(ranks, src), np.searchsorted(ranks, dst)
+    m = pair_matrix(i, j, np.asarray(result.pairs["bandwidth"], float) / MB, n)
+    if "src_host" in result.pairs:
+        host = {}
+        for r, h in zip(np.r_[src, dst].tolist(), np.r_[result.pairs["src_host"], result.pairs["dst_host"]].tolist()):
+            host[r] = h
+        labels = [f"rank {r} ({host[r]})" for r in ranks.tolist()]
+    else:
+        labels = [f"rank {r}" for r in ranks.tolist()]
+    return heatmap(m, labels, "rank", "Rank by rank: bandwidth of each pair [MB/s]", "rank-matrix",
+                   caption="Row: source rank, column: destination rank (hover for hosts and figure).")
+
+
+def host_heatmap(result: Result, max_hosts: int = 512) -> Picture | None:
+    """Node by node (average of the pairs between two hosts) when no leaf matrix can be drawn."""
+    if "src_host" not in result.pairs:
+        return None
+    sh, dh = result.pairs["src_host"], result.pairs["dst_host"]
+    hosts, inv = np.unique(np.r_[sh, dh], return_inverse=True)
+    n = len(hosts)
+    if n < 3 or n > max_hosts:
+        return None
+    k = len(sh)
+    m = pair_matrix(inv[:k], inv[k:], np.asarray(result.pairs["bandwidth"], float) / MB, n)
+    if np.isfinite(m).sum() < max(4, 0.05 * n * n):
+        return None
+    return heatmap(m, hosts.tolist(), "node", "Node by node: average bandwidth of the pairs between two nodes [MB/s]",
+                   "node-matrix")
+
+
+# ---- distributions ----------------------------------------------------------------
+def class_boxes(result: Result, column: str = "bandwidth", title: str = "") -> Picture | None:
+    """Per class: box of quartiles, whiskers at min and max, mean marked (statistics computed here)."""
+    v = np.asarray(result.pairs[column], float) / MB
+    cls = np.asarray(result.pairs["cls"])
+    fig = go.Figure()
+    for i, label in enumerate(result.class_labels):
+        x = v[(cls == i) & np.isfinite(v)]
+        if not len(x):
+            continue
+        q1, med, q3 = np.percentile(x, [25, 50, 75])
+        fig.add_trace(go.Box(
+            name=f"{label} ({len(x)})", x=[f"{label} ({len(x)})"], q1=[q1], median=[med], q3=[q3], lowerfence=[x.min()], upperfence=[x.max()],
+            mean=[x.mean()], boxmean=True, marker_color=color(i), showlegend=False,
+            hovertemplate=f"{label}<br>%{{y:.1f}} MB/s<extra></extra>"))
+    if not fig.data:
+        return None
+    _layout(fig, title or "Distribution per class [MB/s]", yaxis=dict(title="MB/s", rangemode="tozero"))
+    return Picture("classes", "Distribution per class", fig,
+                   "Box: quartiles and median; dashed: mean; whiskers: min and max of the class.", 900, 480)
+
+
+# ---- curves against message size ---------------------------------------------------
+def size_curves(series: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]], fit: Any = None,
+                fit_label: str = "") -> Picture | None:
+    """Latency and bandwidth against message size, log axes; the fitted model and its kinks.
+
+    ``series`` maps a label to (sizes [B], latency [s] or NaN, bandwidth [B/s] or NaN).
+    """
+    if not series:
+        return None
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Latency [us]", "Bandwidth [MB/s]"), horizontal_spacing=0.09)
+    for i, (label, (m, lat, bw)) in enumerate(series.items()):
+        m = np.asarray(m, float)
+        for col, y, unit in ((1, np.asarray(lat, float) * 1e6, "us"), (2, np.asarray(bw, float) / MB, "MB/s")):
+            ok = np.isfinite(y) & (y > 0)
+            if ok.any():
+                fig.add_trace(go.Scatter(x=m[ok], y=y[ok], mode="lines+markers", name=label, legendgroup=label,
+                                         showlegend=col == 1 or not np.isfinite(lat).any(), line=dict(color=color(i)),
+                                         hovertemplate=f"{label}<br>%{{x:,.0f}} B: %{{y:.3g}} {unit}<extra></extra>"),
+                              1, col)
+    if fit is not None:
+        lo = min(float(np.nanmin(s[0])) for s in series.values())
+        hi = max(float(np.nanmax(s[0])) for s in series.values())
+        mm = np.geomspace(max(lo, 1), hi, 200)
+        t = fit.predict(mm)
+        name = "fitted model" + (f" ({fit_label})" if fit_label else "")
+        fig.add_trace(go.Scatter(x=mm, y=t * 1e6, mode="lines", name=name, legendgroup="fit",
+                                 line=dict(color="black", dash="dash"),
+                                 hovertemplate="model: %{x:,.0f} B: %{y:.3g} us<extra></extra>"), 1, 1)
+        fig.add_trace(go.Scatter(x=mm, y=mm / t / MB, mode="lines", name=name, legendgroup="fit", showlegend=False,
+                                 line=dict(color="black", dash="dash"),
+                                 hovertemplate="model: %{x:,.0f} B: %{y:.3g} MB/s<extra></extra>"), 1, 2)
+        for k in fit.kinks:
+            for ref in ("x", "x2"):
+                fig.add_vline(x=k, line=dict(color="#d62728", dash="dot", width=1), xref=ref,
+                              row=1, col=1 if ref == "x" else 2)
+            fig.add_annotation(x=np.log10(k), y=0.97, xref="x", yref="paper", text=f" kink {k:,} B",
+                               showarrow=False, font=dict(color="#d62728", size=11), yanchor="top", xanchor="left")
+    fig.update_xaxes(type="log", title="message size [B]")
+    fig.update_yaxes(type="log")
+    _layout(fig, "Latency and bandwidth against message size", legend=dict(orientation="h", y=-0.2))
+    cap = "Log axes. Dashed: the fitted piecewise model alpha + m/beta; dotted red: its kinks (protocol switches)."
+    return Picture("size-curves", "Latency and bandwidth against message size", fig, cap, 1200, 520)
+
+
+def cbr_curves(cbrs: Mapping[str, Mapping[int, float]]) -> Picture | None:
+    """Communication Balance Ratios (intra / inter) against message size."""
+    if not cbrs:
+        return None
+    fig = go.Figure()
+    for i, (metric, by) in enumerate(cbrs.items()):
+        s = sorted(by)
+        fig.add_trace(go.Scatter(x=s, y=[by[k] for k in s], mode="lines+markers", name=f"CBR-{metric}",
+                                 line=dict(color=color(i)),
+                                 hovertemplate=f"CBR-{metric}<br>%{{x:,}} B: %{{y:.2f}}<extra></extra>"))
+    fig.add_hline(y=1, line=dict(color="#777", dash="dot"))
+    _layout(fig, "Communication Balance Ratios (intra-node / inter-node)",
+            xaxis=dict(type="log", title="message size [B]"), yaxis=dict(title="ratio"))
+    return Picture("cbr", "Communication Balance Ratios", fig, "1 means balanced: ranks can go anywhere.", 900, 460)
+
+
+# ---- measured against modeled ---------------------------------------------------------
+def compare_scatter(result: Result, furthest: np.ndarray, routes: Sequence[str] | None = None) -> Picture | None:
+    """Measured against modeled bandwidth per pair, classes coloured; the furthest pairs ringed, with their routes."""
+    p = result.pairs
+    if "measured" not in p or "modeled" not in p:
+        return None
+    meas, mod = np.asarray(p["measured"], float) / MB, np.asarray(p["modeled"], float) / MB
+    n = len(meas)
+    keep = np.arange(n)
+    note = ""
+    if n > MAX_POINTS:
+        rng = np.random.default_rng(0)
+        keep = np.union1d(rng.choice(n, MAX_POINTS, replace=False), furthest)
+        note = f" {len(keep):,} of {n:,} pairs drawn (a sample, with the furthest)."
+    cls = np.asarray(p["cls"])
+    hosts = "src_host" in p
+    fig = go.Figure()
+    for i, label in enumerate(result.class_labels):
+        sel = keep[cls[keep] == i]
+        if not len(sel):
+            continue
+        cd = np.stack([p["src"][sel], p["dst"][sel]], 1) if "src" in p else None
+        txt = ([f"{a} -> {b}" for a, b in zip(p["src_host"][sel], p["dst_host"][sel])] if hosts else None)
+        fig.add_trace(go.Scatter(
+            x=mod[sel].astype(np.float32), y=meas[sel].astype(np.float32), mode="markers", name=label,
+            marker=dict(color=color(i), size=6, opacity=0.7), customdata=cd, text=txt,
+            hovertemplate=(f"{label}<br>ranks %{{customdata[0]}} -> %{{customdata[1]}}<br>%{{text}}<br>"
+                           "modeled %{x:.0f} MB/s<br>measured %{y:.0f} MB/s<extra></extra>")))
+    if len(furthest):
+        f = np.asarray(furthest)
+        desc = [f"ranks {p['src'][i]} -> {p['dst'][i]}" if "src" in p else "" for i in f]
+        if hosts:
+            desc = [f"{d}<br>{p['src_host'][i]} -> {p['dst_host'][i]}" for d, i in zip(desc, f)]
+        if routes:
+            desc = [f"{d}<br>route: {r}" for d, r in zip(desc, routes)]
+        fig.add_trace(go.Scatter(x=mod[f], y=meas[f], mode="markers", name="furthest from the model",
+                                 marker=dict(symbol="circle-open", size=13, color="black", line=dict(width=1.5)),
+                                 text=desc, hovertemplate=("%{text}<br>modeled %{x:.0f} MB/s<br>measured %{y:.0f} MB/s"
+                                                           "<extra></extra>")))
+    hi = float(np.nanmax(np.r_[meas, mod])) * 1.05
+    fig.add_trace(go.Scatter(x=[0, hi], y=[0, hi], mode="lines", name="measured = modeled",
+                             line=dict(color="#777", dash="dot"), hoverinfo="skip"))
+    _layout(fig, "Measured against modeled, pair by pair [MB/s]",
+            xaxis=dict(title="modeled [MB/s]", range=[0, hi]), yaxis=dict(title="measured [MB/s]", range=[0, hi]))
+    return Picture("measured-vs-modeled", "Measured against modeled", fig,
+                   "One point per pair; on the dotted line the model is exact." + note, 820, 640)
+
+
+# ---- links -------------------------------------------------------------------------
+def hot_links(result: Result) -> Picture | None:
+    """The most loaded links (utilisation) and, per class, the links that limit its pairs."""
+    hot = result.extra.get("hot_links") or []
+    lim = result.extra.get("limiting_links") or {}
+    if not hot and not lim:
+        return None
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Most loaded links [% of capacity]",
+                                                        "Links that limit each class [flows held back]"),
+                        horizontal_spacing=0.32)
+    if hot:
+        names = [h["name"] for h in hot][::-1]
+        fig.add_trace(go.Bar(y=names, x=[100 * h["utilisation"] for h in hot][::-1], orientation="h",
+                             customdata=[h["load"] / MB for h in hot][::-1], marker_color="#1f77b4", showlegend=False,
+                             hovertemplate="%{y}<br>%{x:.1f} % used, %{customdata:.0f} MB/s<extra></extra>"), 1, 1)
+    for i, (label, items) in enumerate(lim.items()):
+        top = items[:5][::-1]
+        fig.add_trace(go.Bar(y=[x["name"] for x in top], x=[x["flows"] for x in top], orientation="h", name=label,
+                             marker_color=color(i),
+                             hovertemplate=f"{label}<br>%{{y}}<br>limits %{{x}} flows<extra></extra>"), 1, 2)
+    fig.update_yaxes(automargin=True, tickfont=dict(size=10))
+    _layout(fig, "Links: load and the pairs they limit", barmode="group", legend=dict(orientation="h", y=-0.15),
+            height=max(420, 26 * max(len(hot), sum(min(5, len(v)) for v in lim.values()))))
+    return Picture("links", "Most loaded links", fig,
+                   "Left: utilisation of the busiest directed links. Right: how many flows each link holds back, "
+                   "by class of pair.", 1300, 560)
+
+
+def suspects(result: Result) -> Picture | None:
+    """Diagnosis: each suspect's estimated capacity beside its nominal one, with its confidence."""
+    sus = result.extra.get("suspects") or []
+    if not sus:
+        return None
+    names = [s.get("name") or str(s.get("link") or s.get("host")) for s in sus][::-1]
+    est = [float(s.get("capacity") or 0) / MB for s in sus][::-1]
+    nom = [float(s.get("nominal") or 0) / MB for s in sus][::-1]
+    conf = [float(s.get("confidence") or 0) for s in sus][::-1]
+    npairs = [len(s.get("pairs") or []) for s in sus][::-1]
+    cd = np.stack([conf, npairs], 1)
+    fig = go.Figure([
+        go.Bar(y=names, x=nom, orientation="h", name="nominal", marker_color="#bbbbbb", customdata=cd,
+               hovertemplate="%{y}<br>nominal %{x:.0f} MB/s<extra></extra>"),
+        go.Bar(y=names, x=est, orientation="h", name="estimated", marker=dict(color=conf, colorscale="Reds", cmin=0,
+                                                                              cmax=1, colorbar=dict(title="confidence")),
+               customdata=cd, hovertemplate=("%{y}<br>estimated %{x:.0f} MB/s<br>confidence %{customdata[0]:.2f}"
+                                             "<br>%{customdata[1]} pairs explained<extra></extra>"))])
+    fig.update_yaxes(automargin=True)
+    _layout(fig, "Diagnosis: suspects, estimated against nominal capacity [MB/s]", barmode="overlay",
+            height=max(380, 40 * len(sus) + 120), legend=dict(orientation="h", y=-0.2))
+    return Picture("suspects", "Diagnosis suspects", fig,
+                   "Grey: what the fabric says the cable or host carries; coloured by confidence: what the pairs "
+                   "measured imply.", 1000, max(380, 40 * len(sus) + 120))
+
+
+def criticality(result: Result, top: int = 30) -> Picture | None:
+    """Criticality sweep: bandwidth lost when each cable is cut, the most critical first."""
+    crit = sorted(result.extra.get("criticality") or [], key=lambda c: -float(c.get("lost", 0)))[:top]
+    if not crit:
+        return None
+    crit = crit[::-1]
+    fig = go.Figure(go.Bar(
+        y=[c.get("cable", "?") for c in crit], x=[float(c.get("lost", 0)) / MB for c in crit], orientation="h",
+        customdata=[[c.get("losing_pairs", 0), len(c.get("links") or [])] for c in crit], marker_color="#d62728",
+        hovertemplate="%{y}<br>lost %{x:.0f} MB/s<br>%{customdata[0]} pairs lose<extra></extra>"))
+    fig.update_yaxes(automargin=True)
+    _layout(fig, "Criticality: bandwidth lost when one cable is cut [MB/s]", height=max(380, 24 * len(crit) + 120))
+    return Picture("criticality", "Criticality ranking", fig, "Each bar: the sum over pairs of the bandwidth lost "
+                   "without that cable.", 1000, max(380, 24 * len(crit) + 120))
+
+
+def mapping_metrics(rows: Sequence[Mapping[str, Any]]) -> Picture | None:
+    """Each mapping algorithm's metrics side by side, one panel per metric."""
+    if not rows:
+        return None
+    keys = [k for k in rows[0] if k != "algorithm" and isinstance(rows[0][k], (int, float))
+            and not isinstance(rows[0][k], bool)]
+    if not keys:
+        return None
+    cols = min(3, len(keys))
+    nrow = (len(keys) + cols - 1) // cols
+    fig = make_subplots(rows=nrow, cols=cols, subplot_titles=keys, vertical_spacing=0.18)
+    algs = [str(r["algorithm"]) for r in rows]
+    for k, key in enumerate(keys):
+        fig.add_trace(go.Bar(x=algs, y=[r.get(key) for r in rows], marker_color=[color(i) for i in range(len(algs))],
+                             showlegend=False, hovertemplate=f"%{{x}}<br>{key}: %{{y:.4g}}<extra></extra>"),
+                      k // cols + 1, k % cols + 1)
+    _layout(fig, "Mapping: each algorithm's metrics (lower is better)", height=300 * nrow + 80)
+    return Picture("mapping", "Mapping metrics", fig, "", 1200, 300 * nrow + 80)
+
+
+# ---- the fabric --------------------------------------------------------------------
+def fabric_drawing(fabric: Fabric, result: Result | None, max_nodes: int = 160) -> Picture | None:
+    """Small fabrics: hosts and switches by tier, each cable coloured by the load of its busier direction."""
+    if fabric.n_nodes > max_nodes:
+        return None
+    n_h = fabric.n_hosts
+    util = np.zeros(fabric.n_links)
+    load = np.zeros(fabric.n_links)
+    if result is not None and result.links is not None and len(result.links.get("link", [])):
+        lid = np.asarray(result.links["link"], np.int64)
+        load[lid] = np.asarray(result.links["load"], float)
+        util[lid] = load[lid] / np.asarray(result.links["capacity"], float)
+    pos = _positions(fabric)
+    a, b = np.minimum(fabric.link_src, fabric.link_dst), np.maximum(fabric.link_src, fabric.link_dst)
+    key = a.astype(np.int64) * fabric.n_nodes + b
+    cables, inv = np.unique(key, return_inverse=True)
+    cu = np.zeros(len(cables))
+    np.maximum.at(cu, inv, util)
+    cl = np.zeros(len(cables))
+    np.maximum.at(cl, inv, load)
+    first = np.zeros(len(cables), np.int64)
+    first[inv[::-1]] = np.arange(fabric.n_links)[::-1]
+    bins = [(0, 1e-9, "#cccccc", "idle"), (1e-9, 0.5, "#9ecae1", "< 50 %"), (0.5, 0.9, "#fd8d3c", "50-90 %"),
+            (0.9, 10, "#d62728", ">= 90 %")]
+    fig = go.Figure()
+    hx, hy, htxt = [], [], []
+    for lo, hi, c, label in bins:
+        sel = np.flatnonzero((cu >= lo) & (cu < hi))
+        if not len(sel):
+            continue
+        xs, ys = [], []
+        for k in sel:
+            s, d = int(cables[k] // fabric.n_nodes), int(cables[k] % fabric.n_nodes)
+            xs += [pos[s][0], pos[d][0], None]
+            ys += [pos[s][1], pos[d][1], None]
+            hx.append((pos[s][0] + pos[d][0]) / 2)
+            hy.append((pos[s][1] + pos[d][1]) / 2)
+            htxt.append(f"{fabric.link_name(int(first[k]))}<br>busier direction: {100 * cu[k]:.0f} %, "
+                        f"{cl[k] / MB:.0f} MB/s")
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=c, width=1 + 3 * (lo >= 0.5)),
+                                 name=f"cable load {label}", hoverinfo="skip"))
+    fig.add_trace(go.Scatter(x=hx, y=hy, mode="markers", marker=dict(size=8, opacity=0), text=htxt,
+                             hovertemplate="%{text}<extra></extra>", showlegend=False))
+    names = fabric.node_names
+    for kind, idx, sym, c in (("hosts", range(n_h), "circle", "#2ca02c"),
+                              ("switches", range(n_h, fabric.n_nodes), "square", "#1f3b73")):
+        idx = list(idx)
+        fig.add_trace(go.Scatter(x=[pos[i][0] for i in idx], y=[pos[i][1] for i in idx], mode="markers", name=kind,
+                                 marker=dict(symbol=sym, size=9 if kind == "hosts" else 12, color=c),
+                                 text=[names[i] for i in idx], hovertemplate="%{text}<extra></extra>"))
+    _layout(fig, "The fabric, cables coloured by load", xaxis=dict(visible=False), yaxis=dict(visible=False),
+            legend=dict(orientation="h", y=-0.05), height=560)
+    return Picture("fabric", "The fabric with link loads", fig,
+                   "Hosts at the bottom, switches above by tier (or by coordinates); hover a cable for its load.",
+                   1100, 560)
+
+
+def _positions(fabric: Fabric) -> list[tuple[float, float]]:
+    """Tiers for trees (hosts at 0, switches at 1 + level), a spring layout otherwise."""
+    n_h = fabric.n_hosts
+    if fabric.switch_level is not None and fabric.n_switches:
+        tier = np.r_[np.zeros(n_h), np.asarray(fabric.switch_level, float) + 1]
+    else:
+        tier = None
+    if tier is not None and fabric.coords is None:
+        pos: list[tuple[float, float]] = [(0.0, 0.0)] * fabric.n_nodes
+        for t in np.unique(tier):
+            idx = np.flatnonzero(tier == t)
+            xs = np.linspace(0, 1, len(idx) + 2)[1:-1]
+            for x, i in zip(xs, idx):
+                pos[int(i)] = (float(x), float(t))
+        return pos
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(range(fabric.n_nodes))
+    g.add_edges_from(zip(fabric.link_src.tolist(), fabric.link_dst.tolist()))
+    p = nx.spring_layout(g, seed=0)
+    return [(float(p[i][0]), float(p[i][1])) for i in range(fabric.n_nodes)]
+
+
+# ---- several runs ----------------------------------------------------------------------
+def history(runs: Sequence[tuple[str, Result]]) -> Picture | None:
+    """Average bandwidth by class, the runs side by side."""
+    if len(runs) < 2:
+        return None
+    fig = go.Figure()
+    for i, (label, r) in enumerate(runs):
+        rows = r.summary()
+        fig.add_trace(go.Bar(x=[s.label for s in rows], y=[s.avg for s in rows], name=label, marker_color=color(i),
+                             customdata=[[s.max, s.min, s.count] for s in rows],
+                             hovertemplate=(f"{label}<br>%{{x}}: average %{{y:.0f}} MB/s<br>max %{{customdata[0]:.0f}},"
+                                            " min %{customdata[1]:.0f}, %{customdata[2]} pairs<extra></extra>")))
+    _layout(fig, "The runs side by side: average bandwidth by class [MB/s]", barmode="group",
+            yaxis=dict(title="MB/s"), legend=dict(orientation="h", y=-0.15))
+    return Picture("runs", "Runs side by side", fig, "", 1000, 480)
