@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Build fabscope-bench with the MPI found (see 'fabscope doctor'), launch it, "
                                    "and print the seeds' tables.  Options after TEST go to the program, "
                                    "e.g. 'random-pairs --size 1MiB --iterations 100'.")
-    p.add_argument("--np", type=int, default=2, help="number of ranks (default: 2)")
+    p.add_argument("--np", type=int, help="number of ranks (default: 2; on a testbed, its hosts x --ppn)")
     p.add_argument("--launcher", default="auto", help="mpich (mpiexec), openmpi (mpirun), srun; default: the MPI's own")
     p.add_argument("--hostfile", help="hosts to run on (default: $PBS_NODEFILE, $SLURM_JOB_NODELIST, or this host)")
     p.add_argument("--ppn", type=int, help="ranks per node")
@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="JSON-lines output (default: fabscope-TEST.jsonl)")
     p.add_argument("-o", "--output", help="also write the per-pair result (fabscope.result JSON)")
     p.add_argument("--timeout", type=float, help="stop the job after this many seconds (finished lines are kept)")
+    p.add_argument("--testbed", metavar="NAME", help="run on testbed NAME (see 'fabscope testbed'): its hosts, "
+                                                     "its fabric, ranks launched into its namespaces")
     p.add_argument("--launcher-arg", action="append", default=[], help="extra option for the launcher (repeatable)")
     p.add_argument("test", nargs="?", default="suite", help="test or comma-separated tests (default: suite)")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, help="options of fabscope-bench")
@@ -38,17 +40,27 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.fabric.io import load_fabric
         fabric = load_fabric(args.fabric)
     rest = list(args.bench_args)
+    launcher, hostfile, launcher_args = args.launcher, args.hostfile, list(args.launcher_arg)
     if "--out" in rest[:-1]:  # the program's own --out, given after TEST
         i = rest.index("--out")
         args.out = rest[i + 1]
         del rest[i:i + 2]
     out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
+    if args.testbed:
+        from fabscope.testbed.launch import job
+
+        if args.fabric or args.hostfile:
+            con.print("fabscope: note: --testbed gives the fabric and hosts; --fabric/--hostfile ignored")
+        fabric, hostfile, tb_args, np_all = job(args.testbed, out, args.ppn)
+        launcher, launcher_args = "mpich", tb_args + launcher_args
+        args.np = args.np or np_all
+    args.np = args.np or 2
     with con.status(f"fabscope-bench {args.test} on {args.np} ranks") as status:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = measure([args.test, *rest], np=args.np, out=out, timeout=args.timeout,
-                         progress=progress if con.is_terminal else None, launcher=args.launcher,
-                         hostfile=args.hostfile, ppn=args.ppn, fabric=fabric, launcher_args=args.launcher_arg)
+                         progress=progress if con.is_terminal else None, launcher=launcher,
+                         hostfile=hostfile, ppn=args.ppn, fabric=fabric, launcher_args=launcher_args)
     print("\n".join(report(result, fabric)))
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
