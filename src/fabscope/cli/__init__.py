@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "analyze",
     "doctor",
     "mapping",
+    "compare",
     "testbed",
 ]
 
