@@ -71,7 +71,7 @@ def job(name: str, out: str | os.PathLike[str], ppn: int | None = None) -> tuple
     from fabscope.testbed.lifecycle import existing
 
     st = state.load(name)
-    fabric, _ = state.load_fabric(name)
+    fabric = state.load_fabric(name)
     ex = existing(name)
     have = len(ex[0].netns) if ex else 0
     if have != fabric.n_nodes:

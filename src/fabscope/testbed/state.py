@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from fabscope.atomic import atomic_open
-from fabscope.errors import FabricError
+from fabscope.errors import FabricError, FabscopeError
 from fabscope.fabric.model import Fabric
 from fabscope.testbed.names import TestbedError, check_name
 
@@ -115,17 +115,42 @@ def routing_engine(st: State) -> str:
     return "minhop" if st.cut and st.routing == "tables" else st.routing
 
 
-def load_fabric(name: str):  # type: ignore[no-untyped-def]
-    """The model of testbed ``name`` as it is now: ``(Fabric, Routing)``.
-
-    The fabric's hosts carry the names MPI reports on the testbed, its
-    capacities the payload rates its shaped links deliver.
-    """
+def forwarding_now(st: State) -> tuple[Fabric, np.ndarray]:
+    """The fabric with its faults and the forwarding tables its switches hold now."""
     from fabscope.routing import make_routing
+    from fabscope.testbed.plan import forwarding
+
+    f = current_fabric(st)
+    try:
+        router = make_routing(f, routing_engine(st))
+    except FabscopeError as err:
+        raise TestbedError(f"testbed {st.name}: routing {routing_engine(st)}: {err}") from None
+    return f, forwarding(f, router)
+
+
+def load_fabric(name: str) -> Fabric:
+    """The model of testbed ``name`` as it is now, for ``fabscope compare --fabric NAME``.
+
+    Its hosts carry the names MPI reports on the testbed, its capacities the
+    payload rates its shaped links deliver now (degraded cables at their
+    rate, cut cables gone), and its ``lft`` the very forwarding tables the
+    switch namespaces hold, so its default routing (``tables``) gives every
+    pair the path its packets take.  ``params["routing"]`` names the engine
+    the tables come from.
+    """
+    from dataclasses import replace
 
     st = load(name)
-    f = current_fabric(st)
-    return f, make_routing(f, routing_engine(st))
+    f, lft = forwarding_now(st)
+    return replace(f, lft=lft, params={**f.params, "routing": routing_engine(st)})
+
+
+def load_routing(name: str):  # type: ignore[no-untyped-def]
+    """``(Fabric, Routing)`` of testbed ``name`` now: :func:`load_fabric` and its table routing."""
+    from fabscope.routing import make_routing
+
+    f = load_fabric(name)
+    return f, make_routing(f, "tables")
 
 
 def cable_of(f: Fabric, spec: str, original_hosts: list[str] | None = None) -> int:
