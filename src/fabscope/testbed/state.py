@@ -110,9 +110,22 @@ def current_fabric(st: State) -> Fabric:
 
 
 def routing_engine(st: State) -> str:
-    """The engine that routes the testbed now: imported tables give way to min-hop after a cut,
-    as OpenSM (its default engine) would reroute."""
-    return "minhop" if st.cut and st.routing == "tables" else st.routing
+    """The engine that routes the testbed now.  After a cut, the fabric's own engine on the cut
+    fabric if it still routes every pair; otherwise (D-mod-K knows no faults; imported tables are
+    rewritten by the subnet manager) min-hop, OpenSM's default engine, as a subnet manager would."""
+    if not st.cut:
+        return st.routing
+    if st.routing != "tables":
+        from fabscope.routing import make_routing
+        from fabscope.testbed.plan import forwarding
+
+        f = current_fabric(st)
+        try:
+            forwarding(f, make_routing(f, st.routing))
+            return st.routing
+        except FabscopeError:
+            pass
+    return "minhop"
 
 
 def forwarding_now(st: State) -> tuple[Fabric, np.ndarray]:
