@@ -29,7 +29,7 @@ from fabscope.testbed.plan import Plan, forwarding, make_plan
 
 #: bytes/s of shaped traffic one core forwards through veths and tbf per hop, with room to spare
 #: (see bench/bench_testbed.py); override with $FABSCOPE_TESTBED_CORE_RATE
-CORE_RATE = 150e6
+CORE_RATE = 300e6
 #: memory one emulated host takes while measuring (Hydra proxy + one MPICH rank + namespace)
 HOST_MEMORY = 64 * 2 ** 20
 
