@@ -99,9 +99,10 @@ def crossing(name: str, res: Result, cable: int) -> np.ndarray:
     return hit
 
 
-def run_fabric(name: str, spec: str, tmp, degrade_link: str) -> None:
+def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str) -> None:
     up(name, spec, parse_rate(RATE))
     try:
+        assert state.load(name).routing == routing
         # the route of a few pairs, hop by hop, is the model's
         if have_traceroute():
             for a, b in [(0, 15), (1, 6), (5, 9), (12, 3), (2, 3)]:
@@ -153,7 +154,7 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str) -> None:
 
 
 def test_fat_tree_dmodk(tmp_path):
-    run_fabric("ci1", FABRIC, tmp_path, "s1-0000[5]")
+    run_fabric("ci1", FABRIC, tmp_path, "s1-0000[5]", "dmodk")
 
 
 def test_fat_tree_opensm_tables(tmp_path):
@@ -178,4 +179,4 @@ def test_fat_tree_opensm_tables(tmp_path):
     leaf = g.node_names[int(g.host_switch[0])]
     up_port = sorted(int(g.link_src_port[l]) for l in np.flatnonzero(g.link_src == g.node_index[leaf])
                      if g.link_dst[l] >= g.n_hosts)[0]
-    run_fabric("ci2", str(spec), tmp_path, f"{leaf}[{up_port}]")
+    run_fabric("ci2", str(spec), tmp_path, f"{leaf}[{up_port}]", "tables")

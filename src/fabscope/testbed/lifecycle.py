@@ -177,8 +177,8 @@ def up(name: str, spec: str, rate: float, routing: str | None = None, say: Say =
     """
     from fabscope.fabric.io import to_dict
 
-    system.require()
     plan, lft, engine = prepare(name, spec, rate, routing)
+    system.require()
     try:
         old = state.load(name)
     except TestbedError:
