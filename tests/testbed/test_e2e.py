@@ -73,9 +73,9 @@ def by_class(res: Result) -> dict[str, dict]:
     return {c["label"]: c for c in res.extra["compare"]["classes"]}
 
 
-def check_classes(res: Result, tol: float) -> None:
+def check_classes(res: Result, tol: float, need=("Same Leaf", "Diff Leafs")) -> None:
     cls = by_class(res)
-    assert {"Same Leaf", "Diff Leafs"} <= set(cls), cls
+    assert set(need) <= set(cls), cls
     for label, c in cls.items():
         assert abs(c["ratio"] - 1) <= tol, f"{label}: measured {c['measured_avg'] / 1e6:.2f} MB/s, " \
                                            f"modeled {c['modeled_avg'] / 1e6:.2f} MB/s"
@@ -149,6 +149,18 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str) -> No
         assert np.all(m_a[~hit] >= 0.85 * m_b[~hit]), (m_a[~hit], m_b[~hit])
         assert main(["testbed", "restore", name]) == 0
         assert state.load(name).degraded == {}
+
+        # the same cable cut: routes recomputed as the fabric's routing would, packets follow them
+        assert main(["testbed", "cut", name, degrade_link]) == 0
+        f_cut, r_cut = state.load_routing(name)
+        assert f_cut.n_links == f.n_links - 2
+        if have_traceroute():
+            for a, b in [(0, 4), (0, 12), (8, 0), (5, 9)]:
+                assert traceroute(name, a, b) == model_path(name, a, b), (a, b)
+        lp3 = measure(name, tmp, "cut", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
+        check_classes(compare(name, tmp, "cut", lp3), 0.15, need=("Diff Leafs",))
+        assert main(["testbed", "restore", name]) == 0
+        assert state.load(name).cut == [] and state.load_fabric(name).n_links == f.n_links
     finally:
         down(name)
 
