@@ -73,3 +73,26 @@ def cpu_busy(before: tuple[float, float], after: tuple[float, float]) -> float:
     """Share of all CPUs busy between two :func:`cpu_times` readings (whole machine, other users included)."""
     db, dt = after[0] - before[0], after[1] - before[1]
     return db / dt if dt > 0 else 0.0
+
+
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_stat() -> np.ndarray:
+    """Jiffies of all CPUs by kind (:data:`CPU_FIELDS`), from /proc/stat."""
+    with open("/proc/stat") as fh:
+        vals = [float(x) for x in fh.readline().split()[1:1 + len(CPU_FIELDS)]]
+    return np.array(vals + [0.0] * (len(CPU_FIELDS) - len(vals)))
+
+
+def cpu_split(before: np.ndarray, after: np.ndarray) -> str:
+    """Where the CPUs' time went between two :func:`cpu_stat` readings, e.g. ``user 60% system 20% ...``.
+
+    Waiting MPI ranks poll (user time) whatever the links do; the forwarding and shaping
+    of the emulated fabric is system and softirq time.
+    """
+    d = after - before
+    tot = d.sum() or 1.0
+    share = dict(zip(CPU_FIELDS, d / tot))
+    return (f"user {share['user'] + share['nice']:.0%} system {share['system']:.0%} "
+            f"softirq {share['softirq'] + share['irq']:.0%} idle {share['idle'] + share['iowait']:.0%}")
