@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 from fabscope.cli import main
 from fabscope.result import Result
 from fabscope.testbed import counters, system
@@ -70,14 +72,15 @@ SIZES = ["xgft:m=4x4,w=1x4", "xgft:m=4x6,w=1x4", "xgft:m=4x8,w=1x4", "xgft:m=4x1
 
 def one_size(i: int, spec: str, rate: float, tmp: str) -> tuple[bool, int]:
     name = f"b{i}"
-    leaf = spec.split("m=")[1].split("x")[0]
     t0 = time.monotonic()
     try:
         st = up(name, spec, rate)
     except TestbedError as err:
         print(f"{spec}: {err}")
         return False, 0
-    hosts = st.base_fabric().n_hosts
+    f = st.base_fabric()
+    hosts = f.n_hosts
+    leaf = str(int(np.bincount(f.groups["leaf"]).max())) if "leaf" in f.groups else "1"
     t_up = time.monotonic() - t0
     try:
         c0, cpu0, t1 = counters.snapshot(name), counters.cpu_stat(), time.monotonic()

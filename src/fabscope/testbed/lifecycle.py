@@ -27,9 +27,10 @@ from fabscope.testbed import commands, names, state, system
 from fabscope.testbed.names import TestbedError
 from fabscope.testbed.plan import Plan, forwarding, make_plan
 
-#: bytes/s of shaped traffic one core forwards through veths and tbf per hop, with room to spare
+#: bytes/s x hop of shaped traffic one core forwards through veths and tbf, with room to spare: about
+#: half of what bench/bench_testbed.py measured unshaped (1150 per core, load average 21)
 #: (see bench/bench_testbed.py); override with $FABSCOPE_TESTBED_CORE_RATE
-CORE_RATE = 300e6
+CORE_RATE = 600e6
 #: memory one emulated host takes while measuring (Hydra proxy + one MPICH rank + namespace)
 HOST_MEMORY = 64 * 2 ** 20
 
