@@ -73,13 +73,19 @@ def test_down_after_sigkill_of_up_halfway():
     assert nothing_of("cikill")
 
 
-def test_down_without_state_file():
+def test_down_without_state_file_and_with_a_process_inside():
     up("cilost", SMALL, 1e6)
-    state.state_path("cilost").unlink()
-    row = status("cilost")[0]
-    assert not row["state"] and row["netns"] == 8
-    assert main(["testbed", "down", "cilost"]) == 0
-    assert nothing_of("cilost")
+    inside = subprocess.Popen(["ip", "netns", "exec", "fstb-cilost-h1", "sleep", "300"])
+    try:
+        state.state_path("cilost").unlink()
+        row = status("cilost")[0]
+        assert not row["state"] and row["netns"] == 8
+        assert main(["testbed", "down", "cilost"]) == 0
+        assert nothing_of("cilost")
+        assert inside.wait(timeout=10) == -signal.SIGKILL      # no process outlives its testbed
+    finally:
+        if inside.poll() is None:
+            inside.kill()
 
 
 def test_measure_without_testbed_is_one_line(tmp_path, capsys):

@@ -10,7 +10,7 @@ the command.  The proxies reach mpiexec over the management bridge
 forbids the shared-memory shortcut between ranks that share a kernel, and
 the OFI netmod with its TCP provider bound to ``fab0`` carries the data.
 
->>> print(launcher_script("tb1").splitlines()[3])
+>>> print(launcher_script("tb1").splitlines()[4])
 case "$host" in fstb-tb1-h[0-9]*) ;; *) echo "fabscope testbed tb1: no host $host" >&2; exit 1;; esac
 >>> mpi_env()["FI_TCP_IFACE"]
 'fab0'

@@ -122,6 +122,7 @@ def down(name: str, say: Say = _quiet) -> tuple[int, int]:
         if batch:
             system.run(["ip", "-force", "-batch", "-"], input="\n".join(batch) + "\n", check=False)
         n_ln += len(ex.links)
+        _kill_inside(ex.netns)
         if ex.netns:
             system.run(["ip", "-force", "-batch", "-"], input="".join(f"netns del {n}\n" for n in ex.netns),
                        check=False, timeout=300)
@@ -132,6 +133,19 @@ def down(name: str, say: Say = _quiet) -> tuple[int, int]:
         raise TestbedError(f"testbed {name}: could not remove {', '.join((left[0].netns + left[0].links)[:3])}")
     say(f"testbed {name}: removed {n_ns} namespaces and {n_ln} links")
     return n_ns, n_ln
+
+
+def _kill_inside(namespaces: list[str]) -> None:
+    """SIGKILL processes still running in these namespaces (a measurement cut short): a namespace
+    outlives its name while a process holds it, and no process of a testbed may outlive it."""
+    import signal
+
+    for ns in namespaces:
+        for pid in system.run(["ip", "netns", "pids", ns], check=False).split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError):
+                pass
 
 
 def _free_subnet() -> str:
