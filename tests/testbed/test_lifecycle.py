@@ -93,3 +93,16 @@ def test_measure_without_testbed_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and "no testbed 'ci9' is up" in err[0], err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(system.which("setpriv") is None, reason="needs setpriv (util-linux) to drop root")
+def test_without_root_one_line_with_the_reason(tmp_path):
+    """As an unprivileged user: refused with the reason, nothing made."""
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                        "fabscope.cli", "testbed", "up", "--name", "ci9", "--fabric", SMALL],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    if "Permission denied" in p.stderr or "No module named" in p.stderr:
+        pytest.skip("this checkout is not readable by an unprivileged user")
+    assert p.returncode == 1 and p.stderr.strip() == \
+        "fabscope: error: testbeds need root (network namespaces, veth cables and tc shapers): run with sudo"
+    assert nothing_of("ci9")
