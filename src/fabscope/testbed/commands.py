@@ -105,7 +105,7 @@ def shaper_lines(p: Plan, node: int) -> list[str]:
     f = p.fabric
     out: list[str] = []
     for l in np.flatnonzero(f.link_src == node):
-        out += shaper(p.ifname(int(l)), p.wire_rate(int(l)), p.mtu, float(f.link_latency[l]))
+        out += shaper(p.ifname(int(l)), p.wire_rate(int(l)), p.mtu, float(f.link_latency[l]) if p.delay else 0.0)
     return out
 
 

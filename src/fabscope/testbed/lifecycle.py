@@ -194,6 +194,12 @@ def up(name: str, spec: str, rate: float, routing: str | None = None, say: Say =
 
     plan, lft, engine = prepare(name, spec, rate, routing)
     system.require()
+    if float(plan.fabric.link_latency.max()) >= 1e-6 and not system.have_netem():
+        from dataclasses import replace
+
+        plan = replace(plan, delay=False)
+        say(f"testbed {name}: this kernel has no netem qdisc: the fabric's link latencies "
+            f"(up to {plan.fabric.link_latency.max() * 1e6:g} us) are not emulated, rates are")
     try:
         old = state.load(name)
     except TestbedError:

@@ -63,6 +63,8 @@ class Plan:
     scale: float
     efficiency: float
     mtu: int = MTU
+    #: whether links get the fabric's latency as a netem delay (where >= 1 us and the kernel has netem)
+    delay: bool = True
 
     # ---- naming ----------------------------------------------------------
     def netns(self, node: int) -> str:

@@ -90,3 +90,18 @@ def list_links() -> list[str]:
 
 def used_ipv4() -> str:
     return run(["ip", "-4", "-o", "addr", "show"], check=False)
+
+
+@functools.lru_cache(maxsize=1)
+def have_netem() -> bool:
+    """Whether this kernel has the netem qdisc (link delays); some minimal kernels lack it."""
+    probe = f"{NETNS_PREFIX}-netem-{os.getpid()}"
+    try:
+        run(["ip", "netns", "add", probe], timeout=20)
+        run(["ip", "-n", probe, "link", "add", "fbprobe0", "type", "veth", "peer", "name", "fbprobe1"], timeout=20)
+        run(["tc", "-n", probe, "qdisc", "add", "dev", "fbprobe0", "root", "netem", "delay", "10us"], timeout=20)
+        return True
+    except TestbedError:
+        return False
+    finally:
+        run(["ip", "netns", "del", probe], timeout=20, check=False)
