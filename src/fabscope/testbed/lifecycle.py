@@ -86,7 +86,8 @@ class Existing:
 
 
 def existing(name: str | None = None) -> list[Existing]:
-    """Testbeds that have something on this machine (or a state file), by name."""
+    """Testbeds that have namespaces on this machine (or a state file), by name; ``name`` is
+    looked up by its exact object names whatever else exists."""
     allns = system.list_netns()
     links = system.list_links()
     found = set(state.names_up())
@@ -94,12 +95,11 @@ def existing(name: str | None = None) -> list[Existing]:
         t = names.testbed_of_netns(ns)
         if t:
             found.add(t)
-    for ln in links:
-        m = re.fullmatch(rf"{names.LINK_PREFIX}([a-z][a-z0-9]{{0,7}}?)(br|m\d+)", ln)
-        if m:
-            found.add(m.group(1))
+    # root interfaces alone do not name a testbed (a short "fb" prefix could match a stranger's);
+    # they never outlive their namespaces anyway: up makes the namespaces first, down deletes them last
     if name is not None:
-        found = {name} if name in found else set()
+        mine = any(names.owns_netns(name, n) for n in allns) or any(names.owns_link(name, x) for x in links)
+        found = {name} if name in found or mine else set()
     return [Existing(t, sorted((n for n in allns if names.owns_netns(t, n)), key=_natural),
                      sorted((x for x in links if names.owns_link(t, x)), key=_natural),
                      state.state_path(t).exists()) for t in sorted(found)]
