@@ -24,6 +24,8 @@ COMMAND_MODULES = [
     "doctor",
     "mapping",
     "report",
+    "compare",
+    "testbed",
 ]
 
 

@@ -18,7 +18,7 @@ def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
     """fabscope's options of ``measure``; accepted before and after TEST."""
     def d(x: object) -> object:
         return x if default is None else default
-    p.add_argument("--np", type=int, default=d(2), help="number of ranks (default: 2)")
+    p.add_argument("--np", type=int, default=d(None), help="number of ranks (default: 2; on a testbed, its hosts x --ppn)")
     p.add_argument("--launcher", default=d("auto"), help="mpich (mpiexec), openmpi (mpirun), srun; default: the MPI's own")
     p.add_argument("--hostfile", default=d(None), help="hosts to run on (default: $PBS_NODEFILE, $SLURM_JOB_NODELIST, or this host)")
     p.add_argument("--ppn", type=int, default=d(None), help="ranks per node")
@@ -30,6 +30,9 @@ def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
     p.add_argument("--oversubscribe", action="store_true", default=d(False),
                    help=f"run more than {OVERSUBSCRIBE_FACTOR} ranks per CPU this job may use on this host")
     p.add_argument("--launcher-arg", action="append", default=d([]), help="extra option for the launcher (repeatable)")
+    p.add_argument("--testbed", metavar="NAME", default=d(None),
+                   help="run on testbed NAME (see 'fabscope testbed'): its hosts, its fabric, ranks launched "
+                        "into its namespaces")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,8 +86,19 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.fabric.io import load_fabric
         fabric = load_fabric(args.fabric)
     out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
-    job = plan([args.test, *rest], np=args.np, out=out, launcher=args.launcher, hostfile=args.hostfile,
-               ppn=args.ppn, fabric=fabric, launcher_args=args.launcher_arg, oversubscribe=args.oversubscribe)
+    launcher, hostfile, launcher_args, oversubscribe = args.launcher, args.hostfile, list(args.launcher_arg), args.oversubscribe
+    if args.testbed:
+        from fabscope.testbed.launch import job as testbed_job
+
+        if args.fabric or args.hostfile:
+            con.print("fabscope: note: --testbed gives the fabric and hosts; --fabric/--hostfile ignored")
+        fabric, hostfile, tb_args, np_all = testbed_job(args.testbed, out, args.ppn)
+        launcher, launcher_args = "mpich", tb_args + launcher_args
+        args.np = args.np or np_all
+        oversubscribe = True  # every emulated host is a namespace of this machine; its ranks wait on shaped links
+    args.np = args.np or 2
+    job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
+               ppn=args.ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
     con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
     with con.status(f"fabscope-bench {args.test} on {args.np} ranks") as status:
         def progress(lines: int, last: str) -> None:

@@ -1,0 +1,144 @@
+"""Testbed figures: time to bring one up and down, and measured / modeled per class.
+
+Needs root.  Runs, in order:
+
+1. the forwarding rate of this machine: a 4-host tree with unshaped (40 Gbit) links,
+   two pairs of the real benchmark across the spines (CPU-bound: what the cores move
+   through veths), against the per-core budget ``up`` plans with;
+2. for fat trees of growing size (k=4: 16 hosts, then k=6, 8, ...) at ``--rate``:
+   ``up`` and ``down`` times, random pairs + all leaf pairs measured with the real
+   benchmark, ``compare`` per class, the whole machine's CPU busy share and the
+   shapers' drops, until a size is not link-bound any more (a class more than 15% off
+   the model) or ``up`` refuses it as too big.
+
+    sudo .venv/bin/python bench/bench_testbed.py [--rate 40Mbit] [--k 4,6,8,10]
+
+Figures are taken on whatever else the machine is running; say so when quoting them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from fabscope.cli import main
+from fabscope.result import Result
+from fabscope.testbed import counters, system
+from fabscope.testbed.lifecycle import CORE_RATE, down, up
+from fabscope.testbed.names import TestbedError, parse_rate
+
+
+def quiet(argv: list[str]) -> int:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return main(argv)
+
+
+def measure(name: str, tmp: str, test: str, *opts: str) -> str:
+    out = os.path.join(tmp, f"{name}-{test}.jsonl")
+    if quiet(["measure", "--testbed", name, "--timeout", "600", test, *opts, "--out", out]) != 0:
+        raise SystemExit(f"measure {test} on {name} failed")
+    return out
+
+
+def forwarding_rate(tmp: str) -> None:
+    name = "bfwd"
+    os.environ["FABSCOPE_TESTBED_CORE_RATE"] = "1e15"
+    try:
+        up(name, "fat-tree:k=2,levels=2", parse_rate("40Gbit"))
+        out = measure(name, tmp, "random-pairs", "--size", "8MiB", "--iterations", "10")
+        res = os.path.join(tmp, "fwd.json")
+        quiet(["compare", out, "--fabric", name, "-o", res])
+        r = Result.read_json(res)
+        bw = r.pairs["measured"]
+        cores = os.cpu_count() or 1
+        hops = 4  # host -> leaf -> spine -> leaf -> host
+        print(f"unshaped: {len(bw)} pairs of ping-pong, {bw.mean() / 1e6:.0f} MB/s each, "
+              f"{bw.sum() * hops / 1e6:.0f} MB/s x hop in all on {cores} cores "
+              f"({bw.sum() * hops / cores / 1e6:.0f} per core); up plans with {CORE_RATE / 1e6:.0f} per core")
+    finally:
+        os.environ.pop("FABSCOPE_TESTBED_CORE_RATE", None)
+        down(name)
+
+
+SIZES = ["xgft:m=4x4,w=1x4", "xgft:m=4x6,w=1x4", "xgft:m=4x8,w=1x4", "xgft:m=4x12,w=1x4", "xgft:m=4x16,w=1x4"]
+
+
+def one_size(i: int, spec: str, rate: float, tmp: str) -> tuple[bool, int]:
+    name = f"b{i}"
+    t0 = time.monotonic()
+    try:
+        st = up(name, spec, rate)
+    except TestbedError as err:
+        print(f"{spec}: {err}")
+        return False, 0
+    f = st.base_fabric()
+    hosts = f.n_hosts
+    leaf = str(int(np.bincount(f.groups["leaf"]).max())) if "leaf" in f.groups else "1"
+    t_up = time.monotonic() - t0
+    try:
+        c0, cpu0, t1 = counters.snapshot(name), counters.cpu_stat(), time.monotonic()
+        rp = measure(name, tmp, "random-pairs", "--size", "512KiB", "--iterations", "3", "--rounds", "2")
+        lp = measure(name, tmp, "leaf-pairs", "--size", "512KiB", "--iterations", "2", "--leaf-size", leaf)
+        t_meas = time.monotonic() - t1
+        d, busy = counters.snapshot(name) - c0, counters.cpu_split(cpu0, counters.cpu_stat())
+        res = os.path.join(tmp, f"{name}.json")
+        quiet(["compare", rp, lp, "--fabric", name, "-o", res])
+        classes = Result.read_json(res).extra["compare"]["classes"]
+    finally:
+        t2 = time.monotonic()
+        down(name)
+        t_down = time.monotonic() - t2
+    print(f"{spec}: {hosts} hosts, up {t_up:.1f} s, down {t_down:.1f} s, measuring {t_meas:.0f} s; "
+          f"shapers: {int(d.drops.sum())} of {int(d.packets.sum())} packets dropped, "
+          f"{int(d.overlimits.sum())} held back; CPU (whole machine) {busy}")
+    ok = True
+    for c in classes:
+        print(f"    {c['label']:<12} {c['pairs']:>4} pairs  measured {c['measured_avg'] / 1e6:6.2f}  "
+              f"modeled {c['modeled_avg'] / 1e6:6.2f} MB/s  ratio {c['ratio']:.2f}")
+        ok &= abs(c["ratio"] - 1) <= 0.15
+    return ok, hosts
+
+
+def run() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rate", default="40Mbit")
+    ap.add_argument("--sizes", nargs="+", default=SIZES, help="fabric specs to try, in order")
+    ap.add_argument("--skip-forwarding", action="store_true")
+    ap.add_argument("--ignore-budget", action="store_true", help="let up run sizes its CPU budget refuses "
+                                                                 "(to check the budget)")
+    a = ap.parse_args()
+    why = system.unavailable_reason()
+    if why:
+        print(f"bench_testbed: {why}", file=sys.stderr)
+        return 1
+    rate = parse_rate(a.rate)
+    print(f"fabscope testbed bench, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start, "
+          f"links shaped to {a.rate}")
+    with tempfile.TemporaryDirectory(prefix="bench-testbed-") as tmp:
+        os.environ["FABSCOPE_TESTBED_DIR"] = os.path.join(tmp, "state")
+        if not a.skip_forwarding:
+            forwarding_rate(tmp)
+        if a.ignore_budget:
+            os.environ["FABSCOPE_TESTBED_CORE_RATE"] = "1e15"
+        largest = None
+        for i, spec in enumerate(a.sizes):
+            ok, hosts = one_size(i, spec, rate, tmp)
+            if not ok:
+                print(f"{spec}: not link-bound (or refused); the largest link-bound size here: "
+                      f"{largest if largest else 'none'} hosts")
+                break
+            largest = hosts
+        else:
+            print(f"all sizes link-bound; largest tried: {largest} hosts")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run())

@@ -1,0 +1,112 @@
+"""``fabscope testbed``: an emulated fabric on this machine (up, down, status, degrade, cut, restore)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("testbed", help="an emulated fabric on this machine: namespaces, shaped veths, routes",
+                       description="Network namespaces as hosts and switches, veth cables shaped by tc, the "
+                                   "fabric's routing as static routes.  Needs root.  See docs/testbed.md.")
+    tsub = p.add_subparsers(dest="action", metavar="ACTION")
+    tsub.required = True
+    u = tsub.add_parser("up", help="make a testbed (idempotent per name)")
+    u.add_argument("--fabric", required=True, help="fabric spec or JSON file (e.g. fat-tree:k=4,levels=2)")
+    u.add_argument("--rate", default="100Mbit",
+                   help="rate of the fabric's fastest link here; every link is scaled by the same factor "
+                        "(default: 100Mbit)")
+    u.add_argument("--routing", help="routing engine (default: the fabric's own; tables for imported ones)")
+    u.add_argument("--name", default="tb1", help="testbed name, 1-8 letters/digits (default: tb1)")
+    u.set_defaults(func=_up)
+    d = tsub.add_parser("down", help="remove everything a testbed made (also after a crash)")
+    d.add_argument("name")
+    d.set_defaults(func=_down)
+    s = tsub.add_parser("status", help="list testbeds and what of them exists")
+    s.add_argument("name", nargs="?")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=_status)
+    g = tsub.add_parser("degrade", help="set one cable's rate (both directions)")
+    g.add_argument("name")
+    g.add_argument("link", help="node[port], e.g. s1-0001[3]")
+    g.add_argument("--rate", required=True, help="new rate, e.g. 50Mbit (as --rate of up: before scaling "
+                                                 "to payload)")
+    g.set_defaults(func=_degrade)
+    c = tsub.add_parser("cut", help="take one cable down; routes are recomputed as the fabric's routing would")
+    c.add_argument("name")
+    c.add_argument("link", help="node[port]")
+    c.set_defaults(func=_cut)
+    r = tsub.add_parser("restore", help="undo degrade and cut (one link, or all)")
+    r.add_argument("name")
+    r.add_argument("link", nargs="?", help="node[port] (default: every fault)")
+    r.set_defaults(func=_restore)
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def _up(args: argparse.Namespace) -> int:
+    from fabscope.testbed.lifecycle import up
+    from fabscope.testbed.names import parse_rate
+
+    st = up(args.name, args.fabric, parse_rate(args.rate), args.routing, say=_say)
+    print(st.name)
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from fabscope.testbed.lifecycle import down
+
+    down(args.name, say=_say)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from fabscope.testbed import system
+    from fabscope.testbed.lifecycle import status
+
+    system.require()
+    rows = status(args.name)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    if args.name and not rows:
+        from fabscope.testbed.names import TestbedError
+        raise TestbedError(f"no testbed {args.name!r} on this machine")
+    if not rows:
+        print("no testbeds")
+    for r in rows:
+        if "spec" in r:
+            faults = f", {r['degraded']} degraded, {len(r['cut'])} cut" if r["degraded"] or r["cut"] else ""
+            print(f"{r['name']}: {r['spec']} at {r['rate'] * 8 / 1e6:g}Mbit, routing {r['routing']}: "
+                  f"{r['hosts']} hosts, {r['switches']} switches, {r['cables']} cables{faults}; "
+                  f"{r['netns']} namespaces{'' if r['whole'] else ' (INCOMPLETE)'}")
+        else:
+            print(f"{r['name']}: leftovers without state: {r['netns']} namespaces, {r['links']} links "
+                  f"(remove with 'fabscope testbed down {r['name']}')")
+    return 0
+
+
+def _degrade(args: argparse.Namespace) -> int:
+    from fabscope.testbed.faults import degrade
+    from fabscope.testbed.names import parse_rate
+
+    degrade(args.name, args.link, parse_rate(args.rate), say=_say)
+    return 0
+
+
+def _cut(args: argparse.Namespace) -> int:
+    from fabscope.testbed.faults import cut
+
+    cut(args.name, args.link, say=_say)
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from fabscope.testbed.faults import restore
+
+    restore(args.name, args.link, say=_say)
+    return 0

@@ -1,0 +1,168 @@
+"""Measured beside modeled: the same pairs, on the same routes, at the same time.
+
+:func:`compare` models every measured pair with the concurrency it ran with
+(:mod:`.measured`) on the fabric's routes (:mod:`.pairmodel`) and returns a
+result of kind ``"compare"``: pair columns ``measured``, ``modeled`` (bytes/s)
+and ``ratio`` (measured / modeled), the link that limits each pair in the
+model (``limit``), and ``extra["compare"]["classes"]``, the averages per class.
+:func:`compare_with_model` does the same against a modeled result already
+written (``fabscope simulate -o``), matching pairs by their hosts.
+
+>>> from fabscope.fabric.generators import fat_tree
+>>> from fabscope.result import Result
+>>> f = fat_tree(k=2, levels=2)
+>>> cap = float(f.link_capacity[0])
+>>> meas = Result(meta={"kind": "measure", "test": "random-pairs"}, class_labels=("x",),
+...               pairs={"src_host": np.array(["h0000", "h0001"]), "dst_host": np.array(["h0002", "h0003"]),
+...                      "cls": np.array([0, 0]), "bytes": np.array([1e6, 1e6]),
+...                      "bandwidth": np.array([0.5 * cap, 0.99 * cap]), "scenario": np.array([0, 0])})
+>>> c = compare(load_measured([meas], f), routing="dmodk")
+>>> [round(float(x), 2) for x in c.pairs["ratio"]]
+[0.5, 1.0]
+>>> c.extra["compare"]["classes"][0]["label"], round(c.extra["compare"]["classes"][0]["ratio"], 2)
+('Diff Leafs', 0.75)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fabscope.fabric.model import MB
+from fabscope.result import Result
+from fabscope.diagnose.measured import DiagnoseError, Measured, load_measured, read_source
+from fabscope.diagnose.pairmodel import PairModel
+
+__all__ = ["compare", "compare_with_model", "class_rows", "compare_lines", "load_measured"]
+
+
+def class_rows(labels: tuple[str, ...], cls: np.ndarray, measured: np.ndarray, modeled: np.ndarray) -> list[dict[str, Any]]:
+    """Per class present: pairs, measured and modeled averages, their ratio."""
+    rows = []
+    for c, label in enumerate(labels):
+        sel = cls == c
+        if sel.any():
+            ma, mo = float(measured[sel].mean()), float(modeled[sel].mean())
+            rows.append({"label": label, "pairs": int(sel.sum()), "measured_avg": ma, "modeled_avg": mo,
+                         "ratio": ma / mo if mo > 0 else float("nan"),
+                         "ratio_min": float((measured[sel] / modeled[sel]).min()),
+                         "ratio_max": float((measured[sel] / modeled[sel]).max())})
+    return rows
+
+
+def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None = None) -> Result:
+    """Model ``measured``'s pairs on ``routing`` (default: the fabric's own) and set them side by side."""
+    f = measured.fabric
+    model = PairModel(f, measured.hs, measured.hd, measured.scenario, measured.pingpong, measured.bytes, routing)
+    rate = model.flow_rates()
+    modeled = model.pair_bandwidth(rate)
+    limit = _pair_limits(model, rate)
+    ratio = measured.bandwidth / modeled
+    cls = f.classify(measured.hs, measured.hd)
+    names = np.array(f.host_names, dtype=object)
+    pairs = {"src": measured.src, "dst": measured.dst, "src_host": names[measured.hs].astype(str),
+             "dst_host": names[measured.hd].astype(str), "cls": cls, "bytes": measured.bytes,
+             "bandwidth": measured.bandwidth, "time": measured.time, "scenario": measured.scenario,
+             "test": measured.test, "measured": measured.bandwidth, "modeled": modeled, "ratio": ratio,
+             "limit": limit}
+    m = {"kind": "compare", "fabric": f.name, "fabric_params": dict(f.params), "routing": model.router.name,
+         "model": "maxmin", "sources": list(measured.sources), "tests": sorted(set(measured.test.tolist())),
+         "scenarios": measured.n_scenarios, "concurrent_sets": [list(k) for k in measured.scenario_key],
+         **(meta or {})}
+    extra = {"compare": {"classes": class_rows(f.class_labels, cls, measured.bandwidth, modeled)}}
+    return Result(meta=m, class_labels=f.class_labels, pairs=pairs, extra=extra)
+
+
+def _pair_limits(model: PairModel, rate: np.ndarray) -> np.ndarray:
+    """Name of the resource that limits each pair in the model (its slower direction's)."""
+    f = model.fabric
+    b = model.bottlenecks(rate)
+    n = model.n_pairs
+    slow = np.full(n, np.inf)
+    which = np.full(n, -1, dtype=np.int64)
+    order = np.argsort(rate, kind="stable")[::-1]          # slowest flow of each pair written last
+    slow[model.flow_pair[order]] = rate[order]
+    which[model.flow_pair[order]] = b[order]
+    out = np.empty(n, dtype=object)
+    cache: dict[int, str] = {}
+    for i, r in enumerate(which.tolist()):
+        if r not in cache:
+            cache[r] = ("" if r < 0 else f.link_name(r) if r < f.n_links
+                        else f"{f.node_names[r - f.n_links]} memory")
+        out[i] = cache[r]
+    return out.astype(str)
+
+
+def compare_with_model(sources: list[Any], model: Result, meta: dict[str, Any] | None = None) -> Result:
+    """Measured pairs beside a modeled result's pairs of the same hosts (and round, where both have one)."""
+    if model.meta.get("kind") != "model":
+        raise DiagnoseError(f"--model needs a modeled result (kind 'model'), got kind {model.meta.get('kind')!r}")
+    mp = model.pairs
+    for col in ("src_host", "dst_host"):
+        if col not in mp:
+            raise DiagnoseError(f"the modeled result has no {col!r} column; write it with 'fabscope simulate -o'")
+    key_bw: dict[tuple[str, str, int], tuple[float, int]] = {}
+    key2: dict[tuple[str, str], tuple[float, int]] = {}
+    scen = mp.get("scenario", np.zeros(model.n_pairs, dtype=np.int64))
+    for s, d, sc, bw, c in zip(mp["src_host"].tolist(), mp["dst_host"].tolist(), np.asarray(scen).tolist(),
+                               mp["bandwidth"].tolist(), mp["cls"].tolist()):
+        for key, table in (((s, d, int(sc)), key_bw), ((s, d), key2)):
+            table.setdefault(key, (bw, c))  # type: ignore[arg-type]
+            table.setdefault(key[1::-1] + key[2:], (bw, c))  # type: ignore[arg-type, operator]
+    cols: dict[str, list[Any]] = {k: [] for k in ("src", "dst", "src_host", "dst_host", "bytes", "bandwidth",
+                                                 "time", "scenario", "test", "modeled", "cls")}
+    names = []
+    for i, src in enumerate(sources):
+        names.append(str(src))
+        for test, c, _ in read_source(src):
+            for j in range(len(c["src"])):
+                s, d, sc = str(c["src_host"][j]), str(c["dst_host"][j]), int(c["scenario"][j])
+                hit = key_bw.get((s, d, sc)) or key2.get((s, d))
+                if hit is None:
+                    raise DiagnoseError(f"the modeled result has no pair {s} -> {d} (measured in {src}); "
+                                        "model the same hosts, or compare with --fabric")
+                for k in ("src", "dst", "src_host", "dst_host", "bytes", "bandwidth", "time", "scenario"):
+                    cols[k].append(c[k][j])
+                cols["test"].append(test)
+                cols["modeled"].append(hit[0])
+                cols["cls"].append(hit[1])
+    if not cols["src"]:
+        raise DiagnoseError(f"{', '.join(names)}: no pair measurements")
+    arr = {k: np.asarray(v) for k, v in cols.items()}
+    arr["src_host"] = arr["src_host"].astype(str)
+    arr["dst_host"] = arr["dst_host"].astype(str)
+    arr["measured"] = arr["bandwidth"].astype(float)
+    arr["modeled"] = arr["modeled"].astype(float)
+    arr["ratio"] = arr["measured"] / arr["modeled"]
+    m = {"kind": "compare", "fabric": model.meta.get("fabric"), "routing": model.meta.get("routing"),
+         "model": model.meta.get("model"), "sources": names, "against": "modeled result",
+         "tests": sorted(set(arr["test"].tolist())), **(meta or {})}
+    extra = {"compare": {"classes": class_rows(model.class_labels, arr["cls"], arr["measured"], arr["modeled"])}}
+    return Result(meta=m, class_labels=model.class_labels, pairs=arr, extra=extra)
+
+
+def compare_lines(result: Result, top: int = 15) -> list[str]:
+    """The text ``fabscope compare`` prints: per class, then the pairs furthest from the model."""
+    m = result.meta
+    p = result.pairs
+    out = [f"{m.get('fabric')}, routing {m.get('routing')}: {len(p['ratio'])} measured pairs"
+           + (f" in {m['scenarios']} concurrent sets" if m.get("scenarios") else "")
+           + f" ({', '.join(m.get('tests') or [])})",
+           f"{'class':<14}{'pairs':>7}{'measured':>11}{'modeled':>11}{'ratio':>7}{'min':>7}{'max':>7}   [MB/s]"]
+    for r in result.extra["compare"]["classes"]:
+        out.append(f"{r['label']:<14}{r['pairs']:>7}{r['measured_avg'] / MB:11.1f}{r['modeled_avg'] / MB:11.1f}"
+                   f"{r['ratio']:7.2f}{r['ratio_min']:7.2f}{r['ratio_max']:7.2f}")
+    ratio = np.asarray(p["ratio"], float)
+    far = np.argsort(-np.abs(np.log(ratio)), kind="stable")[:top]
+    if top and len(far):
+        out.append(f"pairs furthest from the model (of {len(ratio)}):")
+        labels = result.class_labels
+        for i in far:
+            lim = str(p["limit"][i]) if "limit" in p and str(p["limit"][i]) else ""
+            out.append(f"  {p['src_host'][i]}:{int(p['src'][i])} -> {p['dst_host'][i]}:{int(p['dst'][i])}  "
+                       f"{p['test'][i]} round {int(p['scenario'][i])}"
+                       f"  {labels[int(p['cls'][i])]}: measured {p['measured'][i] / MB:.1f}, modeled "
+                       f"{p['modeled'][i] / MB:.1f} MB/s, ratio {ratio[i]:.2f}"
+                       + (f"  (model's limit: {lim})" if lim else ""))
+    return out

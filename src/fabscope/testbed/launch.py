@@ -1,0 +1,88 @@
+"""Starting MPI ranks inside a testbed's host namespaces.
+
+MPICH's Hydra starts one proxy per host through the program given as its
+ssh launcher (``-launcher ssh -launcher-exec PROG``), calling it as
+``PROG [options] HOST "proxy command"``.  PROG here is a small script that
+enters the host's network namespace and a fresh UTS namespace named after
+the host (so each host has its own host name, as MPI reports it) and runs
+the command.  The proxies reach mpiexec over the management bridge
+(``-iface``); the ranks talk over ``fab0`` only: ``MPIR_CVAR_NOLOCAL=1``
+forbids the shared-memory shortcut between ranks that share a kernel, and
+the OFI netmod with its TCP provider bound to ``fab0`` carries the data.
+
+>>> print(launcher_script("tb1").splitlines()[4])
+case "$host" in fstb-tb1-h[0-9]*) ;; *) echo "fabscope testbed tb1: no host $host" >&2; exit 1;; esac
+>>> mpi_env()["FI_TCP_IFACE"]
+'fab0'
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from fabscope.atomic import atomic_open
+from fabscope.fabric.model import Fabric
+from fabscope.testbed import names, state
+from fabscope.testbed.names import TestbedError
+
+
+def launcher_script(name: str) -> str:
+    return f"""#!/bin/sh
+# Hydra's ssh launcher for fabscope testbed {name}: $0 [options] HOST "command"
+while [ $# -gt 0 ]; do case "$1" in -*) shift;; *) break;; esac; done
+host="$1"; shift
+case "$host" in {names.NETNS_PREFIX}{name}-h[0-9]*) ;; *) echo "fabscope testbed {name}: no host $host" >&2; exit 1;; esac
+exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
+"""
+
+
+def mpi_env() -> dict[str, str]:
+    """What every rank gets: no shared memory between namespaces, TCP over ``fab0``."""
+    return {"MPIR_CVAR_NOLOCAL": "1", "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp",
+            "FI_TCP_IFACE": names.HOST_IF}
+
+
+def write_launcher(name: str) -> Path:
+    """The launcher script of testbed ``name``, in the state folder (executable, owner only)."""
+    p = state.state_dir() / f"{name}-launch.sh"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_open(p) as fh:
+        fh.write(launcher_script(name))
+    os.chmod(p, stat.S_IRWXU)
+    return p
+
+
+def hydra_args(name: str) -> list[str]:
+    """mpiexec (Hydra) options that launch into testbed ``name``."""
+    args = ["-launcher", "ssh", "-launcher-exec", str(write_launcher(name)), "-iface", names.bridge(name)]
+    for k, v in mpi_env().items():
+        args += ["-genv", k, v]
+    return args
+
+
+def job(name: str, out: str | os.PathLike[str], ppn: int | None = None) -> tuple[Fabric, str, list[str], int]:
+    """Everything ``fabscope measure --testbed`` needs: (fabric, host file, launcher options, ranks).
+
+    Checks that the testbed is up and whole, and that the MPI found is MPICH (Hydra).
+    """
+    from fabscope.measure.mpi import find_mpi
+    from fabscope.testbed.lifecycle import existing
+
+    st = state.load(name)
+    fabric = state.load_fabric(name)
+    ex = existing(name)
+    have = len(ex[0].netns) if ex else 0
+    if have != fabric.n_nodes:
+        raise TestbedError(f"testbed {name} is incomplete ({have} of {fabric.n_nodes} namespaces); "
+                           f"bring it up again ('fabscope testbed up --name {name} --fabric {st.spec}')")
+    mpi = find_mpi()
+    if mpi.vendor != "mpich":
+        raise TestbedError(f"measuring on a testbed needs MPICH's Hydra launcher; the MPI found is {mpi.vendor} "
+                           f"({mpi.mpiexec}); install the mpich wheel or set $FABSCOPE_MPICC")
+    ppn = ppn or st.ppn
+    hostfile = Path(f"{os.fspath(out)}.hosts")
+    with atomic_open(hostfile) as fh:
+        fh.write("".join(f"{h}:{ppn}\n" for h in fabric.host_names))
+    return fabric, str(hostfile), hydra_args(name), ppn * fabric.n_hosts

@@ -1,0 +1,272 @@
+"""Bring a testbed up, take it down, say what exists.
+
+``up`` checks everything first (rights, fabric, routing, size) and creates
+nothing until the checks pass; if creation fails halfway it removes what it
+made.  ``down`` finds a testbed's namespaces, veths and bridge by their names
+(see :mod:`fabscope.testbed.names`), so it also cleans up after a crash, a
+SIGKILL of ``up`` or a lost state file.  Deleting a namespace deletes the
+veths in it, and with them their peers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from fabscope.errors import FabscopeError
+from fabscope.fabric.model import Fabric
+from fabscope.routing import default_engine, make_routing
+from fabscope.testbed import commands, names, state, system
+from fabscope.testbed.names import TestbedError
+from fabscope.testbed.plan import Plan, forwarding, make_plan
+
+#: bytes/s x hop of shaped traffic one core forwards through veths and tbf, with room to spare: about
+#: half of what bench/bench_testbed.py measured unshaped (1150 per core, load average 21)
+#: (see bench/bench_testbed.py); override with $FABSCOPE_TESTBED_CORE_RATE
+CORE_RATE = 600e6
+#: memory one emulated host takes while measuring (Hydra proxy + one MPICH rank + namespace)
+HOST_MEMORY = 64 * 2 ** 20
+
+Say = Callable[[str], None]
+
+
+def _quiet(msg: str) -> None:
+    pass
+
+
+def core_rate() -> float:
+    try:
+        return float(os.environ.get("FABSCOPE_TESTBED_CORE_RATE", CORE_RATE))
+    except ValueError:
+        raise TestbedError("$FABSCOPE_TESTBED_CORE_RATE must be a number of bytes/s") from None
+
+
+def mean_hops(fabric: Fabric, lft: np.ndarray) -> float:
+    """Mean links crossed by a pair's route (host links included), following the tables."""
+    from fabscope.routing.tables import TableRouting
+
+    h = fabric.n_hosts
+    src, dst = np.divmod(np.arange(h * h), h)
+    keep = src != dst
+    if not keep.any():
+        return 2.0
+    return float(TableRouting(fabric, lft).routes(src[keep], dst[keep]).hops.mean())
+
+
+def hosts_that_fit(fabric: Fabric, lft: np.ndarray, ppn: int = 1) -> tuple[int, str]:
+    """How many hosts of this fabric's kind this machine runs link-bound, and which limit says so."""
+    cores = os.cpu_count() or 1
+    rate = float(np.max(fabric.link_capacity[fabric.link_src < fabric.n_hosts]))
+    hops = mean_hops(fabric, lft)
+    by_cpu = int(cores * core_rate() / (rate * hops))
+    try:
+        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        avail = 8 * 2 ** 30
+    by_mem = int(avail / (HOST_MEMORY * ppn))
+    why_cpu = (f"{cores} cores forward about {cores * core_rate() / 1e6:.0f} MB/s through shaped veths, and each host "
+               f"at {rate * 8 / 1e6:.0f} Mbit over {hops:.1f} links on average needs {rate * hops / 1e6:.1f} MB/s")
+    why_mem = f"{avail / 2 ** 30:.1f} GiB free at {HOST_MEMORY / 2 ** 20:.0f} MiB per host"
+    return (by_cpu, why_cpu) if by_cpu <= by_mem else (by_mem, why_mem)
+
+
+@dataclass
+class Existing:
+    name: str
+    netns: list[str]
+    links: list[str]
+    state: bool
+
+
+def existing(name: str | None = None) -> list[Existing]:
+    """Testbeds that have namespaces on this machine (or a state file), by name; ``name`` is
+    looked up by its exact object names whatever else exists."""
+    allns = system.list_netns()
+    links = system.list_links()
+    found = set(state.names_up())
+    for ns in allns:
+        t = names.testbed_of_netns(ns)
+        if t:
+            found.add(t)
+    # root interfaces alone do not name a testbed (a short "fb" prefix could match a stranger's);
+    # they never outlive their namespaces anyway: up makes the namespaces first, down deletes them last
+    if name is not None:
+        mine = any(names.owns_netns(name, n) for n in allns) or any(names.owns_link(name, x) for x in links)
+        found = {name} if name in found or mine else set()
+    return [Existing(t, sorted((n for n in allns if names.owns_netns(t, n)), key=_natural),
+                     sorted((x for x in links if names.owns_link(t, x)), key=_natural),
+                     state.state_path(t).exists()) for t in sorted(found)]
+
+
+def _natural(s: str) -> list:
+    return [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", s)]
+
+
+def down(name: str, say: Say = _quiet) -> tuple[int, int]:
+    """Remove everything testbed ``name`` made; returns (namespaces, root links) removed."""
+    names.check_name(name)
+    system.require()
+    n_ns = n_ln = 0
+    for ex in existing(name):
+        # the root-side veths and the bridge first: then deleting namespaces is quick
+        batch = [f"link del {x}" for x in ex.links if x != names.bridge(name)]
+        if names.bridge(name) in ex.links:
+            batch.append(f"link del {names.bridge(name)}")
+        if batch:
+            system.run(["ip", "-force", "-batch", "-"], input="\n".join(batch) + "\n", check=False)
+        n_ln += len(ex.links)
+        _kill_inside(ex.netns)
+        if ex.netns:
+            system.run(["ip", "-force", "-batch", "-"], input="".join(f"netns del {n}\n" for n in ex.netns),
+                       check=False, timeout=300)
+            n_ns += len(ex.netns)
+    state.remove(name)
+    left = existing(name)
+    if left and (left[0].netns or left[0].links):
+        raise TestbedError(f"testbed {name}: could not remove {', '.join((left[0].netns + left[0].links)[:3])}")
+    say(f"testbed {name}: removed {n_ns} namespaces and {n_ln} links")
+    return n_ns, n_ln
+
+
+def _kill_inside(namespaces: list[str]) -> None:
+    """SIGKILL processes still running in these namespaces (a measurement cut short): a namespace
+    outlives its name while a process holds it, and no process of a testbed may outlive it."""
+    import signal
+
+    for ns in namespaces:
+        for pid in system.run(["ip", "netns", "pids", ns], check=False).split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError):
+                pass
+
+
+def _free_subnet() -> str:
+    used = system.used_ipv4()
+    taken = {int(m) for m in re.findall(r"inet 10\.233\.(\d+)\.", used)}
+    for st_name in state.names_up():
+        try:
+            taken.add(int(state.load(st_name).mgmt_subnet.split(".")[2]))
+        except (TestbedError, ValueError, IndexError):
+            pass
+    for k in range(256):
+        if k not in taken:
+            return f"10.233.{k}"
+    raise TestbedError("no free management subnet left in 10.233.0.0/16 (256 testbeds up?)")
+
+
+def prepare(name: str, spec: str, rate: float, routing: str | None = None) -> tuple[Plan, np.ndarray, str]:
+    """Every check ``up`` makes before creating anything: (plan, forwarding tables, engine)."""
+    from fabscope.fabric.io import load_fabric
+
+    names.check_name(name)
+    try:
+        fabric = load_fabric(spec)
+    except FabscopeError as err:
+        raise TestbedError(f"--fabric {spec}: {err}") from None
+    plan = make_plan(name, fabric, rate)
+    engine = routing or default_engine(plan.fabric)
+    try:
+        router = make_routing(plan.fabric, engine)
+    except FabscopeError as err:
+        raise TestbedError(f"routing {engine}: {err}") from None
+    lft = forwarding(plan.fabric, router)
+    fit, why = hosts_that_fit(plan.fabric, lft)
+    if plan.fabric.n_hosts > fit:
+        raise TestbedError(f"fabric {fabric.name!r} has {plan.fabric.n_hosts} hosts; this machine runs at most {fit} "
+                           f"link-bound at --rate {rate * 8 / 1e6:g}Mbit: {why} (lower --rate or use a smaller fabric)")
+    return plan, lft, engine
+
+
+def up(name: str, spec: str, rate: float, routing: str | None = None, say: Say = _quiet) -> state.State:
+    """Make testbed ``name`` from fabric ``spec`` with its fastest link shaped to ``rate`` bytes/s.
+
+    Idempotent: a testbed already up with the same fabric, rate and routing is left as it is.
+    """
+    from fabscope.fabric.io import to_dict
+
+    plan, lft, engine = prepare(name, spec, rate, routing)
+    system.require()
+    if float(plan.fabric.link_latency.max()) >= 1e-6 and not system.have_netem():
+        from dataclasses import replace
+
+        plan = replace(plan, delay=False)
+        say(f"testbed {name}: this kernel has no netem qdisc: the fabric's link latencies "
+            f"(up to {plan.fabric.link_latency.max() * 1e6:g} us) are not emulated, rates are")
+    try:
+        old = state.load(name)
+    except TestbedError:
+        old = None
+    ex = existing(name)
+    if old is not None:
+        same = (old.spec, old.routing, old.rate) == (spec, engine, rate)
+        whole = ex and len(ex[0].netns) == plan.fabric.n_nodes and names.bridge(name) in ex[0].links
+        if same and whole:
+            say(f"testbed {name} is already up ({plan.fabric.n_hosts} hosts)")
+            return old
+        if not same:
+            raise TestbedError(f"testbed {name} is up with --fabric {old.spec} --rate {old.rate * 8 / 1e6:g}Mbit "
+                               f"--routing {old.routing}; take it down first ('fabscope testbed down {name}')")
+    if ex:
+        say(f"testbed {name}: removing what an earlier attempt left")
+        down(name)
+    subnet = _free_subnet()
+    t0 = time.monotonic()
+    try:
+        _create(plan, lft, subnet, say)
+    except BaseException:
+        try:
+            down(name)
+        finally:
+            raise
+    st = state.State(name=name, spec=spec, routing=engine, rate=rate, mgmt_subnet=subnet,
+                     fabric=to_dict(plan.fabric), scale=plan.scale, efficiency=plan.efficiency)
+    state.save(st)
+    say(f"testbed {name}: {plan.fabric.n_hosts} hosts, {plan.fabric.n_switches} switches, "
+        f"{plan.fabric.n_links // 2} cables up in {time.monotonic() - t0:.1f} s")
+    return st
+
+
+def _create(plan: Plan, lft: np.ndarray, subnet: str, say: Say) -> None:
+    f = plan.fabric
+    system.run(["ip", "-batch", "-"], input="".join(f"netns add {plan.netns(v)}\n" for v in range(f.n_nodes)))
+    lines = commands.mgmt_lines(plan, subnet) + commands.cable_lines(plan)
+    system.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", timeout=300)
+    with tempfile.TemporaryDirectory(prefix="fabscope-testbed-") as tmp:
+        for v in range(f.n_nodes):
+            ip_file = os.path.join(tmp, f"ip{v}")
+            tc_file = os.path.join(tmp, f"tc{v}")
+            with open(ip_file, "w") as fh:
+                fh.write("\n".join(commands.node_ip_lines(plan, v, lft, subnet)) + "\n")
+            with open(tc_file, "w") as fh:
+                fh.write("\n".join(commands.shaper_lines(plan, v)) + "\n")
+            sysctl = commands.HOST_SYSCTL if v < f.n_hosts else commands.SWITCH_SYSCTL
+            script = (f"sysctl -q -w {' '.join(sysctl)} >/dev/null && "
+                      "for x in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $x; done && "
+                      f"ip -batch {shlex.quote(ip_file)} && tc -batch {shlex.quote(tc_file)}")
+            system.run(["ip", "netns", "exec", plan.netns(v), "sh", "-c", script])
+
+
+def status(name: str | None = None) -> list[dict]:
+    """What exists, per testbed: its state (if any) and the namespaces and links found."""
+    out = []
+    for ex in existing(name):
+        row: dict = {"name": ex.name, "netns": len(ex.netns), "links": len(ex.links), "state": ex.state}
+        if ex.state:
+            try:
+                st = state.load(ex.name)
+                f = st.base_fabric()
+                row.update(spec=st.spec, routing=st.routing, rate=st.rate, hosts=f.n_hosts,
+                           switches=f.n_switches, cables=f.n_links // 2, degraded=len(st.degraded), cut=list(st.cut),
+                           whole=len(ex.netns) == f.n_nodes)
+            except TestbedError as err:
+                row["error"] = str(err)
+        out.append(row)
+    return out

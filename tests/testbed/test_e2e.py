@@ -1,0 +1,211 @@
+"""End to end on a real emulated fabric: namespaces, shaped veths, routes, the real
+benchmark under MPICH, and ``fabscope compare`` against the model of the same testbed.
+
+16 hosts on a 2-level fat tree (4 leaves of 4 hosts, 4 spines, D-mod-K), then the
+same fabric routed by OpenSM on ibsim.  Links shaped at 40 Mbit: the run is
+link-bound even on a shared 2-core machine (checked: the shapers' overlimits).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from fabscope.cli import main
+from fabscope.result import Result
+from fabscope.testbed import counters, state, system
+from fabscope.testbed.lifecycle import down, up
+from fabscope.testbed.names import parse_rate
+
+WHY = system.unavailable_reason()
+pytestmark = [pytest.mark.skipif(WHY is not None, reason=f"testbed: {WHY}"), pytest.mark.testbed,
+              pytest.mark.mpi, pytest.mark.slow]
+
+FABRIC = "fat-tree:k=4,levels=2"
+RATE = "40Mbit"
+SIZE = "512KiB"
+
+
+def have_traceroute() -> bool:
+    return system.which("traceroute") is not None
+
+
+def traceroute(f, a: int, b: int) -> list[str]:
+    """Node names of the switches (and the host) a packet from host a to host b passes, by traceroute."""
+    ip_b = f"10.200.{(b + 1) >> 8}.{(b + 1) & 255}"
+    out = subprocess.run(["ip", "netns", "exec", f.host_names[a], "traceroute", "-n", "-q", "1", "-w", "2", ip_b],
+                         capture_output=True, text=True, timeout=60).stdout
+    hops = []
+    for ln in out.splitlines()[1:]:
+        m = re.match(r"\s*\d+\s+10\.(\d+)\.(\d+)\.(\d+)", ln)
+        assert m, f"traceroute {f.host_names[a]} -> {ip_b}: unanswered hop: {ln!r}\n{out}"
+        net, hi, lo = (int(x) for x in m.groups())
+        idx = hi * 256 + lo - 1
+        hops.append(f.node_names[f.n_hosts + idx] if net == 201 else f.host_names[idx])
+    return hops
+
+
+def model_path(f, r, a: int, b: int) -> list[str]:
+    path = r.routes(np.array([a]), np.array([b])).path(0)
+    return [f.node_names[f.link_dst[l]] for l in path]
+
+
+def measure(name: str, tmp, tag: str, test: str, *opts: str) -> str:
+    out = str(tmp / f"{tag}-{test}.jsonl")
+    rc = main(["measure", "--testbed", name, "--timeout", "120", test, "--size", SIZE, *opts, "--out", out])
+    assert rc == 0
+    return out
+
+
+def compare(name: str, tmp, tag: str, *files: str) -> Result:
+    out = str(tmp / f"{tag}-compare.json")
+    assert main(["compare", *files, "--fabric", name, "-o", out]) == 0
+    return Result.read_json(out)
+
+
+def by_class(res: Result) -> dict[str, dict]:
+    return {c["label"]: c for c in res.extra["compare"]["classes"]}
+
+
+def check_classes(res: Result, tol: float, need=("Same Leaf", "Diff Leafs")) -> None:
+    cls = by_class(res)
+    assert set(need) <= set(cls), cls
+    for label, c in cls.items():
+        assert abs(c["ratio"] - 1) <= tol, f"{label}: measured {c['measured_avg'] / 1e6:.2f} MB/s, " \
+                                           f"modeled {c['modeled_avg'] / 1e6:.2f} MB/s"
+
+
+def crossing(name: str, res: Result, cable: int) -> np.ndarray:
+    """Which pairs of ``res`` cross ``cable`` (either way) on the testbed's routes."""
+    f, r = state.load_routing(name)
+    idx = f.host_index
+    a = np.array([idx[h] for h in res.pairs["src_host"]])
+    b = np.array([idx[h] for h in res.pairs["dst_host"]])
+    hit = np.zeros(len(a), bool)
+    for k in range(len(a)):
+        links = set(r.routes(np.array([a[k], b[k]]), np.array([b[k], a[k]])).link.tolist())
+        hit[k] = bool(links & {2 * cable, 2 * cable + 1})
+    return hit
+
+
+def mgmt_bytes(name: str) -> int:
+    from fabscope.testbed.names import bridge
+
+    stats = f"/sys/class/net/{bridge(name)}/statistics/"
+    return sum(int(open(stats + k).read()) for k in ("rx_bytes", "tx_bytes"))
+
+
+def host_links(name: str) -> np.ndarray:
+    f = state.load(name).base_fabric()
+    return f.link_src < f.n_hosts
+
+
+def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: bool = True) -> None:
+    up(name, spec, parse_rate(RATE))
+    try:
+        assert state.load(name).routing == routing
+        # the route of a few pairs, hop by hop, is the model's
+        if have_traceroute():
+            f, r = state.load_routing(name)
+            for a, b in [(0, 15), (1, 6), (5, 9), (12, 3), (2, 3)]:
+                assert traceroute(f, a, b) == model_path(f, r, a, b), (a, b)
+        c0, cpu0, m0 = counters.snapshot(name), counters.cpu_times(), mgmt_bytes(name)
+        both = measure(name, tmp, "before", "random-pairs,leaf-pairs", "--iterations", "2", "--rounds", "2",
+                       "--leaf-size", "4")
+        delta, busy = counters.snapshot(name) - c0, counters.cpu_busy(cpu0, counters.cpu_times())
+        mgmt = mgmt_bytes(name) - m0
+        before = compare(name, tmp, "before", both)
+        assert set(before.pairs["test"]) == {"random-pairs", "leaf-pairs"}
+        check_classes(before, 0.15)
+        # the data crossed the fabric: every measured pair's path carried at least its payload,
+        # and the links were the bottleneck (their shapers held packets back), whatever the CPU did
+        f, r = state.load_routing(name)
+        idx = f.host_index
+        a = np.array([idx[h] for h in before.pairs["src_host"]])
+        b = np.array([idx[h] for h in before.pairs["dst_host"]])
+        used = np.unique(r.routes(np.r_[a, b], np.r_[b, a]).link)
+        payload = 512 * 1024 * 2
+        assert np.all(delta.bytes[used] >= payload), "a measured path carried less than its payload"
+        # link-bound: on every pair's path some shaper held packets back (downstream of the first
+        # shaper at the same rate, packets arrive already paced and need not wait)
+        routes = r.routes(a, b)
+        for k in range(len(a)):
+            assert delta.overlimits[routes.link[routes.flow == k]].max() > 0, (before.pairs["src_host"][k],
+                                                                               before.pairs["dst_host"][k])
+        # the management bridge carried the launcher's control traffic only, not the data
+        sent = delta.bytes[host_links(name)].sum()          # what the hosts put on the fabric
+        assert mgmt < 0.02 * sent, (mgmt, sent)
+        print(f"{name}: hosts sent {sent / 1e6:.1f} MB on the fabric, {mgmt / 1e3:.0f} kB crossed the management "
+              f"bridge; CPU {busy:.0%} busy (whole machine)")
+
+        # one cable degraded to a quarter: its pairs drop as the model says, the others do not
+        st = state.load(name)
+        rc = main(["testbed", "degrade", name, degrade_link, "--rate", f"{parse_rate(RATE) / 4 * 8}bit"])
+        assert rc == 0
+        cab = state.cable_of(st.base_fabric(), degrade_link)
+        lp2 = measure(name, tmp, "after", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
+        after = compare(name, tmp, "after", lp2)
+        # the same leaf pairs before (from the first run) and after, matched by hosts
+        row = {(a_, b_): k for k, (a_, b_, t_) in enumerate(zip(before.pairs["src_host"], before.pairs["dst_host"],
+                                                                   before.pairs["test"])) if t_ == "leaf-pairs"}
+        pick = np.array([row[(a_, b_)] for a_, b_ in zip(after.pairs["src_host"], after.pairs["dst_host"])])
+        assert len(pick) == len(row)
+        hit = crossing(name, after, cab)
+        assert hit.any() and (~hit).any()
+        m_b, m_a = before.pairs["measured"][pick], after.pairs["measured"]
+        mod_b, mod_a = before.pairs["modeled"][pick], after.pairs["modeled"]
+        print("crossing: before", m_b[hit] / 1e6, "after", m_a[hit] / 1e6, "modeled after", mod_a[hit] / 1e6)
+        assert np.all(mod_a[hit] < 0.5 * mod_b[hit])                        # the model says they drop
+        assert np.all(np.abs(m_a[hit] / mod_a[hit] - 1) <= 0.20), (m_a[hit], mod_a[hit])
+        assert np.all(m_a[~hit] >= 0.85 * m_b[~hit]), (m_a[~hit], m_b[~hit])
+        assert main(["testbed", "restore", name]) == 0
+        assert state.load(name).degraded == {}
+
+        if not cut:
+            return
+        # the same cable cut: routes recomputed as the fabric's routing would, packets follow them
+        assert main(["testbed", "cut", name, degrade_link]) == 0
+        f_cut, r_cut = state.load_routing(name)
+        assert f_cut.n_links == f.n_links - 2
+        if have_traceroute():
+            for a, b in [(0, 4), (0, 12), (8, 0), (5, 9)]:
+                assert traceroute(f_cut, a, b) == model_path(f_cut, r_cut, a, b), (a, b)
+        lp3 = measure(name, tmp, "cut", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
+        check_classes(compare(name, tmp, "cut", lp3), 0.15, need=("Diff Leafs",))
+        assert main(["testbed", "restore", name]) == 0
+        assert state.load(name).cut == [] and state.load_fabric(name).n_links == f.n_links
+    finally:
+        down(name)
+
+
+def test_fat_tree_dmodk(tmp_path):
+    run_fabric("ci1", FABRIC, tmp_path, "s1-0000[5]", "dmodk")
+
+
+def test_fat_tree_opensm_tables(tmp_path):
+    from fabscope.fabric.exporters import write_ibsim
+    from fabscope.fabric.ibtools import IbSim, have_ibsim
+    from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, read_lfts
+    from fabscope.fabric.io import load_fabric, write_json
+
+    if not have_ibsim():
+        pytest.skip("needs ibsim-utils, opensm and infiniband-diags")
+    f = load_fabric(FABRIC)
+    net = tmp_path / "fabric.net"
+    write_ibsim(f, net)
+    with IbSim(net, workdir=str(tmp_path / "sim")) as sim:
+        dump = sim.opensm("ftree")
+        topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout, "ibnetdiscover")
+    g = build_fabric(topo, read_lfts(dump), name="fat tree under opensm ftree")
+    spec = tmp_path / "opensm.json"
+    write_json(g, spec)
+    assert g.lft is not None
+    # the testbed's switches hold OpenSM's tables: its routes are OpenSM's for every pair
+    leaf = g.node_names[int(g.host_switch[0])]
+    up_port = sorted(int(g.link_src_port[l]) for l in np.flatnonzero(g.link_src == g.node_index[leaf])
+                     if g.link_dst[l] >= g.n_hosts)[0]
+    run_fabric("ci2", str(spec), tmp_path, f"{leaf}[{up_port}]", "tables", cut=False)
