@@ -3,7 +3,7 @@
 ``degrade`` changes both shapers of one cable.  ``cut`` takes the cable's two
 ends down and rewrites every switch's routes as the fabric's routing engine
 computes them on the fabric without that cable (imported OpenSM tables give
-way to min-hop, OpenSM's default engine, as :mod:`fabscope.fabric.whatif`
+way to min-hop, OpenSM's default engine, as :mod:`fabscope.whatif`
 does).  ``restore`` undoes one fault or all.  Each records the fault in the
 state first check, then acts, then saves: the model (:func:`~.state.load_fabric`)
 always says what the testbed does.
@@ -81,7 +81,7 @@ def degrade(name: str, link: str, rate: float, say=_quiet) -> int:  # type: igno
 
 def cut(name: str, link: str, say=_quiet) -> int:  # type: ignore[no-untyped-def]
     """Take the cable at ``link`` down and reroute as the fabric's routing would; returns the cable index."""
-    from fabscope.fabric.whatif import cut_cables
+    from fabscope.whatif import cut_cables
 
     system.require()
     st = state.load(name)

@@ -93,7 +93,7 @@ def current_fabric(st: State) -> Fabric:
     """The testbed's fabric with its faults: degraded cables at their rates, cut cables gone."""
     from dataclasses import replace
 
-    from fabscope.fabric.whatif import cut_cables
+    from fabscope.whatif import cut_cables
 
     f = st.base_fabric()
     if st.degraded:
@@ -174,7 +174,7 @@ def cable_of(f: Fabric, spec: str, original_hosts: list[str] | None = None) -> i
     >>> cable_of(f, "s1-0000[3]"), cable_of(f, "h0001[1]")
     (4, 1)
     """
-    from fabscope.fabric.whatif import parse_cut
+    from fabscope.whatif import parse_cut
 
     try:
         node, port = parse_cut(spec)
