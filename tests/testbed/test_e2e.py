@@ -161,7 +161,10 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
         print("crossing: before", m_b[hit] / 1e6, "after", m_a[hit] / 1e6, "modeled after", mod_a[hit] / 1e6)
         assert np.all(mod_a[hit] < 0.5 * mod_b[hit])                        # the model says they drop
         assert np.all(np.abs(m_a[hit] / mod_a[hit] - 1) <= 0.20), (m_a[hit], mod_a[hit])
-        assert np.all(m_a[~hit] >= 0.85 * m_b[~hit]), (m_a[~hit], m_b[~hit])
+        # the others: the model keeps them where they were, and so do they (against the model, not against
+        # their own noisy first measurement: two single runs of a pair differ by up to 15% here)
+        assert np.allclose(mod_a[~hit], mod_b[~hit])
+        assert np.all(m_a[~hit] >= 0.80 * mod_a[~hit]), (m_a[~hit], mod_a[~hit])
         assert main(["testbed", "restore", name]) == 0
         assert state.load(name).degraded == {}
 
