@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "doctor",
     "mapping",
     "compare",
+    "diagnose",
 ]
 
 
