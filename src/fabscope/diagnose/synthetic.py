@@ -52,3 +52,18 @@ def synthetic(fabric: Fabric, hs: np.ndarray, hd: np.ndarray, scenario: np.ndarr
     return Measured(fabric, np.arange(n), np.arange(n), pm.hs, pm.hd, pm.bytes, bw, pm.bytes * 2 / bw,
                     np.searchsorted(sc, pm.scenario), pm.pingpong, np.full(n, "random-pairs"),
                     ("synthetic",), tuple(("synthetic", "random-pairs", int(s)) for s in sc))
+
+
+def as_result(measured: Measured) -> "Result":
+    """Measured pairs as a measured result (kind ``measure``), the file ``fabscope analyze -o`` writes."""
+    from fabscope.result import Result
+
+    f = measured.fabric
+    names = np.array(f.host_names, dtype=object)
+    tests = sorted(set(measured.test.tolist()))
+    pairs = {"src": measured.src, "dst": measured.dst, "src_host": names[measured.hs].astype(str),
+             "dst_host": names[measured.hd].astype(str), "cls": f.classify(measured.hs, measured.hd),
+             "bytes": measured.bytes, "bandwidth": measured.bandwidth, "time": measured.time,
+             "scenario": measured.scenario}
+    return Result(meta={"kind": "measure", "test": tests[0], "fabric": f.name, "source": "synthetic"},
+                  class_labels=f.class_labels, pairs=pairs)

@@ -235,7 +235,7 @@ class _Fit:
 
 
 def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, penalty: float | None = None,
-             max_suspects: int = 40, calibrate: bool = True, min_sigma: float = 0.01,
+             max_suspects: int = 40, calibrate: bool = True, screen: int = 256, min_sigma: float = 0.01,
              meta: dict[str, Any] | None = None) -> Diagnosis:
     """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring)."""
     t0 = time.perf_counter()
@@ -261,9 +261,14 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     factor = np.ones(n_c)
     rate, bw = rate0, bw0
     pair_cable = _pair_cables(pm, n_c)
+    crossing_count = np.asarray(pair_cable.sum(axis=0)).ravel()
     chosen: list[int] = []
     gains: dict[int, float] = {}
-    for _ in range(max_suspects):
+    # lazy greedy: a full scan ranks every candidate; then only the best stale candidate is rescanned
+    # with the current rates, and taken if it still beats the next one (gains only shrink as faults
+    # are explained); a last full scan checks that nothing was missed.
+    full_scans = 0
+    while len(chosen) < max_suspects and full_scans < 4:
         e = fit.resid(bw)
         slow = np.flatnonzero(e < -thr)
         if not len(slow):
@@ -272,18 +277,37 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         cand = cand[factor[cand] > GRID[0] * 1.01]
         if not len(cand):
             break
+        if len(cand) > screen:
+            # screening: cables whose crossing pairs are mostly slow first (slow^2 / crossing)
+            is_slow = np.zeros(pm.n_pairs)
+            is_slow[slow] = 1.0
+            n_slow = pair_cable.T @ is_slow
+            score = n_slow[cand] ** 2 / np.maximum(crossing_count[cand], 1)
+            cand = cand[np.argsort(-score, kind="stable")[:screen]]
         d = fit.scan(cand, factor, rate, bw, GRID)
-        best = d.min(axis=1)
-        i = int(np.argmin(best))
-        gain = -best[i] / s2
-        if gain < lam:
+        full_scans += 1
+        stale = -d.min(axis=1) / s2
+        taken = 0
+        while len(chosen) < max_suspects:
+            i = int(np.argmax(stale))
+            if stale[i] < lam:
+                break
+            c = int(cand[i])
+            fresh = fit.scan(np.array([c]), factor, rate, bw, GRID)[0]
+            g = -fresh.min() / s2
+            rest = np.delete(stale, i)
+            if g < lam or g < rest.max(initial=-np.inf):
+                stale[i] = g if g >= lam else -np.inf      # re-queued with its fresh gain
+                continue
+            factor[c] *= GRID[int(np.argmin(fresh))]
+            if c not in chosen:
+                chosen.append(c)
+            stale[i] = -np.inf
+            taken += 1
+            rate, bw = fit.solve(factor)
+        if not taken:
             break
-        c = int(cand[i])
-        factor[c] *= GRID[int(np.argmin(d[i]))]
-        if c not in chosen:
-            chosen.append(c)
-        rate, bw = fit.solve(factor)
-    # re-estimate each suspect with the others in place; drop those that no longer pay
+    # re-estimate each suspect with the others in place; drop those that no longer pay (again if one went)
     for _ in range(2):
         changed = False
         for c in list(chosen):
@@ -298,19 +322,16 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
                 chosen.remove(c)
                 factor[c] = 1.0
                 changed = True
-                rate, bw = r1, b1
                 continue
             fine = grid[j] * np.geomspace(0.9, 1.1, 9)
             fine = fine[fine <= 1.0]
             dd = fit.scan(np.array([c]), trial, r1, b1, fine)[0]
-            new = float(fine[int(np.argmin(dd))])
-            if abs(new - factor[c]) > 1e-3:
-                changed = True
-            factor[c] = new
+            factor[c] = float(fine[int(np.argmin(dd))])
             gains[c] = max(g, -float(dd.min()) / s2)
-            rate, bw = fit.solve(factor)
         if not changed:
             break
+    if chosen or full_scans:
+        rate, bw = fit.solve(factor)
     e_after = fit.resid(bw)
     # labels
     limit_res = pm.bottlenecks(rate0)
