@@ -150,7 +150,8 @@ def jobqueue_cluster(path: str) -> tuple[Any, int]:
     try:
         cluster = cls(**doc)
     except (TypeError, ValueError) as err:
-        raise FabscopeError(f"{path}: {classes[str(kind).lower()]} refused the options: {err}") from None
+        first = (str(err).strip().splitlines() or [""])[0][:200]
+        raise FabscopeError(f"{path}: {classes[str(kind).lower()]} refused the options: {first}") from None
     return cluster, jobs
 
 
@@ -169,9 +170,11 @@ def criticality(fabric: Fabric, placement: Placement, traffic: Traffic, routing:
     name = routing or default_engine(fabric)
     from fabscope.model.simulate import simulate
 
+    todo = np.arange(fabric.n_links // 2) if cables is None else np.asarray(cables, dtype=np.int64)
+    if len(todo) == 0 or todo.min() < 0 or todo.max() >= fabric.n_links // 2:
+        raise FabscopeError(f"cables to sweep must be among 0..{fabric.n_links // 2 - 1} of {fabric.name!r}")
     base = simulate(fabric, placement, traffic, make_routing(fabric, name))
     before = np.asarray(base.pairs["bandwidth"], float)
-    todo = np.arange(fabric.n_links // 2) if cables is None else np.asarray(cables, dtype=np.int64)
     if workers == 0 and cluster is None:
         rows = sweep_chunk(fabric, placement, traffic, name, mode, factor, todo, before)
         used = "serial"
