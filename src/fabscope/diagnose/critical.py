@@ -207,7 +207,10 @@ def _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, worke
     own = cluster is None
     n = workers or os.cpu_count() or 1
     if own:
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+        import logging
+
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
         used = f"dask LocalCluster, {n} workers"
     else:
         cluster.scale(jobs=jobs)
