@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "report",
     "compare",
     "testbed",
+    "diagnose",
 ]
 
 

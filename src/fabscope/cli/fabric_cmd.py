@@ -1,4 +1,4 @@
-"""``fabscope fabric {discover,import,export,whatif}``: real fabrics in and out."""
+"""``fabscope fabric {discover,import,export,whatif,critical}``: real fabrics in and out."""
 
 from __future__ import annotations
 
@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("--top", type=int, default=15, help="pairs to list (default 15)")
     w.set_defaults(func=_whatif)
+    from fabscope.cli.critical import add_parser as add_critical
+
+    add_critical(fs)
 
 
 def _write(fabric, path: str) -> None:

@@ -1,0 +1,184 @@
+"""Diagnosis: accuracy on injected faults, no false alarm from routing, speed; criticality sweep times.
+
+    .venv/bin/python bench/bench_diagnose.py                 # everything, 50 trials per setting
+    .venv/bin/python bench/bench_diagnose.py --trials 10 --parts accuracy
+    .venv/bin/python bench/bench_diagnose.py --parts routing,speed,critical --critical-cables 200
+
+Accuracy: on Itasca (min-hop) and a 3-level fat tree of 2,197 hosts (k=13,
+D-mod-K), the pairs the plan (``make_plan``, budget 10 min) chooses are
+"measured" as the flow model gives them with injected faults (1, 3, 10
+cables at x0.25..0.6 chosen among all cables, host cables included, plus 1
+slow host) times lognormal noise of 5% and 10%.  A suspect is right when
+its cable, or a cable it cannot be told from, is a fault.  Recall is given
+over all faults and over the faults on cables the planned pairs cross (a
+cable no route crosses cannot be seen by any measurement).  Fixed seeds:
+trial t injects with seed t and draws noise with seed 1000 + t.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from fabscope.diagnose.measured import Measured
+from fabscope.diagnose.pairmodel import PairModel
+from fabscope.diagnose.plan import bench_random_pairs, make_plan
+from fabscope.diagnose.synthetic import random_faults, synthetic
+from fabscope.diagnose.tomography import diagnose
+from fabscope.fabric.io import load_fabric
+
+FABRICS = {"itasca": "itasca", "ft3": "fat-tree:k=13,levels=3"}
+
+
+def say(*a) -> None:
+    print(*a, flush=True)
+
+
+def accuracy(spec: str, trials: int, faults_list, noises) -> None:
+    f = load_fabric(spec)
+    t0 = time.perf_counter()
+    plan = make_plan(f, budget=600)
+    hs, hd, r = plan.pairs
+    pm = PairModel(f, hs, hd, r, bytes=np.full(len(hs), float(plan.size)))
+    crossed = np.zeros(f.n_links // 2, bool)
+    crossed[pm.routes.link // 2] = True
+    s = plan.summary()
+    say(f"\n== accuracy on {f.name}: {f.n_hosts} hosts, {f.n_links // 2} cables, routing {pm.router.name}; plan: "
+        f"{s['jobs']} jobs, {s['rounds']} rounds, {s['pairs']} pairs, ~{s['estimated_seconds']} s to run "
+        f"(planned in {time.perf_counter() - t0:.1f} s); {int((~crossed).sum())} cables no planned pair crosses")
+    say(f"{'faults':>7} {'noise':>6} {'trials':>7} {'precision':>10} {'recall':>7} {'recall(seen)':>13} "
+        f"{'suspects/trial':>15} {'s/trial':>8}")
+    for nf in faults_list:
+        for noise in noises:
+            tp = fp = fn = fn_seen = n_seen = n_sus = 0
+            t1 = time.perf_counter()
+            for t in range(trials):
+                faults = random_faults(f, nf, 1, seed=t)
+                m = synthetic(f, hs, hd, r, faults, noise, seed=1000 + t, model=pm)
+                d = diagnose(m, pm.router)
+                truth = set(faults)
+                for sus in d.suspects:
+                    group = {sus["link"] // 2} | {_cable_id(f, n) for n in sus["tied"]}
+                    if group & truth:
+                        tp += 1
+                    else:
+                        fp += 1
+                found = set()
+                for sus in d.suspects:
+                    found |= {sus["link"] // 2} | {_cable_id(f, n) for n in sus["tied"]}
+                fn += len(truth - found)
+                seen = {c for c in truth if crossed[c]}
+                n_seen += len(seen)
+                fn_seen += len(seen - found)
+                n_sus += len(d.suspects)
+            n_faults = trials * (nf + 1)
+            prec = tp / (tp + fp) if tp + fp else 1.0
+            say(f"{nf:>5}+1 {noise:6.0%} {trials:>7} {prec:10.3f} {1 - fn / n_faults:7.3f} "
+                f"{1 - fn_seen / max(n_seen, 1):13.3f} {n_sus / trials:15.2f} "
+                f"{(time.perf_counter() - t1) / trials:8.2f}")
+
+
+_NAMES: dict[int, dict[str, int]] = {}
+
+
+def _cable_id(f, name: str) -> int:
+    from fabscope.diagnose.tomography import cable_name
+
+    table = _NAMES.setdefault(id(f), {cable_name(f, c): c for c in range(f.n_links // 2)})
+    return table[name]
+
+
+def routing_false_alarm(noise: float = 0.05, seed: int = 7) -> None:
+    """Itasca, min-hop, no fault: seed 000's leaf pairs (8 nodes per leaf, rounds of a tournament)."""
+    from fabscope.fabric.placement import Placement
+    from fabscope.traffic.patterns import leaf_pairs
+
+    f = load_fabric("itasca")
+    pl = Placement.block(f, f.n_hosts, ppn=1)
+    tr = leaf_pairs(f, pl, 1 << 20, nodes_per_leaf=8)
+    fw = tr.src < tr.dst
+    first = np.unique(tr.pair, return_index=True)[1]
+    hs, hd, sc = pl.host[tr.src[first]], pl.host[tr.dst[first]], tr.scenario[first]
+    t0 = time.perf_counter()
+    m = synthetic(f, hs, hd, sc, {}, noise, seed=seed, routing="minhop")
+    d = diagnose(m, "minhop")
+    res = d.to_result()
+    cls = np.asarray(res.pairs["cls"])
+    far = cls == f.class_labels.index("Far Leafs")
+    lab = np.asarray(res.pairs["label"])
+    ratio_far = np.asarray(res.pairs["modeled"])[far] / f.link_capacity[0]
+    say(f"\n== no fault, Itasca min-hop, leaf-pairs (8 nodes per leaf, {m.n_pairs} pairs in {m.n_scenarios} rounds), "
+        f"noise {noise:.0%}: {len(d.suspects)} suspects in {time.perf_counter() - t0:.1f} s")
+    say(f"far-leaf pairs: {int(far.sum())}; modeled at {ratio_far.min():.2f}..{ratio_far.max():.2f} of the link "
+        f"rate; labelled: " + ", ".join(f"{k} {int(np.sum(lab[far] == k))}" for k in np.unique(lab[far])))
+    say("all pairs: " + ", ".join(f"{k} {v}" for k, v in d.counts.items()))
+
+
+def speed(n_rounds: int = 50, seed: int = 3) -> None:
+    f = load_fabric("fat-tree:k=13,levels=3")
+    s, dd, r = bench_random_pairs(f.n_hosts, 1, n_rounds)
+    s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, n_rounds)
+    hs, hd, rr = np.r_[s, s2], np.r_[dd, d2], np.r_[r, r2 + n_rounds]
+    t0 = time.perf_counter()
+    faults = random_faults(f, 3, 1, seed=seed)
+    m = synthetic(f, hs, hd, rr, faults, 0.05, seed=seed)
+    t1 = time.perf_counter()
+    d = diagnose(m)
+    t2 = time.perf_counter()
+    found = {x["link"] // 2 for x in d.suspects}
+    say(f"\n== speed: {m.n_pairs} measured pairs on {f.n_hosts} hosts ({f.name}), 3 faults + 1 slow host, 5% noise: "
+        f"diagnose {t2 - t1:.1f} s (making the measurements {t1 - t0:.1f} s); "
+        f"{len(found & set(faults))} of {len(faults)} faults found, {len(found - set(faults))} false")
+
+
+def critical(n_cables: int, workers_list) -> None:
+    from fabscope.diagnose.critical import criticality
+    from fabscope.fabric.placement import Placement
+    from fabscope.traffic.patterns import random_pairs
+
+    f = load_fabric("itasca")
+    pl = Placement.block(f, f.n_hosts, ppn=1)
+    tr = random_pairs(f.n_hosts, 1 << 20, seed=0)
+    n_c = f.n_links // 2
+    cables = np.arange(n_c) if n_cables <= 0 else np.linspace(0, n_c - 1, n_cables).astype(int)
+    say(f"\n== criticality on Itasca (min-hop, random pairs, 1 rank per node): {len(cables)} of {n_c} cables cut")
+    for w in workers_list:
+        t0 = time.perf_counter()
+        res = criticality(f, pl, tr, "minhop", cables=cables, workers=w)
+        dt = time.perf_counter() - t0
+        top = res.extra["criticality"][0]
+        say(f"{res.meta['executor']:>32}: {dt:7.1f} s ({dt / len(cables) * 1000:.0f} ms per cable, "
+            f"whole fabric ~{dt / len(cables) * n_c / 60:.1f} min); most critical {top['cable']} "
+            f"(-{100 * top['lost_fraction']:.2f}%)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", type=int, default=50)
+    ap.add_argument("--fabrics", default="itasca,ft3")
+    ap.add_argument("--faults", default="1,3,10")
+    ap.add_argument("--noise", default="0.05,0.10")
+    ap.add_argument("--parts", default="routing,speed,accuracy,critical")
+    ap.add_argument("--critical-cables", type=int, default=0, help="cables to sweep (0: all)")
+    ap.add_argument("--workers", default="0,1,2", help="criticality executors: 0 serial, N Dask workers")
+    a = ap.parse_args()
+    parts = a.parts.split(",")
+    say(f"bench_diagnose: {time.strftime('%Y-%m-%d %H:%M:%S')}, python {sys.version.split()[0]}")
+    if "routing" in parts:
+        routing_false_alarm()
+    if "speed" in parts:
+        speed()
+    if "accuracy" in parts:
+        for name in a.fabrics.split(","):
+            accuracy(FABRICS.get(name, name), a.trials, [int(x) for x in a.faults.split(",")],
+                     [float(x) for x in a.noise.split(",")])
+    if "critical" in parts:
+        critical(a.critical_cables, [int(x) for x in a.workers.split(",")])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

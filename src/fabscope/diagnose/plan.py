@@ -1,0 +1,343 @@
+"""Probe plans: which measurements make every cable identifiable, within a time budget.
+
+fabscope-bench cannot be handed an explicit list of pairs; what it can run
+are rounds of its tests.  Its ``random-pairs`` rounds are, however, fully
+determined by ``--seed`` and the round number: every rank shuffles the ranks
+with SplitMix64 (seed ``seed * 1000003 + round``, Fisher-Yates from the last
+element down) and pairs neighbours of the shuffle.  :func:`bench_random_pairs`
+does the same here, so a plan knows, before anything runs, exactly which
+host pairs each round will measure on a job of one rank per host in host
+file order, and which cables they cross under the fabric's routing.
+
+:func:`make_plan` adds rounds until every cable is crossed by at least
+``min_cover`` measured pairs and no two cables are crossed by exactly the
+same pairs (so the tomography can tell every cable from every other), or
+until the time budget is spent; it reports what stays uncovered or tied.
+
+>>> src, dst, rnd = bench_random_pairs(4, seed=1, rounds=3)   # the pairs fabscope-bench runs on 4 ranks
+>>> sorted(zip(src.tolist(), dst.tolist(), rnd.tolist()))
+[(0, 1, 1), (0, 3, 0), (0, 3, 2), (1, 2, 0), (1, 2, 2), (2, 3, 1)]
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from fabscope.errors import FabscopeError
+from fabscope.fabric.model import Fabric
+from fabscope.diagnose.pairmodel import PairModel
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix(states: np.ndarray) -> np.ndarray:
+    z = states.copy()
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * _M1
+        z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def bench_shuffle(n: int, seed: int) -> np.ndarray:
+    """The permutation ``fb_shuffle`` (csrc/util.c) makes of 0..n-1 with this seed."""
+    a = np.arange(n)
+    if n < 2:
+        return a
+    k = np.arange(1, n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        states = np.uint64(seed % 2**64) + k * _GOLDEN
+    draws = _splitmix(states)
+    bounds = np.arange(n, 1, -1, dtype=np.uint64)          # i + 1 for i = n-1 .. 1
+    js = (draws % bounds).astype(np.int64).tolist()
+    lst = a.tolist()
+    for i, j in zip(range(n - 1, 0, -1), js):
+        lst[i], lst[j] = lst[j], lst[i]
+    return np.array(lst)
+
+
+def bench_random_pairs(n_ranks: int, seed: int, rounds: int, first_round: int = 0
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Ranks fabscope-bench's ``random-pairs --seed S --rounds R`` pairs: (src, dst, round) with src < dst."""
+    src, dst, rnd = [], [], []
+    m = n_ranks // 2
+    for r in range(first_round, first_round + rounds):
+        with np.errstate(over="ignore"):
+            s = (np.uint64(seed) * np.uint64(1000003) + np.uint64(r)).item()
+        p = bench_shuffle(n_ranks, s)
+        a, b = p[0:2 * m:2], p[1:2 * m:2]
+        src.append(np.minimum(a, b))
+        dst.append(np.maximum(a, b))
+        rnd.append(np.full(m, r))
+    if not src:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(src), np.concatenate(dst), np.concatenate(rnd)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One ``fabscope measure`` job: random pairs over ``hosts`` (one rank each, in this order)."""
+
+    name: str
+    hosts: np.ndarray
+    seed: int
+    rounds: int
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s, d, r = bench_random_pairs(len(self.hosts), self.seed, self.rounds)
+        return self.hosts[s], self.hosts[d], r
+
+
+@dataclass
+class ProbePlan:
+    fabric: Fabric
+    jobs: list[Job]
+    size: int
+    iterations: int
+    seconds: float                # estimated run time (launches included; local jobs run side by side)
+    budget: float
+    min_cover: int
+    routing: str = ""
+    uncovered: list[str] = field(default_factory=list)
+    unsaturated: list[str] = field(default_factory=list)
+    n_unsaturated: int = 0
+    ties: list[list[str]] = field(default_factory=list)
+    cover_min: int = 0
+    unrouted: int = 0
+
+    @property
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(source host, destination host, concurrent set) of every pair the plan measures."""
+        out, off = [], 0
+        for j in self.jobs:
+            s, d, r = j.pairs()
+            out.append((s, d, r + off))
+            off += j.rounds
+        return tuple(np.concatenate([o[i] for o in out]) for i in range(3))  # type: ignore[return-value]
+
+    def script(self, fabric_spec: str, prefix: str = "plan") -> str:
+        """A shell script that writes the host files, runs every job and diagnoses the outputs."""
+        lines = ["#!/bin/sh", f"# fabscope diagnose --plan for {self.fabric.name}: {len(self.jobs)} jobs, "
+                 f"about {self.seconds:.0f} s (budget {self.budget:.0f} s)",
+                 "# fabscope-bench cannot run an explicit pair list: each job runs random-pairs rounds whose",
+                 "# pairs follow from --seed and the host file order (one rank per host), as planned.",
+                 "set -e"]
+        local = [j for j in self.jobs if j.name != "all"]
+        for j in self.jobs:
+            hf = f"{prefix}-{j.name}.hosts"
+            lines.append(f"cat > {shlex.quote(hf)} <<'EOF'")
+            lines += [self.fabric.host_names[h] for h in j.hosts]
+            lines.append("EOF")
+        if local:
+            lines.append("# hosts of each leaf among themselves, all leaves at once: every host cable at line rate")
+        for j in self.jobs:
+            cmd = self.command(j, prefix)
+            lines.append(cmd + (" &" if j.name != "all" else ""))
+            if j.name != "all" and j is local[-1]:
+                lines.append("wait")
+        lines.append(shlex.join(["fabscope", "diagnose", *[f"{prefix}-{j.name}.jsonl" for j in self.jobs],
+                                 "--fabric", fabric_spec]))
+        return "\n".join(lines) + "\n"
+
+    def command(self, job: Job, prefix: str = "plan") -> str:
+        return shlex.join(["fabscope", "measure", "--np", str(len(job.hosts)), "--ppn", "1", "--hostfile",
+                           f"{prefix}-{job.name}.hosts", "random-pairs", "--size", str(self.size),
+                           "--iterations", str(self.iterations), "--rounds", str(job.rounds),
+                           "--seed", str(job.seed), "--out", f"{prefix}-{job.name}.jsonl"])
+
+    def summary(self) -> dict[str, Any]:
+        return {"fabric": self.fabric.name, "routing": self.routing, "jobs": len(self.jobs),
+                "rounds": int(sum(j.rounds for j in self.jobs)), "pairs": int(len(self.pairs[0])),
+                "size": self.size, "iterations": self.iterations, "estimated_seconds": round(self.seconds, 1),
+                "budget_seconds": self.budget, "min_cover": self.min_cover, "cover_min": self.cover_min,
+                "unrouted_cables": self.unrouted, "uncovered": self.uncovered,
+                "never_at_line_rate": self.n_unsaturated, "unidentifiable": self.ties}
+
+
+#: seconds to start a job (the binary is cached); a guess, on the safe side
+LAUNCH_SECONDS = 10.0
+#: seconds of barrier, gather and output per round, per 1,000 ranks
+ROUND_OVERHEAD = 0.01
+#: a cable counts as tested at line rate in a round where its load reaches this share of its capacity
+SATURATED = 0.9
+
+
+def _round_costs(pm: PairModel, rounds: int, size: int, iterations: int, warmup: int, n: int) -> np.ndarray:
+    bw = pm.bandwidth()
+    per = np.zeros(rounds)
+    np.maximum.at(per, pm.scenario, (iterations + warmup) * 2.0 * size / bw)
+    return per + ROUND_OVERHEAD * max(1.0, n / 1000)
+
+
+def _saturated(pm: PairModel, n_c: int) -> np.ndarray:
+    """Per cable: rounds in which one of its directions is (nearly) full."""
+    f = pm.fabric
+    rate = pm.flow_rates()
+    load = pm.A @ np.where(np.isfinite(rate), rate, 0.0)
+    kind = pm.res_kind
+    is_link = kind < f.n_links
+    full = is_link & (load >= SATURATED * np.r_[f.link_capacity, f.host_memory_bw][kind])
+    out = np.zeros(n_c, dtype=np.int64)
+    np.add.at(out, kind[full] // 2, 1)
+    return out
+
+
+def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, size: int = 1 << 20,
+              iterations: int = 20, warmup: int = 2, seed: int = 1, min_cover: int = 4, local_rounds: int = 4,
+              hosts: Sequence[int] | None = None, max_rounds: int = 2000, batch: int = 4) -> ProbePlan:
+    """Jobs of random pairs (one rank per host) that cover, load and separate every cable within ``budget`` s.
+
+    First, where the fabric has leaves, ``local_rounds`` rounds among the
+    hosts of each leaf, all leaves side by side: each host's cable at line
+    rate with several partners.  Then rounds over all hosts until every cable
+    some route crosses is crossed by ``min_cover`` pairs, has been full in a
+    round, and is crossed by a set of pairs no other cable shares; or until
+    no progress in 100 rounds, or the budget.
+    """
+    from fabscope.routing import make_routing
+
+    h = np.arange(fabric.n_hosts) if hosts is None else np.asarray(hosts, dtype=np.int64)
+    if len(h) < 2:
+        raise FabscopeError(f"a plan needs at least 2 hosts, got {len(h)}")
+    if budget <= 2 * LAUNCH_SECONDS:
+        raise FabscopeError(f"a budget of {budget:g} s leaves no time to run anything (a job takes about "
+                            f"{LAUNCH_SECONDS:g} s to start)")
+    router = routing if routing is not None and not isinstance(routing, str) else make_routing(fabric, routing)
+    n_c = fabric.n_links // 2
+    cover = np.zeros(n_c, dtype=np.int64)
+    full = np.zeros(n_c, dtype=np.int64)
+    sig = np.zeros((n_c, 2))
+    rng = np.random.default_rng(seed)
+    usable = routed_cables(fabric, router, h)
+    jobs: list[Job] = []
+    spent = 0.0
+
+    def account(pm: PairModel, take: int, r: np.ndarray) -> None:
+        pl = pm.pair_links.tocoo()
+        keep = r[pl.row] < take
+        rows, cab = pl.row[keep], pl.col[keep] // 2
+        pc = np.unique(rows.astype(np.int64) * n_c + cab)
+        rows, cab = pc // n_c, pc % n_c
+        np.add.at(cover, cab, 1)
+        np.add.at(sig, cab, rng.random((pm.n_pairs, 2))[rows])
+
+    # 1. each leaf's hosts among themselves, all leaves at once
+    if fabric.levels and local_rounds > 0:
+        g = fabric.groups[fabric.levels[0].key][h]
+        local = [h[g == x] for x in np.unique(g)]
+        local = [x for x in local if len(x) >= 3]
+        if local:
+            ss, dd, rr, owner = [], [], [], []
+            for i, lh in enumerate(local):
+                s, d, r = bench_random_pairs(len(lh), seed, local_rounds)
+                ss.append(lh[s]), dd.append(lh[d]), rr.append(r + i * local_rounds), owner.append(np.full(len(s), i))
+                jobs.append(Job(f"leaf{i:03d}", lh, seed, local_rounds))
+            pm = PairModel(fabric, np.concatenate(ss), np.concatenate(dd), np.concatenate(rr), routing=router,
+                           bytes=np.full(sum(len(x) for x in ss), float(size)))
+            per = _round_costs(pm, len(local) * local_rounds, size, iterations, warmup, 16)
+            cost = float(per.reshape(len(local), local_rounds).sum(axis=1).max())
+            account(pm, len(local) * local_rounds, pm.scenario)
+            full += _saturated(pm, n_c)
+            spent += LAUNCH_SECONDS + cost
+            if spent > budget / 2:     # leave the larger part of the budget to the fabric-wide rounds
+                jobs, spent = [], 0.0
+                cover[:], full[:], sig[:] = 0, 0, 0.0
+    # 2. all hosts together
+    spent += LAUNCH_SECONDS
+    rounds, stale, best = 0, 0, None
+    while rounds < max_rounds:
+        s, d, r = bench_random_pairs(len(h), seed, batch, first_round=rounds)
+        pm = PairModel(fabric, h[s], h[d], r - rounds, routing=router, bytes=np.full(len(s), float(size)))
+        cost = _round_costs(pm, batch, size, iterations, warmup, len(h))
+        fits = np.cumsum(cost) <= budget - spent
+        take = batch if fits.all() else int(fits.sum())
+        if take == 0:
+            break
+        account(pm, take, r - rounds)
+        sat = _saturated(pm, n_c) if take == batch else _saturated(
+            PairModel(fabric, h[s][r - rounds < take], h[d][r - rounds < take], (r - rounds)[r - rounds < take],
+                      routing=router), n_c)
+        full += sat
+        spent += float(cost[:take].sum())
+        rounds += take
+        if take < batch:
+            break
+        low = int(np.sum(cover[usable] < min_cover)) + int(np.sum(full[usable] == 0))
+        tied = _n_tied(sig[usable], cover[usable])
+        if low == 0 and tied == 0:
+            break
+        state = (low, tied)
+        stale = stale + 1 if best is not None and state >= best else 0
+        best = state if best is None else min(best, state)
+        if stale * batch >= 100:          # 100 rounds without progress: what is left stays
+            break
+    if rounds:
+        jobs.append(Job("all", h, seed, rounds))
+    if not jobs:
+        raise FabscopeError(f"a budget of {budget:g} s leaves no time for one round")
+    ties = _tied_groups(np.where(usable[:, None], sig, 0.0), np.where(usable, cover, 0))
+    unsat = np.flatnonzero(usable & (full == 0))
+    return ProbePlan(fabric, jobs, size, iterations, spent, budget, min_cover, routing=router.name,
+                     uncovered=[_cable(fabric, c) for c in np.flatnonzero((cover == 0) & usable)[:50]],
+                     unsaturated=[_cable(fabric, c) for c in unsat[:50]], n_unsaturated=int(len(unsat)),
+                     ties=[[_cable(fabric, c) for c in g] for g in ties[:50]],
+                     cover_min=int(cover[usable].min()) if usable.any() else 0, unrouted=int(np.sum(~usable)))
+
+
+def _cable(f: Fabric, c: int) -> str:
+    from fabscope.diagnose.tomography import cable_name
+
+    return cable_name(f, int(c))
+
+
+def _tied_groups(sig: np.ndarray, cover: np.ndarray) -> list[list[int]]:
+    groups: dict[tuple[float, float, int], list[int]] = {}
+    for c in np.flatnonzero(cover > 0).tolist():
+        groups.setdefault((round(sig[c, 0], 9), round(sig[c, 1], 9), int(cover[c])), []).append(c)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _n_tied(sig: np.ndarray, cover: np.ndarray) -> int:
+    key = np.round(sig, 9)
+    _, counts = np.unique(np.c_[key, cover], axis=0, return_counts=True)
+    return int(np.sum(counts[counts > 1]))
+
+
+def routed_cables(fabric: Fabric, routing: Any, hosts: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+    """Cables some route between two of ``hosts`` crosses (the others no measurement can see)."""
+    from fabscope.routing import make_routing
+
+    router = routing if routing is not None and not isinstance(routing, str) else make_routing(fabric, routing)
+    used = np.zeros(fabric.n_links // 2, bool)
+    n = len(hosts)
+    per = max(1, chunk // n)
+    for a in range(0, n, per):
+        src = np.repeat(hosts[a:a + per], n)
+        dst = np.tile(hosts, len(hosts[a:a + per]))
+        keep = src != dst
+        used[router.routes(src[keep], dst[keep]).link // 2] = True
+    return used
+
+
+def _cable(f: Fabric, c: int) -> str:
+    from fabscope.diagnose.tomography import cable_name
+
+    return cable_name(f, int(c))
+
+
+def _tied_groups(sig: np.ndarray, cover: np.ndarray) -> list[list[int]]:
+    groups: dict[tuple[float, float, int], list[int]] = {}
+    for c in np.flatnonzero(cover > 0).tolist():
+        groups.setdefault((round(sig[c, 0], 9), round(sig[c, 1], 9), int(cover[c])), []).append(c)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _n_tied(sig: np.ndarray, cover: np.ndarray) -> int:
+    key = np.round(sig, 9)
+    _, counts = np.unique(np.c_[key, cover], axis=0, return_counts=True)
+    return int(np.sum(counts[counts > 1]))

@@ -1,0 +1,447 @@
+"""Explain or suspect: which cables and hosts deliver less than the fabric says.
+
+Given measured pairs (:mod:`.measured`), :func:`diagnose`
+
+1. models the same pairs on the same routes with the same concurrency
+   (:class:`.pairmodel.PairModel`); the log of measured / modeled is each
+   pair's residual, after one global factor (the median ratio: what the MPI
+   gets of the links' rate, reported as ``efficiency``);
+2. estimates the noise from the bulk of the pairs (1.4826 x the median
+   absolute deviation of the residuals) and calls a pair slow when its
+   residual lies below ``sigmas`` times it;
+3. infers every cable's effective capacity from all pairs at once: the
+   sparse set of capacity factors (most cables healthy) under which the flow
+   model best reproduces every pair.  Greedily, like NetBouncer's iterative
+   explanation: among the cables slow pairs cross, the one whose degradation
+   (by the best factor on a grid, :mod:`.scan`) most reduces the robust
+   (Huber) misfit of *all* pairs, healthy ones included, is added while the
+   reduction pays its penalty (``penalty`` in units of the noise variance, a
+   BIC-like prior that a cable is healthy); the whole model is then rerun
+   with the estimates, every suspect is re-estimated with the others in
+   place and dropped if it no longer pays its way;
+4. labels every inter-node pair: ``nominal`` (near the model, at the rate of
+   its path), ``contention`` (near the model, which holds it below its
+   path's rate by sharing: routing or oversubscription, with the link that
+   limits it), ``suspect`` (slow, explained by the estimated faults),
+   ``unexplained`` (slow, not explained) or ``faster`` (above the model);
+5. finds cables the measurements cannot tell apart (crossed by exactly the
+   same pairs) and, for each suspect's group, a host pair that would split it.
+
+A cable is one unknown for both its directions (a cable that trains at a
+lower width or speed does so both ways); a host's only cable is its NIC, so
+a slow host and a bad host cable are the same unknown here and are reported
+as the host.
+
+>>> from fabscope.fabric.generators import fat_tree
+>>> from fabscope.diagnose.measured import Measured
+>>> from fabscope.diagnose.pairmodel import PairModel
+>>> f = fat_tree(k=4, levels=2)                        # 16 hosts, 4 leaves, 4 spines
+>>> rng = np.random.default_rng(0)
+>>> hs, hd, sc = [], [], []
+>>> for r in range(12):                                # 12 rounds of random pairs
+...     p = rng.permutation(16); hs += p[0::2].tolist(); hd += p[1::2].tolist(); sc += [r] * 8
+>>> pm = PairModel(f, hs, hd, sc, routing="dmodk")
+>>> cap = f.link_capacity.copy(); cap[[40, 41]] *= 0.4  # one leaf-spine cable at 40%
+>>> bw = pm.bandwidth(cap) * np.exp(rng.normal(0, 0.03, len(hs)))
+>>> m = Measured(f, np.arange(len(hs)), np.arange(len(hs)), np.array(hs), np.array(hd), np.full(len(hs), 1e6),
+...              bw, np.zeros(len(hs)), np.array(sc), np.ones(len(hs), bool), np.full(len(hs), "random-pairs"),
+...              (), tuple(("x", "random-pairs", r) for r in range(12)))
+>>> d = diagnose(m, "dmodk")
+>>> [(s["name"] == cable_name(f, 20), round(s["factor"], 1)) for s in d.suspects]
+[(True, 0.4)]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.sparse import csr_matrix
+
+from fabscope.fabric.model import Fabric
+from fabscope.result import Result
+from fabscope.diagnose.measured import DiagnoseError, Measured
+from fabscope.diagnose.pairmodel import PairModel
+from fabscope.diagnose.scan import water_levels
+
+LABELS = ("nominal", "contention", "suspect", "unexplained", "faster")
+#: capacity factors tried for a cable not yet suspected (of its current capacity)
+GRID = np.geomspace(0.08, 0.95, 22)
+
+
+def cable_name(f: Fabric, c: int) -> str:
+    i = 2 * c
+    a, b = f.node_names[f.link_src[i]], f.node_names[f.link_dst[i]]
+    return f"{a}[{int(f.link_src_port[i])}] -- {b}[{int(f.link_dst_port[i])}]"
+
+
+def cable_host(f: Fabric, c: int) -> str | None:
+    s, d = int(f.link_src[2 * c]), int(f.link_dst[2 * c])
+    h = s if s < f.n_hosts else d if d < f.n_hosts else -1
+    return f.node_names[h] if h >= 0 else None
+
+
+def huber(e: np.ndarray, k: float) -> np.ndarray:
+    a = np.abs(e)
+    return np.where(a <= k, e * e, 2 * k * a - k * k)
+
+
+@dataclass(eq=False)
+class Diagnosis:
+    measured: Measured
+    model: PairModel
+    modeled: np.ndarray          # nominal model, bytes/s per pair
+    fitted: np.ndarray           # model with the estimated capacities
+    efficiency: float
+    sigma: float
+    threshold: float
+    factor: np.ndarray           # per cable: estimated capacity / nominal
+    label: np.ndarray            # per pair: index into LABELS
+    limit: np.ndarray            # per pair: name of the link that limits it in the nominal model
+    suspects: list[dict[str, Any]]
+    ties: list[list[int]]        # groups of covered cables crossed by the same pairs
+    uncovered: np.ndarray        # cables no measured pair crosses
+    rms_before: float
+    rms_after: float
+    seconds: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {name: int(np.sum(self.label == i)) for i, name in enumerate(LABELS)}
+
+    def to_result(self) -> Result:
+        m, f = self.measured, self.measured.fabric
+        names = np.array(f.host_names, dtype=object)
+        ratio = m.bandwidth / self.modeled
+        pairs = {"src": m.src, "dst": m.dst, "src_host": names[m.hs].astype(str),
+                 "dst_host": names[m.hd].astype(str), "cls": f.classify(m.hs, m.hd), "bytes": m.bytes,
+                 "bandwidth": m.bandwidth, "time": m.time, "scenario": m.scenario, "test": m.test,
+                 "measured": m.bandwidth, "modeled": self.modeled, "ratio": ratio, "fitted": self.fitted,
+                 "label": np.array(LABELS, dtype=object)[self.label].astype(str), "limit": self.limit}
+        cov = self.model.pair_links.sum(axis=0).A1
+        cov_c = cov[0::2] + cov[1::2]
+        covered = np.flatnonzero(cov_c > 0)
+        links = {"cable": covered, "link": 2 * covered, "capacity": f.link_capacity[2 * covered],
+                 "estimate": f.link_capacity[2 * covered] * self.factor[covered], "pairs": cov_c[covered]}
+        meta = {"kind": "diagnose", "fabric": f.name, "fabric_params": dict(f.params),
+                "routing": self.model.router.name, "model": "maxmin", "sources": list(m.sources),
+                "tests": sorted(set(m.test.tolist())), "scenarios": m.n_scenarios,
+                "efficiency": self.efficiency, "noise_sigma": self.sigma, "threshold": self.threshold,
+                "rms_log_error_before": self.rms_before, "rms_log_error_after": self.rms_after,
+                "solve_seconds": round(self.seconds, 3), **self.meta}
+        extra = {"suspects": self.suspects, "explained": self.counts,
+                 "unidentifiable": [[cable_name(f, c) for c in g] for g in self.ties if len(g) > 1][:200],
+                 "uncovered_cables": int(len(self.uncovered)),
+                 "uncovered": [cable_name(f, int(c)) for c in self.uncovered[:50]]}
+        return Result(meta=meta, class_labels=f.class_labels, pairs=pairs, links=links, extra=extra)
+
+
+class _Fit:
+    """The model of the measured pairs under capacity factors, with what the scans need."""
+
+    def __init__(self, pm: PairModel, log_meas: np.ndarray, log_eff: float, k: float) -> None:
+        f = pm.fabric
+        self.pm, self.f = pm, f
+        self.log_meas, self.log_eff, self.k = log_meas, log_eff, k
+        self.n_cables = f.n_links // 2
+        A = pm.A.tocsr()
+        self.A = A
+        self.row_of_entry = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+        kind = pm.res_kind
+        self.row_cable = np.where(kind < f.n_links, kind // 2, -1)
+        order = np.argsort(self.row_cable, kind="stable")
+        self.rows_sorted = order
+        counts = np.bincount(self.row_cable[self.row_cable >= 0], minlength=self.n_cables)
+        self.cable_ptr = np.r_[0, np.cumsum(counts)] + int(np.sum(self.row_cable < 0))
+        self.pair_bytes = np.bincount(pm.flow_pair, weights=pm.bytes[pm.flow_pair], minlength=pm.n_pairs)
+        self.factor = np.ones(self.n_cables)
+
+    def capacity(self, factor: np.ndarray) -> np.ndarray:
+        return self.f.link_capacity * np.repeat(factor, 2)
+
+    def solve(self, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rate = self.pm.flow_rates(self.capacity(factor))
+        return rate, self.pm.pair_bandwidth(rate)
+
+    def resid(self, bw: np.ndarray) -> np.ndarray:
+        return self.log_meas - self.log_eff - np.log(bw)
+
+    def rows_of(self, cables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the given cables, and which of them (index into ``cables``) each row is."""
+        starts, ends = self.cable_ptr[cables], self.cable_ptr[cables + 1]
+        lens = ends - starts
+        idx = np.repeat(starts - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(lens.sum())
+        return self.rows_sorted[idx], np.repeat(np.arange(len(cables)), lens)
+
+    def scan(self, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+             grid: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+        """Change of the misfit (sum of Huber losses) if cable ``cables[i]`` were scaled by ``grid[j]``
+        (relative to its current capacity): array len(cables) x len(grid)."""
+        pm, A = self.pm, self.A
+        out = np.zeros((len(cables), len(grid)))
+        e_cur = self.resid(bw)
+        loss_cur = huber(e_cur, self.k)
+        t_cur = self.pair_bytes / bw
+        link_cap = self.capacity(factor)
+        # chunks of cables, so that entries x grid stays in memory
+        nnz_row = np.diff(A.indptr)
+        per_cable = np.zeros(len(cables))
+        rows, which = self.rows_of(cables)
+        np.add.at(per_cable, which, nnz_row[rows])
+        bounds = [0]
+        acc = 0.0
+        for i, v in enumerate(per_cable):
+            acc += v
+            if acc > chunk:
+                bounds.append(i + 1)
+                acc = 0.0
+        if bounds[-1] != len(cables):
+            bounds.append(len(cables))
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            cs = cables[a:b]
+            rows, which = self.rows_of(cs)
+            if not len(rows):
+                continue
+            starts, ends = A.indptr[rows], A.indptr[rows + 1]
+            lens = ends - starts
+            pos = np.repeat(starts - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(lens.sum())
+            local_row = np.repeat(np.arange(len(rows)), lens)
+            flows = A.indices[pos]
+            wts = A.data[pos]
+            r = rate[flows]
+            fin = np.isfinite(r)
+            cap_row = link_cap[pm.res_kind[rows]]
+            lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, grid[None, :])
+            new = np.minimum(r[:, None], lvl[local_row])
+            b_f = pm.bytes[pm.flow_pair[flows]]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dt = np.where(np.isfinite(r)[:, None], b_f[:, None] / new - (b_f / r)[:, None], 0.0)
+            pair = pm.flow_pair[flows]
+            key = which[local_row] * pm.n_pairs + pair
+            ukey, inv = np.unique(key, return_inverse=True)
+            dts = np.zeros((len(ukey), len(grid)))
+            np.add.at(dts, inv, dt)
+            p = ukey % pm.n_pairs
+            c = ukey // pm.n_pairs
+            with np.errstate(divide="ignore"):
+                e_new = self.log_meas[p, None] - self.log_eff - np.log(self.pair_bytes[p, None]
+                                                                     / (t_cur[p, None] + dts))
+            d = huber(e_new, self.k) - loss_cur[p, None]
+            np.add.at(out, a + c, d)
+        return out
+
+
+def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, penalty: float | None = None,
+             max_suspects: int = 40, calibrate: bool = True, screen: int = 256, min_sigma: float = 0.01,
+             meta: dict[str, Any] | None = None) -> Diagnosis:
+    """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring)."""
+    t0 = time.perf_counter()
+    inter = measured.inter
+    if not inter.any():
+        raise DiagnoseError("no inter-node pairs: every measured pair sits on one host, so no cable is "
+                            "measured; run the benchmark over several nodes")
+    m = measured.subset(inter) if not inter.all() else measured
+    f = m.fabric
+    pm = PairModel(f, m.hs, m.hd, m.scenario, m.pingpong, m.bytes, routing)
+    rate0 = pm.flow_rates()
+    bw0 = pm.pair_bandwidth(rate0)
+    log_meas = np.log(m.bandwidth)
+    y = log_meas - np.log(bw0)
+    log_eff = float(np.median(y)) if calibrate else 0.0
+    e0 = y - log_eff
+    sigma = max(1.4826 * float(np.median(np.abs(e0 - np.median(e0)))), min_sigma)
+    thr = sigmas * sigma
+    lam = penalty if penalty is not None else max(25.0, 2.0 * np.log(max(pm.n_pairs, 2)) + 10.0)
+    fit = _Fit(pm, log_meas, log_eff, 2.0 * sigma)
+    s2 = sigma * sigma
+    n_c = fit.n_cables
+    factor = np.ones(n_c)
+    rate, bw = rate0, bw0
+    pair_cable = _pair_cables(pm, n_c)
+    crossing_count = np.asarray(pair_cable.sum(axis=0)).ravel()
+    chosen: list[int] = []
+    gains: dict[int, float] = {}
+    # lazy greedy: a full scan ranks every candidate; then only the best stale candidate is rescanned
+    # with the current rates, and taken if it still beats the next one (gains only shrink as faults
+    # are explained); a last full scan checks that nothing was missed.
+    full_scans = 0
+    while len(chosen) < max_suspects and full_scans < 4:
+        e = fit.resid(bw)
+        slow = np.flatnonzero(e < -thr)
+        if not len(slow):
+            break
+        cand = np.unique(pair_cable[slow].indices)
+        cand = cand[factor[cand] > GRID[0] * 1.01]
+        if not len(cand):
+            break
+        if len(cand) > screen:
+            # screening: cables whose crossing pairs are mostly slow first (slow^2 / crossing)
+            is_slow = np.zeros(pm.n_pairs)
+            is_slow[slow] = 1.0
+            n_slow = pair_cable.T @ is_slow
+            score = n_slow[cand] ** 2 / np.maximum(crossing_count[cand], 1)
+            cand = cand[np.argsort(-score, kind="stable")[:screen]]
+        d = fit.scan(cand, factor, rate, bw, GRID)
+        full_scans += 1
+        stale = -d.min(axis=1) / s2
+        taken = 0
+        while len(chosen) < max_suspects:
+            i = int(np.argmax(stale))
+            if stale[i] < lam:
+                break
+            c = int(cand[i])
+            fresh = fit.scan(np.array([c]), factor, rate, bw, GRID)[0]
+            g = -fresh.min() / s2
+            rest = np.delete(stale, i)
+            if g < lam or g < rest.max(initial=-np.inf):
+                stale[i] = g if g >= lam else -np.inf      # re-queued with its fresh gain
+                continue
+            factor[c] *= GRID[int(np.argmin(fresh))]
+            if c not in chosen:
+                chosen.append(c)
+            stale[i] = -np.inf
+            taken += 1
+            rate, bw = fit.solve(factor)
+        if not taken:
+            break
+    # re-estimate each suspect with the others in place; drop those that no longer pay (again if one went)
+    for _ in range(2):
+        changed = False
+        for c in list(chosen):
+            trial = factor.copy()
+            trial[c] = 1.0
+            r1, b1 = fit.solve(trial)
+            grid = np.r_[GRID, 1.0]
+            d = fit.scan(np.array([c]), trial, r1, b1, grid)[0]
+            j = int(np.argmin(d))
+            g = -d[j] / s2
+            if g < lam or grid[j] >= 1.0:
+                chosen.remove(c)
+                factor[c] = 1.0
+                changed = True
+                continue
+            fine = grid[j] * np.geomspace(0.9, 1.1, 9)
+            fine = fine[fine <= 1.0]
+            dd = fit.scan(np.array([c]), trial, r1, b1, fine)[0]
+            factor[c] = float(fine[int(np.argmin(dd))])
+            gains[c] = max(g, -float(dd.min()) / s2)
+        if not changed:
+            break
+    if chosen or full_scans:
+        rate, bw = fit.solve(factor)
+    e_after = fit.resid(bw)
+    # labels
+    limit_res = pm.bottlenecks(rate0)
+    label = np.zeros(pm.n_pairs, dtype=np.int16)
+    ideal = _ideal_bandwidth(pm)
+    label[bw0 < 0.97 * ideal] = 1
+    slow0 = e0 < -thr
+    label[slow0 & (e_after >= -thr)] = 2
+    label[slow0 & (e_after < -thr)] = 3
+    label[e0 > thr] = 4
+    limit = _limits(pm, rate0, limit_res)
+    ties, uncovered = _ties(pair_cable, n_c)
+    tie_of = {c: g for g in ties for c in g}
+    suspects = []
+    for c in sorted(chosen, key=lambda c: -gains.get(c, 0.0)):
+        crossing = np.flatnonzero(pair_cable[:, [c]].toarray().ravel() > 0)
+        impl = crossing[e0[crossing] < -thr]
+        impl = impl[np.argsort(e0[impl])]
+        group = tie_of.get(c, [c])
+        g = gains.get(c, lam)
+        conf = (1.0 - np.exp(-(g - lam) / lam)) / len(group) if g > lam else 0.0
+        host = cable_host(f, c)
+        names = np.array(f.host_names)
+        s = {"link": 2 * c, "links": [2 * c, 2 * c + 1], "cable": cable_name(f, c), "host": host,
+             "name": host if host else cable_name(f, c), "capacity": float(f.link_capacity[2 * c] * factor[c]),
+             "nominal": float(f.link_capacity[2 * c]), "factor": float(factor[c]),
+             "confidence": round(float(conf), 3), "evidence": round(float(g), 1),
+             "pairs": [[str(names[pm.hs[p]]), str(names[pm.hd[p]])] for p in impl[:20]],
+             "n_pairs": int(len(impl)), "crossing_pairs": int(len(crossing)),
+             "tied": [cable_name(f, x) for x in group if x != c]}
+        if s["tied"]:
+            s["separate_by"] = _separating_pairs(pm, c, [x for x in group if x != c], crossing)
+        suspects.append(s)
+    rms = lambda e: float(np.sqrt(np.mean(e * e)))  # noqa: E731
+    return Diagnosis(m, pm, bw0, bw, float(np.exp(log_eff)), sigma, thr, factor, label, limit, suspects,
+                     ties, uncovered, rms(e0), rms(e_after), time.perf_counter() - t0,
+                     {"penalty": lam, **(meta or {})})
+
+
+def _pair_cables(pm: PairModel, n_c: int) -> csr_matrix:
+    """Pairs x cables, 1 where the pair crosses the cable (either way, either direction of the pair)."""
+    pl = pm.pair_links.tocoo()
+    m = csr_matrix((np.ones(len(pl.row)), (pl.row, pl.col // 2)), shape=(pm.n_pairs, n_c))
+    m.sum_duplicates()
+    m.data[:] = 1.0
+    return m
+
+
+def _ideal_bandwidth(pm: PairModel) -> np.ndarray:
+    """Each pair's bandwidth with its path to itself (the slowest link of each direction)."""
+    f = pm.fabric
+    cap = np.full(len(pm.flow_pair), np.inf)
+    np.minimum.at(cap, pm.routes.flow, f.link_capacity[pm.routes.link] / np.maximum(pm.routes.weight, 1e-12))
+    cap = np.minimum(cap, pm.flow_cap)
+    return pm.pair_bandwidth(cap)
+
+
+def _limits(pm: PairModel, rate: np.ndarray, res: np.ndarray) -> np.ndarray:
+    f = pm.fabric
+    n = pm.n_pairs
+    which = np.full(n, -1, dtype=np.int64)
+    order = np.argsort(rate, kind="stable")[::-1]
+    which[pm.flow_pair[order]] = res[order]
+    cache: dict[int, str] = {}
+    out = []
+    for r in which.tolist():
+        if r not in cache:
+            cache[r] = "" if r < 0 else f.link_name(r) if r < f.n_links else f"{f.node_names[r - f.n_links]} memory"
+        out.append(cache[r])
+    return np.array(out, dtype=str)
+
+
+def _ties(pair_cable: csr_matrix, n_c: int) -> tuple[list[list[int]], np.ndarray]:
+    """Groups of cables crossed by exactly the same pairs; and the cables no pair crosses."""
+    rng = np.random.default_rng(12345)
+    n_p = pair_cable.shape[0]
+    h = (pair_cable.T @ rng.random((n_p, 2))).round(9)
+    cover = np.asarray(pair_cable.sum(axis=0)).ravel()
+    covered = np.flatnonzero(cover > 0)
+    key = {}
+    for c in covered.tolist():
+        key.setdefault((h[c, 0], h[c, 1], cover[c]), []).append(c)
+    return list(key.values()), np.flatnonzero(cover == 0)
+
+
+def _separating_pairs(pm: PairModel, c: int, others: list[int], crossing: np.ndarray,
+                      tries: int = 256) -> list[dict[str, Any]]:
+    """For each cable tied with ``c``: a host pair whose route crosses one of the two and not the other."""
+    f = pm.fabric
+    rng = np.random.default_rng(c)
+    names = f.host_names
+    ends = np.unique(np.r_[pm.hs[crossing], pm.hd[crossing]])
+    a = rng.choice(ends, tries)
+    b = rng.integers(0, f.n_hosts, tries)
+    flip = rng.random(tries) < 0.5
+    src, dst = np.where(flip, b, a), np.where(flip, a, b)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    routes = pm.router.routes(src, dst)
+    rev = pm.router.routes(dst, src)
+    hit = np.zeros((len(src), f.n_links // 2), bool)
+    hit[routes.flow, routes.link // 2] = True
+    hit[rev.flow, rev.link // 2] = True
+    out = []
+    for o in others:
+        sep = np.flatnonzero(hit[:, c] != hit[:, o])
+        if len(sep):
+            i = int(sep[0])
+            out.append({"cable": cable_name(f, o), "pair": [names[src[i]], names[dst[i]]],
+                        "crosses": cable_name(f, c if hit[i, c] else o)})
+        else:
+            out.append({"cable": cable_name(f, o), "pair": None, "crosses": None})
+    return out
