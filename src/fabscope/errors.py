@@ -35,3 +35,7 @@ class MeasureError(FabscopeError):
 
 class MappingError(FabscopeError):
     """A mapping problem that has no valid answer."""
+
+
+class OutputError(FabscopeError):
+    """An output file that cannot be written: missing folder, a folder named as a file, no permission."""

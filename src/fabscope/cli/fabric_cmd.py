@@ -6,6 +6,9 @@ import argparse
 import os
 import sys
 
+from fabscope.atomic import check_output, check_outputs
+from fabscope.cli.options import require_positive
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fabric", help="discover, import, export a fabric; what if a cable fails",
@@ -61,6 +64,7 @@ def _discover(args: argparse.Namespace) -> int:
     from fabscope.fabric.ibtools import discover
     from fabscope.fabric.importers import import_fabric
 
+    check_output(args.output, "-o/--output")
     if args.from_dir:
         topo = os.path.join(args.from_dir, "ibnetdiscover.txt")
         lfts = next((os.path.join(args.from_dir, n) for n in ("dump_fts.txt", "opensm-lfts.dump")
@@ -75,6 +79,8 @@ def _discover(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from fabscope.fabric.importers import import_fabric
 
+    require_positive(args, "cores")
+    check_output(args.output, "-o/--output")
     _write(import_fabric(args.ibnetdiscover, args.lfts, args.hostmap, args.name, args.cores), args.output)
     return 0
 
@@ -83,6 +89,7 @@ def _export(args: argparse.Namespace) -> int:
     from fabscope.fabric.exporters import export_fabric
     from fabscope.fabric.io import load_fabric
 
+    check_output(args.output, "-o/--output")
     export_fabric(load_fabric(args.fabric), args.format, args.output)
     return 0
 
@@ -94,6 +101,7 @@ def _whatif(args: argparse.Namespace) -> int:
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 
+    require_positive(args, "ppn", "ranks", "top")
     fabric = load_fabric(args.fabric)
     placement = Placement.block(fabric, args.ranks or args.ppn * fabric.n_hosts, args.ppn)
     traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)

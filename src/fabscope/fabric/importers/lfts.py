@@ -13,7 +13,8 @@ All three list, per switch, each destination LID and the output port::
     22 valid lids dumped
 
 :func:`tables_to_lft` turns them into fabscope's ``lft[switch, host]`` (link
-ids) and :func:`check_lft` follows every switch's route to every host, so a
+ids, a plain array: :class:`fabscope.routing.tables.TableRouting` routes by
+it) and :func:`check_lft` follows every switch's route to every host, so a
 loop, a LID no port has or a port with no cable is reported by its line.
 (``dump_fts`` omits entries whose port is 128 or more; the other two are
 complete.)
@@ -221,33 +222,3 @@ def unroutable(fabric: Fabric, lft: np.ndarray, src: np.ndarray, dst: np.ndarray
     """True for each host pair the tables do not route (the source's switch does not reach the destination)."""
     ok = reachable(fabric, lft)
     return (src != dst) & ~ok[fabric.host_switch[src] - fabric.n_hosts, dst]
-
-
-def compare_routes(fabric: Fabric, lft_a: np.ndarray, lft_b: np.ndarray, src: np.ndarray | None = None,
-                   dst: np.ndarray | None = None) -> tuple[int, int]:
-    """(pairs checked, pairs whose routes are identical) under two sets of tables; all pairs by default.
-
-    A pair neither set of tables routes counts as identical; one only one routes, as different.
-    """
-    from fabscope.routing.tables import TableRouting
-
-    if src is None or dst is None:
-        src, dst = (x.ravel() for x in np.meshgrid(np.arange(fabric.n_hosts), np.arange(fabric.n_hosts)))
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-    src, dst = np.asarray(src), np.asarray(dst)
-    bad_a, bad_b = unroutable(fabric, lft_a, src, dst), unroutable(fabric, lft_b, src, dst)
-    both = ~bad_a & ~bad_b
-    paths = []
-    for lft in (lft_a, lft_b):
-        r = TableRouting(fabric, np.asarray(lft)).routes(src[both], dst[both])
-        order = np.argsort(r.flow, kind="stable")
-        f, l = r.flow[order], r.link[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(f)) + 1]
-        hop = np.arange(len(f)) - np.repeat(starts, np.diff(np.r_[starts, len(f)]))
-        m = np.full((int(both.sum()), int(hop.max(initial=0)) + 1), -1, np.int64)
-        m[f, hop] = l
-        paths.append(m)
-    w = max(p.shape[1] for p in paths)
-    a, b = (np.pad(p, ((0, 0), (0, w - p.shape[1])), constant_values=-1) for p in paths)
-    return len(src), int(np.all(a == b, axis=1).sum() + (bad_a & bad_b).sum())
