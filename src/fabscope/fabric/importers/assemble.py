@@ -123,6 +123,12 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
     if tables is None:
         return fabric
     switch_of_guid = {sws[i].guid: k for k, i in enumerate(sw_order)}
+    bare = [sws[i] for i in sw_order if sws[i].guid not in tables.switches]
+    if bare:
+        s = bare[0]
+        more = f" (and {len(bare) - 1} more switches)" if len(bare) > 1 else ""
+        raise FabricError(f"{tables.source}: no forwarding table for switch {s.desc!r} (LID {s.lid}, "
+                          f"{topo.where(s.line)}){more}; give the tables of every switch")
     lft = tables_to_lft(fabric, tables, switch_of_guid)
     missing = check_lft(fabric, lft, tables.source)
     from dataclasses import replace

@@ -28,18 +28,23 @@ complete.)
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import numpy as np
 
 from fabscope.errors import FabricError
+from fabscope.fabric.importers.lines import bounded_lines
 from fabscope.fabric.model import Fabric
 
 _HEAD = re.compile(r"^Unicast lids \[(\S+)-(\S+)\] of switch .*?guid (0x[0-9a-fA-F]+)\s*(?:\('(.*)'\)|\((.*)\))?:?\s*$")
 _FOOT = re.compile(r"^(\d+) (?:valid )?lids dumped")
 #: a port number that means "no route"
 NO_PORT = 255
+#: no line of these tables is this long
+MAX_LINE = 4096
 
 
 @dataclass
@@ -58,8 +63,8 @@ class Tables:
     source: str = "lfts"
 
 
-def parse_lfts(text: str, source: str = "lfts") -> Tables:
-    """Parse any of the three forms into per-switch (LID, port) arrays."""
+def parse_lfts(text: str | Iterable[str], source: str = "lfts") -> Tables:
+    """Parse any of the three forms (the text, or its lines) into per-switch (LID, port) arrays."""
     out = Tables(source=source)
     cur: tuple[int, str, int] | None = None
     lids: list[int] = []
@@ -78,7 +83,9 @@ def parse_lfts(text: str, source: str = "lfts") -> Tables:
                                            np.array(ports, np.int64), np.array(lines, np.int64))
 
     n = 0
-    for n, raw in enumerate(text.splitlines(), start=1):
+    for n, raw in enumerate(io.StringIO(text) if isinstance(text, str) else text, start=1):
+        if len(raw) > MAX_LINE:
+            raise FabricError(f"{source} line {n}: longer than {MAX_LINE} characters; not a forwarding table")
         s = raw.strip()
         if s.startswith("0x"):
             parts = s.split(None, 2)
@@ -86,9 +93,13 @@ def parse_lfts(text: str, source: str = "lfts") -> Tables:
                 raise FabricError(f"{source} line {n}: garbled forwarding-table entry {s[:60]!r}"
                                   + ("" if cur else " (before any 'Unicast lids' header)"))
             try:
-                lids.append(int(parts[0], 16))
+                lid = int(parts[0], 16)
             except ValueError:
                 raise FabricError(f"{source} line {n}: {parts[0]!r} is not a LID") from None
+            if not 0 <= lid <= 0xFFFF or not parts[1].isascii() or int(parts[1]) > NO_PORT:
+                raise FabricError(f"{source} line {n}: LID {parts[0]} port {parts[1]}: LIDs are 16 bits "
+                                  f"and ports 0..{NO_PORT}")
+            lids.append(lid)
             ports.append(int(parts[1]))
             lines.append(n)
             continue
@@ -118,8 +129,8 @@ def parse_lfts(text: str, source: str = "lfts") -> Tables:
 
 def read_lfts(path: str) -> Tables:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return parse_lfts(fh.read(), path)
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            return parse_lfts(bounded_lines(fh, path, MAX_LINE, "a forwarding table"), path)
     except OSError as err:
         raise FabricError(f"cannot read {path}: {err.strerror}") from None
 
