@@ -39,3 +39,7 @@ class MappingError(FabscopeError):
 
 class OutputError(FabscopeError):
     """An output file that cannot be written: missing folder, a folder named as a file, no permission."""
+
+
+class FabscopeWarning(UserWarning):
+    """Something a user should know, that does not stop the work (the CLI prints it as one line)."""

@@ -152,21 +152,31 @@ def _chain(head: list[tuple[int, str]], rest: Iterator[tuple[int, str]]) -> Iter
 
 
 def _check_lid(topo: "Topology", n: int, what: str, lid: int) -> None:
-    if not 1 <= lid <= MAX_UNICAST_LID:
-        why = " (no subnet manager has assigned LIDs?)" if lid == 0 else ""
-        raise FabricError(f"{topo.where(n)}: {what} has LID {lid}; unicast LIDs are 1..0xBFFF "
-                          f"(1..{MAX_UNICAST_LID}){why}")
+    """A LID must be unicast; LID 0 (not configured) is judged once the whole file is read."""
+    if lid != 0 and not 1 <= lid <= MAX_UNICAST_LID:
+        raise FabricError(f"{topo.where(n)}: {what} has LID {lid}; unicast LIDs are 1..0xBFFF (1..{MAX_UNICAST_LID})")
+
+
+def _check_lmc(topo: "Topology", n: int, lmc: int) -> None:
+    if not 0 <= lmc <= 7:
+        raise FabricError(f"{topo.where(n)}: LMC {lmc}; the LID mask control is 0..7")
 
 
 def _check_lids(topo: "Topology") -> None:
-    """No two ports share a LID (a CA port with LMC l owns 2**l LIDs from its base)."""
+    """No LID 0, and no two ports share a LID (a CA port with LMC l owns 2**l LIDs from its base)."""
     owner: dict[int, tuple[str, int]] = {}
+    if topo.nodes and all(nd.lid == 0 and not any(nd.port_lid.values()) for nd in topo.nodes.values()):
+        raise FabricError(f"{topo.source}: no subnet manager has configured the fabric: every port has LID 0 "
+                          "(start opensm)")
     for nd in sorted(topo.nodes.values(), key=lambda x: x.line):
         kind = "switch" if nd.kind == "SW" else "CA"
         ports = nd.port_lid.items() if nd.kind == "CA" else [(0, nd.lid)]
         for port, lid in ports:
             n = nd.lid_line.get(port, nd.line)
             who = f"{kind} {nd.desc!r}" + (f" port {port}" if nd.kind == "CA" else "")
+            if lid == 0:
+                raise FabricError(f"{topo.where(n)}: {who} has LID 0; unicast LIDs are 1..0xBFFF "
+                                  "(port down, or not configured by the subnet manager?)")
             span = 1 << nd.lmc if nd.kind == "CA" else 1
             for x in range(lid, lid + span):
                 if x in owner:
@@ -203,6 +213,7 @@ def _parse_default(lines: Iterable[tuple[int, str]], source: str) -> Topology:
             lm = re.search(r"\blid\s+(\d+)\s+lmc\s+(\d+)", rest)
             if lm:
                 cur.lid, cur.lmc = int(lm.group(1)), int(lm.group(2))
+                _check_lmc(topo, n, cur.lmc)
                 cur.lid_line[0] = n
             if kind == "SW":
                 _check_lid(topo, n, f"switch {cur.desc!r}", cur.lid)
@@ -223,6 +234,7 @@ def _parse_default(lines: Iterable[tuple[int, str]], source: str) -> Topology:
             cur.lid_line[port] = n
             if m.group(2):
                 cur.port_guid[port] = int(m.group(2), 16)
+            _check_lmc(topo, n, int(m.group(7)))
             cur.lmc = max(cur.lmc, int(m.group(7)))
             if not cur.lid:
                 cur.lid = int(m.group(6))
