@@ -32,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--name", help="fabric name")
     i.add_argument("-o", "--output", required=True, help="fabric JSON to write")
     i.set_defaults(func=_import)
+    x = fs.add_parser("example", help="write sample ibnetdiscover and OpenSM outputs to try 'fabric import' on",
+                      description="Copy the sample files shipped with fabscope (ibnetdiscover.txt, "
+                                  "opensm-lfts.dump, dump_fts.txt, a host map nodes.csv) into DIR.")
+    x.add_argument("folder", metavar="DIR", help="folder to write them to (made if missing)")
+    x.set_defaults(func=_example)
     e = fs.add_parser("export", help="write a fabric as an ibsim net file, Slurm topology.conf, dot or JSON")
     e.add_argument("--fabric", required=True, help="fabric spec or JSON file")
     e.add_argument("--format", required=True, choices=("ibsim", "slurm", "dot", "json"))
@@ -82,6 +87,16 @@ def _import(args: argparse.Namespace) -> int:
     require_positive(args, "cores")
     check_output(args.output, "-o/--output")
     _write(import_fabric(args.ibnetdiscover, args.lfts, args.hostmap, args.name, args.cores), args.output)
+    return 0
+
+
+def _example(args: argparse.Namespace) -> int:
+    from fabscope.fabric.importers.samples import write_samples
+
+    paths = write_samples(args.folder)
+    print(f"wrote {', '.join(paths)}", file=sys.stderr)
+    print(f"try: fabscope fabric import --ibnetdiscover {paths[0]} --lfts {paths[1]} --hostmap {paths[3]} "
+          f"--cores 8 -o fabric.json", file=sys.stderr)
     return 0
 
 

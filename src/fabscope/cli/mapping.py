@@ -113,6 +113,7 @@ def run_permute(args: argparse.Namespace) -> int:
 def run_map(args: argparse.Namespace) -> int:
     from fabscope.mapping.api import compare, metrics_rows
     from fabscope.mapping.metrics import evaluate
+    from fabscope.mapping.table import metrics_lines
 
     require_positive(args, "ppn")
     check_outputs({"-o/--output": args.output, "--json": args.json})
@@ -126,14 +127,8 @@ def run_map(args: argparse.Namespace) -> int:
     print(f"# {graph.name}: {graph.n} ranks on {target.n_nodes} nodes of {target.fabric.name} "
           f"({target.n_slots} slots); hops: {'router hops' if target.fabric.coords is not None else 'links crossed'}",
           file=out)
-    head = f"{'algorithm':<22} {'hop-bytes':>12} {'hops/byte':>9} {'hops/edge':>9} {'dilation':>8} {'max link MB':>11}"
-    head += f" {'model ms':>9}" if args.model else ""
-    print(head + f" {'seconds':>8}", file=out)
-    for r in rows:
-        line = (f"{r['algorithm']:<22} {r['hop_bytes']:>12.4g} {r['hops_per_byte']:>9.3f} {r['hops_per_edge']:>9.3f} "
-                f"{r['max_dilation']:>8d} {r['max_link_load'] / 1e6:>11.2f}")
-        line += f" {r['model_time'] * 1e3:>9.3f}" if args.model else ""
-        print(line + f" {r['seconds']:>8.2f}", file=out)
+    for line in metrics_lines(rows, args.model):
+        print(line, file=out)
     with all_or_none():
         if args.json:
             with atomic_open(args.json) as fh:
