@@ -168,12 +168,17 @@ def _jsonable(v: Any) -> Any:
 
 
 def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
+    if not isinstance(doc, dict):
+        raise SchemaError(f"{origin}: not a fabscope fabric (a JSON {type(doc).__name__}, not an object)")
     if doc.get("schema") != SCHEMA:
         raise SchemaError(f"{origin}: not a fabscope fabric (schema {doc.get('schema')!r})")
     if doc.get("version") != SCHEMA_VERSION:
         raise SchemaError(f"{origin}: fabric schema version {doc.get('version')!r}, "
                           f"this fabscope reads version {SCHEMA_VERSION}")
     validate(doc, "fabric", origin)
+    for key in ("lids", "tables"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise SchemaError(f"{origin}: {key!r} must be an object, not a JSON {type(doc[key]).__name__}")
     try:
         hosts, switches, cables = doc["hosts"], doc["switches"], doc["cables"]
         names = list(hosts["name"]) + list(switches["name"])
@@ -229,8 +234,8 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
         )
     except KeyError as err:
         raise SchemaError(f"{origin}: fabric file lacks {err.args[0]!r}") from err
-    except (TypeError, ValueError) as err:
-        raise FabricError(f"{origin}: malformed fabric file ({err})") from err
+    except (TypeError, ValueError, AttributeError, OverflowError) as err:
+        raise FabricError(f"{origin}: malformed fabric file ({str(err).splitlines()[0] if str(err) else err!r})") from None
 
 
 def write_json(f: Fabric, path: str | os.PathLike[str]) -> None:

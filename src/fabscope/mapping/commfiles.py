@@ -75,14 +75,32 @@ def _check_values(path: str, v: np.ndarray, where: list) -> None:
         raise TrafficError(f"{path}: communication matrix has a negative entry{at}; bytes cannot be negative")
 
 
+#: the largest communication matrix read: ranks, and entries of a dense ("array") file
+MAX_RANKS = 1 << 24
+MAX_DENSE = 1 << 26
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def read_mtx(path: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """``(n, rows, cols, values)`` of a Matrix Market file (0-based), checked square and non-negative."""
-    from scipy.io import mmread
+    from scipy.io import mminfo, mmread
 
     try:
+        rows, cols, entries, fmt, _, _ = mminfo(path)
+    except (ValueError, OSError, IndexError, OverflowError, TypeError) as err:
+        raise TrafficError(f"{path}: not a Matrix Market file ({_first_line(err)})") from None
+    _check_square(path, (rows, cols))
+    if rows > MAX_RANKS or (fmt == "array" and rows * cols > MAX_DENSE):
+        raise TrafficError(f"{path}: a {rows}x{cols} {fmt} matrix is larger than fabscope maps "
+                           f"(at most {MAX_RANKS} ranks, {MAX_DENSE} dense entries)")
+    try:
         m = mmread(path)
-    except (ValueError, OSError, IndexError) as err:
-        raise TrafficError(f"{path}: not a Matrix Market file ({err})") from err
+    except (ValueError, OSError, IndexError, OverflowError, TypeError) as err:
+        raise TrafficError(f"{path}: not a Matrix Market file ({_first_line(err)})") from None
     n = _check_square(path, m.shape)
     if isinstance(m, np.ndarray):
         i, j = np.nonzero(m)
