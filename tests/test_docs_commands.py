@@ -266,3 +266,12 @@ def test_extraction_joins_continuations_and_skips_with_reasons(tmp_path):
     assert got[1][2] == "a batch script: needs a cluster"
     assert got[2][2] == "1024 ranks: needs a cluster"
     assert got[3][2].startswith("needs an active InfiniBand port") and got[4][2] is None
+
+
+def test_mapping_figures_use_the_columns_fabscope_map_prints():
+    from fabscope.mapping.table import metrics_header
+
+    text = (ROOT / "docs" / "mapping.md").read_text()
+    heads = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("algorithm ")]
+    assert heads, "docs/mapping.md has no metrics tables"
+    assert all(h == metrics_header().strip() for h in heads), set(heads)
