@@ -156,6 +156,7 @@ _COUNTED = [
     (["permute", "--fabric", "itasca", "--nodes", "node[0001-0002]", "--comm", "ring:16"], ("--ppn",)),
     (["place", "--fabric", "itasca", "--nodes", "node[0001-0002]"], ("--ppn",)),
     (["fabric", "import", "--ibnetdiscover", TOPO, "-o", "/nonexistent/x.json"], ("--cores",)),
+    (["measure", "--out", "/nonexistent/x.jsonl"], ("--np", "--ppn")),
 ]
 
 

@@ -59,7 +59,7 @@ def fuzz_tests(strategy: st.SearchStrategy, check: Callable[[Any], Any], default
 #: numbers that break parsers: zero, negatives, off-by-one at type limits, huge
 EDGE_NUMBERS = ["0", "-1", "1", "255", "256", "49151", "49152", "65535", "65536", "70000", "2147483648",
                 "99999999999999999999999", "0x0", "0xffff", "0xc000", "0xffffffffffffffffffff", "1e308", "nan",
-                "inf", "-0", "007", "१२"]
+                "inf", "-0", "007", "१२", "²", "½"]
 _TOKEN = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
 junk_line = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"),

@@ -27,3 +27,12 @@ test_slurm_env, test_slurm_env_nightly = fuzz_tests(
     st.fixed_dictionaries({"SLURM_JOB_NODELIST": nodelists,
                            "SLURM_NTASKS_PER_NODE": st.sampled_from(["4", "4(x2)", "", "x", "0", "-1"]) | junk_line}),
     job_hosts)
+
+
+def test_a_huge_range_is_refused_not_expanded():
+    import pytest
+
+    from fabscope.errors import MeasureError
+
+    with pytest.raises(MeasureError, match=r"range '0-99999999999999999999' names more than 1000000 nodes"):
+        expand_nodelist("node[0-99999999999999999999]")

@@ -32,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fabscope.cli.options import require_positive
+
+    require_positive(args, "np", "ppn")
     con = Console(stderr=True)
     fabric = None
     if args.fabric:

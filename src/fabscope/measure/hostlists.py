@@ -18,6 +18,10 @@ from typing import Iterable, Mapping
 from fabscope.errors import FabscopeWarning, MeasureError
 
 
+#: the most nodes one bracket range may name (a typo such as node[1-99999999] is refused, not expanded)
+MAX_NODES = 1_000_000
+
+
 def _split_top(text: str) -> list[str]:
     """Split at commas that are not inside brackets."""
     parts, depth, cur = [], 0, []
@@ -48,11 +52,13 @@ def _expand_one(name: str) -> list[str]:
     for rng in m.group(1).split(","):
         if "-" in rng:
             a, b = rng.split("-", 1)
-            if not (a.isdigit() and b.isdigit()) or int(a) > int(b):
+            if not (a.isdecimal() and b.isdecimal()) or int(a) > int(b):
                 raise MeasureError(f"node list {name!r}: bad range {rng!r}")
+            if int(b) - int(a) >= MAX_NODES:
+                raise MeasureError(f"node list {name!r}: range {rng!r} names more than {MAX_NODES} nodes")
             width = len(a)
             values = [str(i).zfill(width) for i in range(int(a), int(b) + 1)]
-        elif rng.isdigit():
+        elif rng.isdecimal():
             values = [rng]
         else:
             raise MeasureError(f"node list {name!r}: bad entry {rng!r}")

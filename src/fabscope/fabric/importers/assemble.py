@@ -31,7 +31,7 @@ def natural_key(s: str) -> tuple[Any, ...]:
     >>> sorted(["n10", "n2", "m1"], key=natural_key)
     ['m1', 'n2', 'n10']
     """
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", s) if p)
+    return tuple((0, int(p), "") if p.isdecimal() else (1, 0, p) for p in re.split(r"(\d+)", s) if p)
 
 
 def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap | None = None,

@@ -89,7 +89,7 @@ def parse_lfts(text: str | Iterable[str], source: str = "lfts") -> Tables:
         s = raw.strip()
         if s.startswith("0x"):
             parts = s.split(None, 2)
-            if cur is None or len(parts) < 2 or not parts[1].isdigit():
+            if cur is None or len(parts) < 2 or not parts[1].isdecimal():
                 raise FabricError(f"{source} line {n}: garbled forwarding-table entry {s[:60]!r}"
                                   + ("" if cur else " (before any 'Unicast lids' header)"))
             try:
