@@ -166,3 +166,16 @@ def test_zero_or_negative_counts_refused_by_name(capsys, argv, opt, value):
     rc, _, err = _run(argv + [opt, value], capsys)
     assert rc == 1
     assert err.strip() == f"fabscope: error: {opt} must be >= 1, got {value}"
+
+
+def test_fabric_example_writes_importable_samples(tmp_path, capsys):
+    d = tmp_path / "samples"
+    rc, _, err = _run(["fabric", "example", str(d)], capsys)
+    assert rc == 0 and "try: fabscope fabric import" in err
+    out = tmp_path / "fabric.json"
+    rc, _, err = _run(["fabric", "import", "--ibnetdiscover", str(d / "ibnetdiscover.txt"), "--lfts",
+                       str(d / "opensm-lfts.dump"), "--hostmap", str(d / "nodes.csv"), "--cores", "8",
+                       "-o", str(out)], capsys)
+    assert rc == 0 and "16 hosts, 6 switches, 32 cables, with forwarding tables" in err
+    rc, _, err = _run(["fabric", "example", str(tmp_path / "no" / "such")], capsys)
+    assert rc == 1 and err.count("\n") == 1 and "does not exist" in err
