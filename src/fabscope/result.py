@@ -156,12 +156,13 @@ class Result:
     @classmethod
     def read_json(cls, path: str | os.PathLike[str]) -> "Result":
         try:
-            with open(path) as fh:
+            with open(path, encoding="utf-8") as fh:
                 doc = json.load(fh)
         except json.JSONDecodeError as err:
             raise SchemaError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from err
-        except OSError as err:
-            raise SchemaError(f"cannot read result file {path}: {err.strerror}") from None
+        except (OSError, ValueError) as err:     # ValueError: a NUL byte in the name
+            why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise SchemaError(f"cannot read result file {path}: {why}") from None
         except UnicodeDecodeError:
             raise SchemaError(f"{path}: not a text file") from None
         return cls.from_dict(doc)

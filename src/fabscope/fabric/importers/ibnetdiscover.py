@@ -87,14 +87,14 @@ class Topology:
 
 
 _KIND = {"switch": "SW", "ca": "CA", "sw": "SW", "rt": "RT", "router": "RT"}
-_HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"(.*)"(.*))?$')
+_HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"(.*)"(.*))?$', re.ASCII)
 _SW_PORT = re.compile(r'^\[(\d+)\](?:\(\w+\))?\s+"([SHR])-([0-9a-fA-F]+)"\[(\d+)\](?:\((\w+)\))?\s*'
-                      r'#\s*"(.*)"\s+lid\s+(\d+)\s+(\d+)x\s*([A-Z0-9]+)')
-_CA_PORT = re.compile(r'^\[(\d+)\](?:\((\w+)\))?\s+"([SHR])-([0-9a-fA-F]+)"\[(\d+)\](?:\(\w+\))?\s*'
-                      r'#\s*lid\s+(\d+)\s+lmc\s+(\d+)\s+"(.*)"\s+lid\s+(\d+)\s+(\d+)x\s*([A-Z0-9]+)')
+                      r'#\s*"(.*)"\s+lid\s+(\d+)\s+(\d+)x\s*([A-Z0-9]+)', re.ASCII)
+_CA_PORT = re.compile(r'^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([SHR])-([0-9a-fA-F]+)"\[(\d+)\](?:\(\w+\))?\s*'
+                      r'#\s*lid\s+(\d+)\s+lmc\s+(\d+)\s+"(.*)"\s+lid\s+(\d+)\s+(\d+)x\s*([A-Z0-9]+)', re.ASCII)
 _P_LINE = re.compile(r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]+)\s+(\d+)x\s*([A-Z0-9]+)\s+-\s+"
-                     r"(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]+)\s+\(\s*'(.*)'\s+-\s+'(.*)'\s*\)\s*$")
-_P_DOWN = re.compile(r"^(CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s")
+                     r"(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]+)\s+\(\s*'(.*)'\s+-\s+'(.*)'\s*\)\s*$", re.ASCII)
+_P_DOWN = re.compile(r"^(CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s", re.ASCII)
 _SKIP = ("vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=", "#")
 
 
@@ -210,7 +210,7 @@ def _parse_default(lines: Iterable[tuple[int, str]], source: str) -> Topology:
                 raise FabricError(f"{topo.where(n)}: {cur.desc!r} has {cur.n_ports} ports; "
                                   f"InfiniBand nodes have 1..{MAX_PORT}")
             rest = m.group(6) or ""
-            lm = re.search(r"\blid\s+(\d+)\s+lmc\s+(\d+)", rest)
+            lm = re.search(r"\blid\s+(\d+)\s+lmc\s+(\d+)", rest, re.ASCII)
             if lm:
                 cur.lid, cur.lmc = int(lm.group(1)), int(lm.group(2))
                 _check_lmc(topo, n, cur.lmc)

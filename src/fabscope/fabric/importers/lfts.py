@@ -40,7 +40,7 @@ from fabscope.fabric.importers.lines import bounded_lines
 from fabscope.fabric.model import Fabric
 
 _HEAD = re.compile(r"^Unicast lids \[(\S+)-(\S+)\] of switch .*?guid (0x[0-9a-fA-F]+)\s*(?:\('(.*)'\)|\((.*)\))?:?\s*$")
-_FOOT = re.compile(r"^(\d+) (?:valid )?lids dumped")
+_FOOT = re.compile(r"^(\d+) (?:valid )?lids dumped", re.ASCII)
 #: a port number that means "no route"
 NO_PORT = 255
 #: no line of these tables is this long
