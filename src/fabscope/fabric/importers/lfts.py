@@ -86,6 +86,8 @@ def parse_lfts(text: str | Iterable[str], source: str = "lfts") -> Tables:
     for n, raw in enumerate(io.StringIO(text) if isinstance(text, str) else text, start=1):
         if len(raw) > MAX_LINE:
             raise FabricError(f"{source} line {n}: longer than {MAX_LINE} characters; not a forwarding table")
+        if "\x00" in raw or "\ufffd" in raw:
+            raise FabricError(f"{source} line {n}: binary data, not a forwarding table")
         s = raw.strip()
         if s.startswith("0x"):
             parts = s.split(None, 2)
