@@ -69,3 +69,12 @@ def test_error_text_is_always_one_line():
 
     assert len(str(FabscopeError("a\nb\u2028c\x85d")).splitlines()) == 1
     assert os.linesep not in str(FabscopeError("x" + os.linesep))
+
+
+def test_hostmap_with_a_huge_core_count():
+    from fabscope.fabric.importers import build_fabric, parse_hostmap
+
+    topo = parse_ibnetdiscover(TOPO, "topo")
+    refuses_cleanly(lambda t: build_fabric(topo, hostmap=parse_hostmap(t, "nodes.csv")),
+                    "H-0-0,node01,99999999999999999999999")
+    refuses_cleanly(lambda c: build_fabric(topo, cores=c), 10 ** 30)

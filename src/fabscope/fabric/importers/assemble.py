@@ -18,7 +18,7 @@ import numpy as np
 
 from fabscope.errors import FabricError
 from fabscope.fabric.generators.trees import SWITCH_LATENCY_S
-from fabscope.fabric.importers.hostmap import HostMap
+from fabscope.fabric.importers.hostmap import MAX_CORES, HostMap
 from fabscope.fabric.importers.ibnetdiscover import Topology, link_rate
 from fabscope.fabric.importers.infer import infer_hierarchy
 from fabscope.fabric.importers.lfts import Tables, check_lft, tables_to_lft
@@ -37,6 +37,8 @@ def natural_key(s: str) -> tuple[Any, ...]:
 def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap | None = None,
                  name: str | None = None, cores: int = 1, latency: float = SWITCH_LATENCY_S) -> Fabric:
     """A Fabric from an ibnetdiscover :class:`Topology` and optional tables and host map."""
+    if not 1 <= cores <= MAX_CORES:
+        raise FabricError(f"cores per host must be 1..{MAX_CORES}, got {cores}")
     cas = [n for n in topo.nodes.values() if n.kind == "CA"]
     sws = [n for n in topo.nodes.values() if n.kind == "SW"]
     if not cas:
