@@ -78,3 +78,15 @@ def test_hostmap_with_a_huge_core_count():
     refuses_cleanly(lambda t: build_fabric(topo, hostmap=parse_hostmap(t, "nodes.csv")),
                     "H-0-0,node01,99999999999999999999999")
     refuses_cleanly(lambda c: build_fabric(topo, cores=c), 10 ** 30)
+
+
+def test_fabric_file_with_a_huge_torus_side():
+    # a torus side of 10**30 made counting its hop classes take all memory (24 GB, then the OOM killer)
+    from fabscope.fabric.generators import torus
+    from fabscope.fabric.io import from_dict, to_dict
+
+    doc = json.loads(json.dumps(to_dict(torus((2, 3)))))
+    doc["dims"] = [2, 10 ** 30]
+    refuses_cleanly(lambda d: from_dict(d, "fabric.json").class_labels, doc)
+    doc["dims"] = [2, 2]                         # a host at y = 2 lies outside
+    refuses_cleanly(lambda d: from_dict(d, "fabric.json").class_labels, doc)

@@ -179,6 +179,7 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
     for key in ("lids", "tables"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             raise SchemaError(f"{origin}: {key!r} must be an object, not a JSON {type(doc[key]).__name__}")
+    _check_coords(doc, origin)
     try:
         hosts, switches, cables = doc["hosts"], doc["switches"], doc["cables"]
         names = list(hosts["name"]) + list(switches["name"])
@@ -236,6 +237,30 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
         raise SchemaError(f"{origin}: fabric file lacks {err.args[0]!r}") from err
     except (TypeError, ValueError, AttributeError, OverflowError) as err:
         raise FabricError(f"{origin}: malformed fabric file ({str(err).splitlines()[0] if str(err) else err!r})") from None
+
+
+#: the longest side of a torus or mesh a fabric file may give (its classes are counted in hops)
+MAX_DIM = 1 << 16
+
+
+def _check_coords(doc: dict[str, Any], origin: str) -> None:
+    """Torus/mesh sides 1..MAX_DIM, and every host's coordinates inside them."""
+    dims = doc.get("dims")
+    if not dims:
+        return
+    if not isinstance(dims, list) or not all(type(d) is int and 1 <= d <= MAX_DIM for d in dims):
+        raise FabricError(f"{origin}: 'dims' must be a list of integers 1..{MAX_DIM}, got {str(dims)[:60]}")
+    coords = doc.get("coords")
+    if coords is None:
+        return
+    try:
+        c = np.asarray(coords, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise FabricError(f"{origin}: 'coords' must be rows of integers") from None
+    if c.ndim != 2 or c.shape[1] != len(dims):
+        raise FabricError(f"{origin}: 'coords' must have one row of {len(dims)} integers per host")
+    if c.size and (c.min() < 0 or np.any(c.max(axis=0) >= np.array(dims))):
+        raise FabricError(f"{origin}: a host's coordinates lie outside the {'x'.join(map(str, dims))} grid")
 
 
 def write_json(f: Fabric, path: str | os.PathLike[str]) -> None:
