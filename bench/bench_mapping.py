@@ -5,6 +5,7 @@
 
 Hops: router hops on tori; links crossed on Itasca (2 same leaf, 4 near set, 6 far).
 Max link: bytes on the busiest directed link under the fabric's own routing (1 MB per message).
+The per-algorithm tables have the columns and units ``fabscope map`` prints (fabscope.mapping.table).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import io
 import time
 
 from fabscope.fabric.generators import itasca, torus
-from fabscope.mapping.api import map_ranks
+from fabscope.mapping.api import map_ranks, metrics_rows
 from fabscope.mapping.commgraph import pencils, stencil
 from fabscope.mapping.metrics import evaluate
+from fabscope.mapping.table import metrics_header, metrics_line
 from fabscope.mapping.targets import Target
 
 MB = 1e6
@@ -30,14 +32,12 @@ def _scotch_ok() -> bool:
 
 
 def row(name, m, e):
-    ml = f"{e.max_link_load / MB:10.1f}" if e.max_link_load is not None else f"{'-':>10}"
-    print(f"  {name:<22} {e.hops_per_edge:9.3f} {e.hops_per_byte:9.3f} {e.hop_bytes / MB:12.0f} {ml} "
-          f"{e.max_dilation:8d} {m.seconds:8.2f}")
+    (r,) = metrics_rows([(m, e)])
+    print("  " + metrics_line({**r, "algorithm": name}))
 
 
 def header():
-    print(f"  {'algorithm':<22} {'hops/edge':>9} {'hops/byte':>9} {'hop-MB':>12} {'maxlink MB':>10} "
-          f"{'dilation':>8} {'seconds':>8}")
+    print("  " + metrics_header())
 
 
 def part_torus() -> None:

@@ -34,7 +34,7 @@ from fabscope.fabric.exporters import write_ibsim
 from fabscope.fabric.generators import fat_tree, itasca, torus, xgft
 from fabscope.fabric.ibtools import IbSim, have_ibsim, parse_ibtracert
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
-from fabscope.fabric.importers.lfts import compare_routes, unroutable
+from fabscope.routing.agreement import compare_routes, unroutable
 from fabscope.leafmatrix import leaf_matrix
 from fabscope.model.simulate import simulate
 from fabscope.routing import make_routing

@@ -6,7 +6,21 @@ non-zero; anything else is a bug and keeps its traceback.
 
 
 class FabscopeError(Exception):
-    """Base class of every error fabscope reports to a user."""
+    """Base class of every error fabscope reports to a user.
+
+    Its text is always one line: a line break that came in with the user's
+    input (a file name, a JSON key) is shown escaped.
+
+    >>> str(FabscopeError("at links/\\r: bad"))
+    'at links/\\\\r: bad'
+    """
+
+    def __str__(self) -> str:
+        return super().__str__().translate(_LINE_BREAKS)
+
+
+# every character str.splitlines() breaks at, shown as its escape
+_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
 
 
 class FabricError(FabscopeError):
@@ -35,3 +49,11 @@ class MeasureError(FabscopeError):
 
 class MappingError(FabscopeError):
     """A mapping problem that has no valid answer."""
+
+
+class OutputError(FabscopeError):
+    """An output file that cannot be written: missing folder, a folder named as a file, no permission."""
+
+
+class FabscopeWarning(UserWarning):
+    """Something a user should know, that does not stop the work (the CLI prints it as one line)."""

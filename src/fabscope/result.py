@@ -131,27 +131,40 @@ class Result:
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "Result":
+        if not isinstance(doc, Mapping):
+            raise SchemaError(f"not a fabscope result (a JSON {type(doc).__name__}, not an object)")
         if doc.get("schema") != SCHEMA:
             raise SchemaError(f"not a fabscope result (schema {doc.get('schema')!r})")
         if doc.get("version") != SCHEMA_VERSION:
             raise SchemaError(f"result schema version {doc.get('version')!r}, this fabscope reads version {SCHEMA_VERSION}")
         validate(doc, "result")
         links = doc.get("links")
-        return cls(
-            meta=dict(doc["meta"]),
-            class_labels=tuple(doc["class_labels"]),
-            pairs={k: np.asarray(v) for k, v in doc["pairs"].items()},
-            links=None if links is None else {k: np.asarray(v) for k, v in links.items()},
-            extra=dict(doc.get("extra") or {}),
-        )
+        try:
+            for col in ("src", "dst", "cls", "bytes", "bandwidth", "time", "scenario"):
+                if col in doc["pairs"] and np.asarray(doc["pairs"][col]).dtype.kind not in "biuf":
+                    raise SchemaError(f"malformed result file: pair column {col!r} is not all numbers")
+            return cls(
+                meta=dict(doc["meta"]),
+                class_labels=tuple(doc["class_labels"]),
+                pairs={k: np.asarray(v) for k, v in doc["pairs"].items()},
+                links=None if links is None else {k: np.asarray(v) for k, v in links.items()},
+                extra=dict(doc.get("extra") or {}),
+            )
+        except (TypeError, ValueError) as err:       # e.g. a column of lists of unequal length
+            raise SchemaError(f"malformed result file ({str(err).splitlines()[0]})") from None
 
     @classmethod
     def read_json(cls, path: str | os.PathLike[str]) -> "Result":
         try:
-            with open(path) as fh:
+            with open(path, encoding="utf-8") as fh:
                 doc = json.load(fh)
         except json.JSONDecodeError as err:
             raise SchemaError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from err
+        except (OSError, ValueError) as err:     # ValueError: a NUL byte in the name
+            why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise SchemaError(f"cannot read result file {path}: {why}") from None
+        except UnicodeDecodeError:
+            raise SchemaError(f"{path}: not a text file") from None
         return cls.from_dict(doc)
 
 

@@ -20,7 +20,7 @@ from fabscope.fabric.generators import fat_tree, itasca, torus
 from fabscope.routing.ftree import FtreeRefused
 from fabscope.fabric.ibtools import IbSim, check_lids, have_ibsim, parse_ibtracert, run_diag
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
-from fabscope.fabric.importers.lfts import compare_routes
+from fabscope.routing.agreement import compare_routes
 from fabscope.whatif import cut_cables, whatif
 from fabscope.model.simulate import simulate
 from fabscope.routing import make_routing

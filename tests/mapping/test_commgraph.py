@@ -5,7 +5,8 @@ import pytest
 
 from fabscope.errors import TrafficError
 from fabscope.mapping.commfiles import read_comm_file, write_mtx
-from fabscope.mapping.commgraph import load_comm, pencils, random_sparse, ring, stencil, tree
+from fabscope.mapping.commgraph import pencils, random_sparse, ring, stencil, tree
+from fabscope.mapping.commspec import load_comm
 
 
 @pytest.mark.parametrize("dims", [(4, 5), (3, 4, 5), (16, 16, 32)])

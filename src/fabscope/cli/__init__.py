@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 
 from fabscope import __version__
-from fabscope.errors import FabscopeError
+from fabscope.errors import FabscopeError, FabscopeWarning
 
 # Modules of this package that add a subcommand, in the order ``--help`` lists them.
 COMMAND_MODULES = [
@@ -43,7 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    """fabscope's own warnings as one line; others as Python prints them."""
+    if issubclass(category, FabscopeWarning):
+        print(f"fabscope: warning: {message}", file=sys.stderr)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -22,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "inter-node run, the Communication Balance Ratios.")
     p.add_argument("files", nargs="+", metavar="FILE", help="fabscope-bench output (.jsonl)")
     p.add_argument("--fabric", help="fabric spec or JSON file to class pairs by (default: socket/node)")
+    p.add_argument("--host-map", help="file of 'job-host fabric-host' lines: how this job's host names are "
+                                      "named in --fabric (e.g. \"$(hostname) node0001\")")
     p.add_argument("--test", help="test whose pairs to tabulate and write (default: the first pair test)")
     p.add_argument("-o", "--output", help="write the per-pair result (fabscope.result JSON)")
     p.add_argument("--csv", help="write the per-pair table as CSV")
@@ -76,11 +78,20 @@ def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fabscope.atomic import all_or_none, check_outputs
+
+    check_outputs({"-o/--output": args.output, "--csv": args.csv})
     fabric = None
     if args.fabric:
         from fabscope.fabric.io import load_fabric
         fabric = load_fabric(args.fabric)
     runs = [read_run(f) for f in args.files]
+    if args.host_map:
+        from fabscope.fabric.importers.hostmap import read_hostmap
+
+        hm = read_hostmap(args.host_map)
+        for r in runs:
+            r.ranks["host"] = [hm.lookup(-1, -1, h) or h for h in r.ranks["host"]]
     for i, r in enumerate(runs):
         print(("\n" if i else "") + "\n".join(report(r, fabric, args.peak_gflops, args.flops_per_cycle)))
     kinds = {an.pair_kind(r): r for r in runs if r.of("pingpong")}
@@ -93,8 +104,9 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + an.cbr_missing(list(kinds)))
     if args.output or args.csv:
         res = to_result(runs[0], args.test, fabric)
-        if args.output:
-            res.write_json(args.output)
-        if args.csv:
-            res.write_csv(args.csv)
+        with all_or_none():
+            if args.output:
+                res.write_json(args.output)
+            if args.csv:
+                res.write_csv(args.csv)
     return 0

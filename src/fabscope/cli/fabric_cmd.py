@@ -6,6 +6,9 @@ import argparse
 import os
 import sys
 
+from fabscope.atomic import check_output, check_outputs
+from fabscope.cli.options import require_positive
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fabric", help="discover, import, export a fabric; what if a cable fails",
@@ -29,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--name", help="fabric name")
     i.add_argument("-o", "--output", required=True, help="fabric JSON to write")
     i.set_defaults(func=_import)
+    x = fs.add_parser("example", help="write sample ibnetdiscover and OpenSM outputs to try 'fabric import' on",
+                      description="Copy the sample files shipped with fabscope (ibnetdiscover.txt, "
+                                  "opensm-lfts.dump, dump_fts.txt, a host map nodes.csv) into DIR.")
+    x.add_argument("folder", metavar="DIR", help="folder to write them to (made if missing)")
+    x.set_defaults(func=_example)
     e = fs.add_parser("export", help="write a fabric as an ibsim net file, Slurm topology.conf, dot or JSON")
     e.add_argument("--fabric", required=True, help="fabric spec or JSON file")
     e.add_argument("--format", required=True, choices=("ibsim", "slurm", "dot", "json"))
@@ -66,6 +74,7 @@ def _discover(args: argparse.Namespace) -> int:
     from fabscope.fabric.ibtools import discover
     from fabscope.fabric.importers import import_fabric
 
+    check_output(args.output, "-o/--output")
     if args.from_dir:
         topo = os.path.join(args.from_dir, "ibnetdiscover.txt")
         lfts = next((os.path.join(args.from_dir, n) for n in ("dump_fts.txt", "opensm-lfts.dump")
@@ -80,7 +89,19 @@ def _discover(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from fabscope.fabric.importers import import_fabric
 
+    require_positive(args, "cores")
+    check_output(args.output, "-o/--output")
     _write(import_fabric(args.ibnetdiscover, args.lfts, args.hostmap, args.name, args.cores), args.output)
+    return 0
+
+
+def _example(args: argparse.Namespace) -> int:
+    from fabscope.fabric.importers.samples import write_samples
+
+    paths = write_samples(args.folder)
+    print(f"wrote {', '.join(paths)}", file=sys.stderr)
+    print(f"try: fabscope fabric import --ibnetdiscover {paths[0]} --lfts {paths[1]} --hostmap {paths[3]} "
+          f"--cores 8 -o fabric.json", file=sys.stderr)
     return 0
 
 
@@ -88,6 +109,7 @@ def _export(args: argparse.Namespace) -> int:
     from fabscope.fabric.exporters import export_fabric
     from fabscope.fabric.io import load_fabric
 
+    check_output(args.output, "-o/--output")
     export_fabric(load_fabric(args.fabric), args.format, args.output)
     return 0
 
@@ -99,6 +121,7 @@ def _whatif(args: argparse.Namespace) -> int:
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 
+    require_positive(args, "ppn", "ranks", "top")
     fabric = load_fabric(args.fabric)
     placement = Placement.block(fabric, args.ranks or args.ppn * fabric.n_hosts, args.ppn)
     traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)

@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from fabscope.atomic import all_or_none, atomic_open, check_outputs
+from fabscope.cli.options import require_positive
 from fabscope.fabric.io import load_fabric
 from fabscope.mapping.outputs import FORMATS, launch_command, write
 
@@ -86,7 +88,7 @@ def _is_file(path: str) -> bool:
 
 def _map(args: argparse.Namespace, algorithm: str):
     from fabscope.mapping.api import map_ranks
-    from fabscope.mapping.commgraph import load_comm
+    from fabscope.mapping.commspec import load_comm
 
     fabric = load_fabric(args.fabric)
     graph = load_comm(args.comm)
@@ -98,6 +100,8 @@ def _map(args: argparse.Namespace, algorithm: str):
 def run_permute(args: argparse.Namespace) -> int:
     from fabscope.mapping.metrics import evaluate
 
+    require_positive(args, "ppn")
+    check_outputs({"-o/--output": args.output})
     graph, target, m, _ = _map(args, args.algorithm)
     write(m, args.format, args.output)
     e = evaluate(m, graph, links=False)
@@ -108,34 +112,32 @@ def run_permute(args: argparse.Namespace) -> int:
 
 def run_map(args: argparse.Namespace) -> int:
     from fabscope.mapping.api import compare, metrics_rows
+    from fabscope.mapping.metrics import evaluate
+    from fabscope.mapping.table import metrics_lines
 
+    require_positive(args, "ppn")
+    check_outputs({"-o/--output": args.output, "--json": args.json})
+    # when the mapping goes to standard output, the table goes to standard error
+    out = sys.stderr if args.output == "-" else sys.stdout
     graph, target, m, io = _map(args, args.algorithm)
     algs = [a.strip() for a in args.compare.split(",") if a.strip()] if args.compare else []
     results = compare(graph, target, algs, seed=args.seed, model=args.model, io_ranks=io) if algs else []
-    from fabscope.mapping.metrics import evaluate
-
     results.append((m, evaluate(m, graph, model=args.model)))
     rows = metrics_rows(results)
     print(f"# {graph.name}: {graph.n} ranks on {target.n_nodes} nodes of {target.fabric.name} "
-          f"({target.n_slots} slots); hops: {'router hops' if target.fabric.coords is not None else 'links crossed'}")
-    head = f"{'algorithm':<22} {'hop-bytes':>12} {'hops/byte':>9} {'hops/edge':>9} {'dilation':>8} {'max link MB':>11}"
-    head += f" {'model ms':>9}" if args.model else ""
-    print(head + f" {'seconds':>8}")
-    for r in rows:
-        line = (f"{r['algorithm']:<22} {r['hop_bytes']:>12.4g} {r['hops_per_byte']:>9.3f} {r['hops_per_edge']:>9.3f} "
-                f"{r['max_dilation']:>8d} {r['max_link_load'] / 1e6:>11.2f}")
-        line += f" {r['model_time'] * 1e3:>9.3f}" if args.model else ""
-        print(line + f" {r['seconds']:>8.2f}")
-    if args.json:
-        from fabscope.atomic import atomic_open
-
-        with atomic_open(args.json) as fh:
-            json.dump({"schema": "fabscope.mapping.metrics", "schema_version": 1, "graph": graph.name,
-                       "fabric": target.fabric.name, "rows": rows}, fh, indent=1)
-    if args.output:
-        write(m, args.format, args.output)
-        if args.format != "map":
-            print(f"# wrote {args.output}; launch: {launch_command(args.format, args.output, m.n_ranks)}")
+          f"({target.n_slots} slots); hops: {'router hops' if target.fabric.coords is not None else 'links crossed'}",
+          file=out)
+    for line in metrics_lines(rows, args.model):
+        print(line, file=out)
+    with all_or_none():
+        if args.json:
+            with atomic_open(args.json) as fh:
+                json.dump({"schema": "fabscope.mapping.metrics", "schema_version": 1, "graph": graph.name,
+                           "fabric": target.fabric.name, "rows": rows}, fh, indent=1)
+        if args.output:
+            write(m, args.format, args.output)
+    if args.output and args.format != "map":
+        print(f"# wrote {args.output}; launch: {launch_command(args.format, args.output, m.n_ranks)}", file=out)
     return 0
 
 
@@ -143,13 +145,13 @@ def run_place(args: argparse.Namespace) -> int:
     from fabscope.mapping.report import placement_report
     from fabscope.units import parse_size
 
+    require_positive(args, "ppn")
+    check_outputs({"--json": args.json})
     fabric = load_fabric(args.fabric)
     target = _target(args, fabric, None)
     rep = placement_report(fabric, target.nodes, size=parse_size(args.size))
     print("\n".join(rep.lines()))
     if args.json:
-        from fabscope.atomic import atomic_open
-
         with atomic_open(args.json) as fh:
             json.dump(rep.as_dict(), fh, indent=1)
     return 0

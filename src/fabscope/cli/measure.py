@@ -75,6 +75,9 @@ def _check_output(path: str, what: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fabscope.cli.options import require_positive
+
+    require_positive(args, "np", "ppn")
     con = Console(stderr=True)
     rest = split_args(args)
     if args.timeout is not None and not args.timeout > 0:

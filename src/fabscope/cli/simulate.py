@@ -6,6 +6,9 @@ import argparse
 
 from rich.console import Console
 
+from fabscope.atomic import all_or_none, check_outputs
+from fabscope.cli.options import require_positive
+from fabscope.errors import PlacementError
 from fabscope.fabric.io import load_fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.simulate import MODELS, simulate
@@ -44,11 +47,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     con = make_console()
+    require_positive(args, "ranks", "ppn")
+    check_outputs({"-o/--output": args.output, "--csv": args.csv})
     fabric = load_fabric(args.fabric)
     size = parse_size(args.size)
     if args.hostfile:
-        with open(args.hostfile) as fh:
-            names = [ln.split()[0] for ln in fh if ln.strip() and not ln.startswith("#")]
+        try:
+            with open(args.hostfile, encoding="utf-8", errors="replace") as fh:
+                names = [ln.split()[0] for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
+        except OSError as err:
+            raise PlacementError(f"--hostfile {args.hostfile}: {err.strerror}") from None
         placement = Placement.from_hostlist(fabric, names)
     else:
         ppn = args.ppn or int(fabric.host_cores.max())
@@ -66,10 +74,11 @@ def run(args: argparse.Namespace) -> int:
         result = simulate(fabric, placement, traffic, args.routing, model=args.model, seed=args.seed,
                           meta={"ppn": args.ppn or None, "size": size, "size_text": format_size(size),
                                 "placement": "hostfile" if args.hostfile else args.placement})
-    if args.output:
-        result.write_json(args.output)
-    if args.csv:
-        result.write_csv(args.csv)
+    with all_or_none():
+        if args.output:
+            result.write_json(args.output)
+        if args.csv:
+            result.write_csv(args.csv)
     merge = ITASCA_MERGE if fabric.params.get("generator") == "itasca" else None
     from fabscope.report.tables import print_result
 

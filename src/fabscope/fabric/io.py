@@ -168,12 +168,18 @@ def _jsonable(v: Any) -> Any:
 
 
 def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
+    if not isinstance(doc, dict):
+        raise SchemaError(f"{origin}: not a fabscope fabric (a JSON {type(doc).__name__}, not an object)")
     if doc.get("schema") != SCHEMA:
         raise SchemaError(f"{origin}: not a fabscope fabric (schema {doc.get('schema')!r})")
     if doc.get("version") != SCHEMA_VERSION:
         raise SchemaError(f"{origin}: fabric schema version {doc.get('version')!r}, "
                           f"this fabscope reads version {SCHEMA_VERSION}")
     validate(doc, "fabric", origin)
+    for key in ("lids", "tables"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise SchemaError(f"{origin}: {key!r} must be an object, not a JSON {type(doc[key]).__name__}")
+    _check_coords(doc, origin)
     try:
         hosts, switches, cables = doc["hosts"], doc["switches"], doc["cables"]
         names = list(hosts["name"]) + list(switches["name"])
@@ -229,8 +235,32 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
         )
     except KeyError as err:
         raise SchemaError(f"{origin}: fabric file lacks {err.args[0]!r}") from err
-    except (TypeError, ValueError) as err:
-        raise FabricError(f"{origin}: malformed fabric file ({err})") from err
+    except (TypeError, ValueError, AttributeError, OverflowError) as err:
+        raise FabricError(f"{origin}: malformed fabric file ({str(err).splitlines()[0] if str(err) else err!r})") from None
+
+
+#: the longest side of a torus or mesh a fabric file may give (its classes are counted in hops)
+MAX_DIM = 1 << 16
+
+
+def _check_coords(doc: dict[str, Any], origin: str) -> None:
+    """Torus/mesh sides 1..MAX_DIM, and every host's coordinates inside them."""
+    dims = doc.get("dims")
+    if not dims:
+        return
+    if not isinstance(dims, list) or not all(type(d) is int and 1 <= d <= MAX_DIM for d in dims):
+        raise FabricError(f"{origin}: 'dims' must be a list of integers 1..{MAX_DIM}, got {str(dims)[:60]}")
+    coords = doc.get("coords")
+    if coords is None:
+        return
+    try:
+        c = np.asarray(coords, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise FabricError(f"{origin}: 'coords' must be rows of integers") from None
+    if c.ndim != 2 or c.shape[1] != len(dims):
+        raise FabricError(f"{origin}: 'coords' must have one row of {len(dims)} integers per host")
+    if c.size and (c.min() < 0 or np.any(c.max(axis=0) >= np.array(dims))):
+        raise FabricError(f"{origin}: a host's coordinates lie outside the {'x'.join(map(str, dims))} grid")
 
 
 def write_json(f: Fabric, path: str | os.PathLike[str]) -> None:
@@ -243,12 +273,17 @@ def write_json(f: Fabric, path: str | os.PathLike[str]) -> None:
 
 def read_json(path: str | os.PathLike[str]) -> Fabric:
     try:
-        with open(path) as fh:
+        with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except FileNotFoundError:
         raise FabricError(f"fabric file {os.fspath(path)!r} does not exist") from None
     except json.JSONDecodeError as err:
         raise FabricError(f"{os.fspath(path)}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    except UnicodeDecodeError:
+        raise FabricError(f"{os.fspath(path)}: not a fabric file (not UTF-8 text)") from None
+    except (OSError, ValueError) as err:         # a folder, no permission, a NUL byte in the name
+        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise FabricError(f"cannot read fabric file {os.fspath(path)!r}: {why}") from None
     if not isinstance(doc, dict):
         raise SchemaError(f"{os.fspath(path)}: not a fabscope fabric")
     return from_dict(doc, os.fspath(path))

@@ -75,25 +75,114 @@ def _check_values(path: str, v: np.ndarray, where: list) -> None:
         raise TrafficError(f"{path}: communication matrix has a negative entry{at}; bytes cannot be negative")
 
 
-def read_mtx(path: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """``(n, rows, cols, values)`` of a Matrix Market file (0-based), checked square and non-negative."""
-    from scipy.io import mmread
+#: the largest communication matrix read: ranks, and entries of a dense ("array") file
+MAX_RANKS = 1 << 24
+MAX_DENSE = 1 << 26
 
+
+def _mm_int(path: str, n: int, tok: str, what: str) -> int:
+    if not (tok.isascii() and tok.isdecimal()) or len(tok) > 12:
+        raise TrafficError(f"{path} line {n}: {what} {tok[:20]!r} is not a non-negative integer")
+    return int(tok)
+
+
+def read_mtx(path: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """``(n, rows, cols, values)`` of a Matrix Market file (0-based), checked square and non-negative.
+
+    Read here, a line at a time, rather than by SciPy's reader, which crashed
+    the interpreter on some malformed files.  Takes the ``coordinate`` (real,
+    integer or pattern) and ``array`` (real or integer) forms, ``general`` or
+    ``symmetric``.
+    """
     try:
-        m = mmread(path)
-    except (ValueError, OSError, IndexError) as err:
-        raise TrafficError(f"{path}: not a Matrix Market file ({err})") from err
-    n = _check_square(path, m.shape)
-    if isinstance(m, np.ndarray):
-        i, j = np.nonzero(m)
-        v = m[i, j]
-    else:
-        c = m.tocoo()
-        i, j, v = c.row, c.col, c.data
-    v = np.asarray(v, dtype=np.float64)
+        fh = open(path, encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise TrafficError(f"cannot read {path}: {err.strerror}") from None
+    with fh:
+        head = fh.readline(1000).split()
+        if len(head) != 5 or head[0].lower() != "%%matrixmarket" or head[1].lower() != "matrix":
+            raise TrafficError(f"{path} line 1: not a Matrix Market file (expected "
+                               "'%%MatrixMarket matrix coordinate real general')")
+        fmt, fld, sym = (h.lower() for h in head[2:])
+        if fmt not in ("coordinate", "array") or fld not in ("real", "integer", "double", "pattern") \
+                or sym not in ("general", "symmetric") or (fmt == "array" and fld == "pattern"):
+            raise TrafficError(f"{path} line 1: Matrix Market {fmt} {fld} {sym} is not a communication matrix "
+                               "(take coordinate or array, real or integer, general or symmetric)")
+        size: list[int] | None = None
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
+        count = ar = ac = 0
+        for n, line in enumerate(fh, start=2):
+            s = line.strip()
+            if not s or s.startswith("%"):
+                continue
+            tok = s.split()
+            if size is None:
+                want = 3 if fmt == "coordinate" else 2
+                if len(tok) != want:
+                    raise TrafficError(f"{path} line {n}: the size line should hold {want} numbers, got {s[:40]!r}")
+                size = [_mm_int(path, n, t, "size") for t in tok]
+                _check_square(path, (size[0], size[1]))
+                if size[0] > MAX_RANKS or (fmt == "array" and size[0] * size[1] > MAX_DENSE):
+                    raise TrafficError(f"{path}: a {size[0]}x{size[1]} {fmt} matrix is larger than fabscope maps "
+                                       f"(at most {MAX_RANKS} ranks, {MAX_DENSE} dense entries)")
+                continue
+            dim = size[0]
+            total = _mm_total(fmt, sym, size)
+            if count >= total:
+                raise TrafficError(f"{path} line {n}: more entries than the {total} the size line declares")
+            if fmt == "coordinate":
+                want = 2 if fld == "pattern" else 3
+                if len(tok) != want:
+                    raise TrafficError(f"{path} line {n}: expected 'row column{'' if want == 2 else ' value'}', "
+                                       f"got {s[:40]!r}")
+                r, c = _mm_int(path, n, tok[0], "row") - 1, _mm_int(path, n, tok[1], "column") - 1
+                if not (0 <= r < dim and 0 <= c < dim):
+                    raise TrafficError(f"{path} line {n}: entry ({r + 1}, {c + 1}) lies outside the {dim}x{dim} matrix")
+                v = 1.0 if fld == "pattern" else _mm_float(path, n, tok[2])
+            else:
+                if len(tok) != 1:
+                    raise TrafficError(f"{path} line {n}: expected one value a line, got {s[:40]!r}")
+                r, c = ar, ac                   # column-major; symmetric: the lower triangle only
+                ar += 1
+                if ar == dim:
+                    ac += 1
+                    ar = ac if sym == "symmetric" else 0
+                v = _mm_float(path, n, tok[0])
+            count += 1
+            if fmt == "array" and v == 0.0:
+                continue
+            rows.append(r)
+            cols.append(c)
+            vals.append(v)
+            if sym == "symmetric" and r != c:
+                rows.append(c)
+                cols.append(r)
+                vals.append(v)
+    if size is None:
+        raise TrafficError(f"{path}: Matrix Market file without a size line (empty?)")
+    total = _mm_total(fmt, sym, size)
+    if count != total:
+        raise TrafficError(f"{path}: the size line declares {total} entries, the file has {count} (truncated?)")
+    i, j, v = np.array(rows, np.int64), np.array(cols, np.int64), np.array(vals, np.float64)
     bad = np.flatnonzero(v < 0)
     _check_values(path, v, [[int(i[bad[0]]), int(j[bad[0]])]] if len(bad) else [])
-    return n, np.asarray(i, np.int64), np.asarray(j, np.int64), v
+    return size[0], i, j, v
+
+
+def _mm_total(fmt: str, sym: str, size: list[int]) -> int:
+    """Entries the size line declares (a symmetric array holds its lower triangle)."""
+    if fmt == "coordinate":
+        return size[2]
+    return size[0] * (size[0] + 1) // 2 if sym == "symmetric" else size[0] * size[0]
+
+
+def _mm_float(path: str, n: int, tok: str) -> float:
+    try:
+        return float(tok)
+    except ValueError:
+        raise TrafficError(f"{path} line {n}: {tok[:20]!r} is not a number") from None
 
 
 def read_comm_file(path: str) -> CommGraph:

@@ -2,8 +2,8 @@
 
 A :class:`CommGraph` holds directed edges ``src -> dst`` with the bytes and
 messages sent, aggregated (one entry per ordered pair, no self edges).
-Generators build the graphs of common codes; :func:`load_comm` reads a spec
-or a file (:mod:`fabscope.mapping.commfiles`).
+Generators build the graphs of common codes; :func:`fabscope.mapping.commspec.load_comm`
+reads a ``--comm`` spec or a file (:mod:`fabscope.mapping.commfiles`).
 
 >>> g = stencil((4, 4), halo=100)            # 2D periodic halo exchange
 >>> g.n, g.n_edges, g.total_bytes
@@ -26,7 +26,7 @@ from scipy.sparse import csr_matrix
 
 from fabscope.errors import TrafficError
 
-__all__ = ["CommGraph", "stencil", "pencils", "ring", "tree", "random_sparse", "load_comm", "GENERATORS"]
+__all__ = ["CommGraph", "stencil", "pencils", "ring", "tree", "random_sparse", "GENERATORS"]
 
 DEFAULT_SIZE = 1 << 20  # bytes per message when a spec names none
 
@@ -290,45 +290,3 @@ GENERATORS = {
     "pencils": _gen_pencils, "fft": _gen_pencils,
     "ring": _gen_n(ring), "tree": _gen_n(tree, "arity"), "random": _gen_n(random_sparse, "degree", "seed"),
 }
-
-
-def load_comm(spec: str, n_ranks: int | None = None) -> CommGraph:
-    """A graph from a spec or a file; ``n_ranks`` (if given) must match its size.
-
-    Specs: ``stencil3d:16x16x32[,halo=64KiB,periodic=1x1x0]``, ``stencil2d:64x64``,
-    ``pencils:32x32[,size=..]`` (also ``fft:``), ``ring:64``, ``tree:64,arity=4``,
-    ``random:1024,degree=6,seed=1``; files: ``*.csv`` (dense bytes matrix),
-    ``*.mtx`` (Matrix Market, as the PMPI library writes).
-
-    >>> load_comm("stencil3d:4x4x8,halo=1KiB").n
-    128
-    >>> load_comm("ring:8", n_ranks=9)
-    Traceback (most recent call last):
-    ...
-    fabscope.errors.TrafficError: communication graph 'ring:8' has 8 ranks, the job has 9
-    """
-    import os
-
-    spec = spec.strip()
-    name, _, arg = spec.partition(":")
-    if name.lower() in GENERATORS:
-        pos, *rest = arg.split(",") if arg else [""]
-        kw: dict[str, str] = {}
-        for item in rest:
-            k, eq, v = item.partition("=")
-            if not eq:
-                raise TrafficError(f"communication spec {spec!r}: {item!r} is not key=value")
-            kw[k.strip().lower()] = v.strip()
-        g = GENERATORS[name.lower()](pos, kw)
-        if kw:
-            raise TrafficError(f"communication spec {spec!r}: unknown option {sorted(kw)[0]!r}")
-    elif os.path.exists(spec) or spec.endswith((".csv", ".mtx")):
-        from fabscope.mapping.commfiles import read_comm_file
-
-        g = read_comm_file(spec)
-    else:
-        raise TrafficError(f"unknown communication graph {spec!r}; give one of "
-                           f"{', '.join(sorted(GENERATORS))} (e.g. stencil3d:16x16x32) or a .csv/.mtx file")
-    if n_ranks is not None and g.n != n_ranks:
-        raise TrafficError(f"communication graph {g.name!r} has {g.n} ranks, the job has {n_ranks}")
-    return g

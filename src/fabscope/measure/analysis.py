@@ -29,30 +29,10 @@ import numpy as np
 
 from fabscope.errors import MeasureError
 from fabscope.fabric.model import MB, Fabric
+from fabscope.measure.classes import PLAIN_LABELS, classify  # noqa: F401  (classify: re-exported)
 
 if TYPE_CHECKING:
     from fabscope.measure.parse import BenchRun
-
-PLAIN_LABELS = ("Intra-socket", "Inter-socket", "Inter-node")
-
-
-# ---- classes ----------------------------------------------------------------
-def classify(run: "BenchRun", src: np.ndarray, dst: np.ndarray,
-             fabric: Fabric | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Class of each (src, dst) rank pair, and the labels of the classes."""
-    hosts = list(run.ranks["host"])
-    if fabric is None:
-        sock = np.asarray(run.ranks.get("socket", [0] * len(hosts)))
-        h = np.array(hosts, dtype=object)
-        cls = np.where(h[src] != h[dst], 2, np.where(sock[src] != sock[dst], 1, 0))
-        return cls.astype(np.int16), PLAIN_LABELS
-    idx = fabric.host_index
-    missing = sorted({x for x in hosts if x not in idx and x.split(".")[0] not in idx})
-    if missing:
-        raise MeasureError(f"fabric {fabric.name!r} does not name host {missing[0]!r} of this job"
-                           + (f" ({len(missing)} hosts unknown)" if len(missing) > 1 else ""))
-    hidx = np.array([idx.get(x, idx.get(x.split(".")[0], -1)) for x in hosts])
-    return fabric.classify(hidx[src], hidx[dst]), fabric.class_labels
 
 
 def topo_lines(fabric: Fabric, group_level: str | None = None) -> list[str]:

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from typing import Iterable, Mapping
 
-from fabscope.errors import MeasureError
+from fabscope.errors import FabscopeWarning, MeasureError
+
+
+#: the most nodes one bracket range may name (a typo such as node[1-99999999] is refused, not expanded)
+MAX_NODES = 1_000_000
 
 
 def _split_top(text: str) -> list[str]:
@@ -47,11 +52,13 @@ def _expand_one(name: str) -> list[str]:
     for rng in m.group(1).split(","):
         if "-" in rng:
             a, b = rng.split("-", 1)
-            if not (a.isdigit() and b.isdigit()) or int(a) > int(b):
+            if not (a.isdecimal() and b.isdecimal()) or int(a) > int(b):
                 raise MeasureError(f"node list {name!r}: bad range {rng!r}")
+            if int(b) - int(a) >= MAX_NODES:
+                raise MeasureError(f"node list {name!r}: range {rng!r} names more than {MAX_NODES} nodes")
             width = len(a)
             values = [str(i).zfill(width) for i in range(int(a), int(b) + 1)]
-        elif rng.isdigit():
+        elif rng.isdecimal():
             values = [rng]
         else:
             raise MeasureError(f"node list {name!r}: bad entry {rng!r}")
@@ -64,29 +71,53 @@ def expand_nodelist(text: str) -> list[str]:
     return [h for part in _split_top(text) for h in _expand_one(part)]
 
 
-def parse_hostfile(lines: Iterable[str]) -> list[tuple[str, int]]:
+def parse_hostfile(lines: Iterable[str], source: str = "host file") -> list[tuple[str, int]]:
     """(host, slots) in order of first appearance; a repeated line adds a slot.
 
     Accepts PBS node files (a host per slot), ``host slots=N`` (Open MPI)
-    and ``host:N`` (MPICH).
+    and ``host:N`` (MPICH).  A PBS file repeats a host on consecutive lines,
+    one per slot; a host listed again elsewhere, or a ``slots=``/``:N`` line
+    repeated, is most likely a mistake: its slots are still added up, with a
+    :class:`~fabscope.errors.FabscopeWarning` naming the host.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     parse_hostfile(["n1 slots=4", "n2 slots=4", "n1 slots=4"])
+    [('n1', 8), ('n2', 4)]
+    >>> str(w[0].message)
+    "host file line 3: host 'n1' is listed again (first at line 1); its slots are added up: 8"
     """
     slots: dict[str, int] = {}
-    for raw in lines:
+    first: dict[str, int] = {}
+    counted: set[str] = set()              # hosts given with an explicit count
+    warned: set[str] = set()
+    prev = None
+    for n, raw in enumerate(lines, start=1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         m = re.match(r"^(\S+?)(?::(\d+))?(?:\s+(?:slots|max_slots)=(\d+).*)?$", line)
         if not m:
             raise MeasureError(f"host file line {raw.strip()!r} is neither 'host', 'host:N' nor 'host slots=N'")
-        n = int(m.group(2) or m.group(3) or 1)
-        slots[m.group(1)] = slots.get(m.group(1), 0) + n
+        host, explicit = m.group(1), bool(m.group(2) or m.group(3))
+        n_slots = int(m.group(2) or m.group(3) or 1)
+        if host in slots and host not in warned and (host != prev or explicit or host in counted):
+            warned.add(host)
+            warnings.warn(f"{source} line {n}: host {host!r} is listed again (first at line {first[host]}); "
+                          f"its slots are added up: {slots[host] + n_slots}", FabscopeWarning, stacklevel=2)
+        first.setdefault(host, n)
+        if explicit:
+            counted.add(host)
+        slots[host] = slots.get(host, 0) + n_slots
+        prev = host
     return list(slots.items())
 
 
 def read_hostfile(path: str) -> list[tuple[str, int]]:
     try:
         with open(path) as fh:
-            return parse_hostfile(fh)
+            return parse_hostfile(fh, f"host file {path}")
     except OSError as err:
         raise MeasureError(f"cannot read host file {path}: {err.strerror}") from err
 

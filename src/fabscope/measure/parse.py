@@ -31,6 +31,7 @@ import numpy as np
 
 from fabscope.errors import MeasureError, SchemaError
 from fabscope.fabric.model import Fabric
+from fabscope.measure.classes import classify
 from fabscope.result import Result
 
 SCHEMA = "fabscope.bench"
@@ -137,9 +138,7 @@ def mpi_record(run: BenchRun) -> dict[str, Any]:
 
 
 def to_result(run: BenchRun, test: str | None = None, fabric: Fabric | None = None) -> Result:
-    """The per-pair table of one test of a run, classified (see :mod:`.analysis`)."""
-    from fabscope.measure.analysis import classify
-
+    """The per-pair table of one test of a run, classified (see :mod:`.classes`)."""
     if test is None:
         measured = [t for t in run.tests if run.of(t)]
         test = next((t for t in measured if t in PAIR_TESTS), measured[0] if measured else None)

@@ -18,7 +18,7 @@ import numpy as np
 
 from fabscope.errors import FabricError
 from fabscope.fabric.generators.trees import SWITCH_LATENCY_S
-from fabscope.fabric.importers.hostmap import HostMap
+from fabscope.fabric.importers.hostmap import MAX_CORES, HostMap
 from fabscope.fabric.importers.ibnetdiscover import Topology, link_rate
 from fabscope.fabric.importers.infer import infer_hierarchy
 from fabscope.fabric.importers.lfts import Tables, check_lft, tables_to_lft
@@ -31,12 +31,14 @@ def natural_key(s: str) -> tuple[Any, ...]:
     >>> sorted(["n10", "n2", "m1"], key=natural_key)
     ['m1', 'n2', 'n10']
     """
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", s) if p)
+    return tuple((0, int(p), "") if p.isdecimal() else (1, 0, p) for p in re.split(r"(\d+)", s) if p)
 
 
 def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap | None = None,
                  name: str | None = None, cores: int = 1, latency: float = SWITCH_LATENCY_S) -> Fabric:
     """A Fabric from an ibnetdiscover :class:`Topology` and optional tables and host map."""
+    if not 1 <= cores <= MAX_CORES:
+        raise FabricError(f"cores per host must be 1..{MAX_CORES}, got {cores}")
     cas = [n for n in topo.nodes.values() if n.kind == "CA"]
     sws = [n for n in topo.nodes.values() if n.kind == "SW"]
     if not cas:
@@ -123,6 +125,12 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
     if tables is None:
         return fabric
     switch_of_guid = {sws[i].guid: k for k, i in enumerate(sw_order)}
+    bare = [sws[i] for i in sw_order if sws[i].guid not in tables.switches]
+    if bare:
+        s = bare[0]
+        more = f" (and {len(bare) - 1} more switches)" if len(bare) > 1 else ""
+        raise FabricError(f"{tables.source}: no forwarding table for switch {s.desc!r} (LID {s.lid}, "
+                          f"{topo.where(s.line)}){more}; give the tables of every switch")
     lft = tables_to_lft(fabric, tables, switch_of_guid)
     missing = check_lft(fabric, lft, tables.source)
     from dataclasses import replace

@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from fabscope.errors import FabricError
 
 
+#: the most cores a host may be given (a bound on typos, far above any node's)
+MAX_CORES = 1 << 20
+
+
 @dataclass
 class HostMap:
     by_guid: dict[int, str] = field(default_factory=dict)
@@ -45,7 +49,7 @@ def parse_hostmap(text: str, source: str = "hostmap") -> HostMap:
             parts = [p.strip() for p in s.split(",")]
         else:
             tok = s.split()
-            k = 2 if len(tok) >= 3 and tok[-1].isdigit() else 1   # trailing cores column
+            k = 2 if len(tok) >= 3 and tok[-1].isdecimal() else 1   # trailing cores column
             parts = [" ".join(tok[:-k])] + tok[-k:] if len(tok) > 1 else tok
         if len(parts) < 2 or not parts[0] or not parts[1] or len(parts) > 3:
             raise FabricError(f"{source} line {n}: expected 'guid-or-description host [cores]', got {s[:60]!r}")
@@ -54,8 +58,8 @@ def parse_hostmap(text: str, source: str = "hostmap") -> HostMap:
             raise FabricError(f"{source} line {n}: {key!r} is mapped twice (first at line {seen[key]})")
         seen[key] = n
         if len(parts) == 3:
-            if not parts[2].isdigit() or int(parts[2]) < 1:
-                raise FabricError(f"{source} line {n}: cores {parts[2]!r} is not a positive integer")
+            if not parts[2].isdecimal() or not 1 <= int(parts[2]) <= MAX_CORES:
+                raise FabricError(f"{source} line {n}: cores {parts[2][:20]!r} is not an integer 1..{MAX_CORES}")
             hm.cores[host] = int(parts[2])
         if re.fullmatch(r"0x[0-9a-fA-F]+", key):
             hm.by_guid[int(key, 16)] = host

@@ -13,7 +13,8 @@ All three list, per switch, each destination LID and the output port::
     22 valid lids dumped
 
 :func:`tables_to_lft` turns them into fabscope's ``lft[switch, host]`` (link
-ids) and :func:`check_lft` follows every switch's route to every host, so a
+ids, a plain array: :class:`fabscope.routing.tables.TableRouting` routes by
+it) and :func:`check_lft` follows every switch's route to every host, so a
 loop, a LID no port has or a port with no cable is reported by its line.
 (``dump_fts`` omits entries whose port is 128 or more; the other two are
 complete.)
@@ -27,18 +28,23 @@ complete.)
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
 import numpy as np
 
 from fabscope.errors import FabricError
+from fabscope.fabric.importers.lines import bounded_lines
 from fabscope.fabric.model import Fabric
 
 _HEAD = re.compile(r"^Unicast lids \[(\S+)-(\S+)\] of switch .*?guid (0x[0-9a-fA-F]+)\s*(?:\('(.*)'\)|\((.*)\))?:?\s*$")
-_FOOT = re.compile(r"^(\d+) (?:valid )?lids dumped")
+_FOOT = re.compile(r"^(\d+) (?:valid )?lids dumped", re.ASCII)
 #: a port number that means "no route"
 NO_PORT = 255
+#: no line of these tables is this long
+MAX_LINE = 4096
 
 
 @dataclass
@@ -57,8 +63,8 @@ class Tables:
     source: str = "lfts"
 
 
-def parse_lfts(text: str, source: str = "lfts") -> Tables:
-    """Parse any of the three forms into per-switch (LID, port) arrays."""
+def parse_lfts(text: str | Iterable[str], source: str = "lfts") -> Tables:
+    """Parse any of the three forms (the text, or its lines) into per-switch (LID, port) arrays."""
     out = Tables(source=source)
     cur: tuple[int, str, int] | None = None
     lids: list[int] = []
@@ -77,17 +83,25 @@ def parse_lfts(text: str, source: str = "lfts") -> Tables:
                                            np.array(ports, np.int64), np.array(lines, np.int64))
 
     n = 0
-    for n, raw in enumerate(text.splitlines(), start=1):
+    for n, raw in enumerate(io.StringIO(text) if isinstance(text, str) else text, start=1):
+        if len(raw) > MAX_LINE:
+            raise FabricError(f"{source} line {n}: longer than {MAX_LINE} characters; not a forwarding table")
+        if "\x00" in raw or "\ufffd" in raw:
+            raise FabricError(f"{source} line {n}: binary data, not a forwarding table")
         s = raw.strip()
         if s.startswith("0x"):
             parts = s.split(None, 2)
-            if cur is None or len(parts) < 2 or not parts[1].isdigit():
+            if cur is None or len(parts) < 2 or not parts[1].isdecimal():
                 raise FabricError(f"{source} line {n}: garbled forwarding-table entry {s[:60]!r}"
                                   + ("" if cur else " (before any 'Unicast lids' header)"))
             try:
-                lids.append(int(parts[0], 16))
+                lid = int(parts[0], 16)
             except ValueError:
                 raise FabricError(f"{source} line {n}: {parts[0]!r} is not a LID") from None
+            if not 0 <= lid <= 0xFFFF or not parts[1].isascii() or int(parts[1]) > NO_PORT:
+                raise FabricError(f"{source} line {n}: LID {parts[0]} port {parts[1]}: LIDs are 16 bits "
+                                  f"and ports 0..{NO_PORT}")
+            lids.append(lid)
             ports.append(int(parts[1]))
             lines.append(n)
             continue
@@ -117,8 +131,8 @@ def parse_lfts(text: str, source: str = "lfts") -> Tables:
 
 def read_lfts(path: str) -> Tables:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return parse_lfts(fh.read(), path)
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            return parse_lfts(bounded_lines(fh, path, MAX_LINE, "a forwarding table"), path)
     except OSError as err:
         raise FabricError(f"cannot read {path}: {err.strerror}") from None
 
@@ -221,33 +235,3 @@ def unroutable(fabric: Fabric, lft: np.ndarray, src: np.ndarray, dst: np.ndarray
     """True for each host pair the tables do not route (the source's switch does not reach the destination)."""
     ok = reachable(fabric, lft)
     return (src != dst) & ~ok[fabric.host_switch[src] - fabric.n_hosts, dst]
-
-
-def compare_routes(fabric: Fabric, lft_a: np.ndarray, lft_b: np.ndarray, src: np.ndarray | None = None,
-                   dst: np.ndarray | None = None) -> tuple[int, int]:
-    """(pairs checked, pairs whose routes are identical) under two sets of tables; all pairs by default.
-
-    A pair neither set of tables routes counts as identical; one only one routes, as different.
-    """
-    from fabscope.routing.tables import TableRouting
-
-    if src is None or dst is None:
-        src, dst = (x.ravel() for x in np.meshgrid(np.arange(fabric.n_hosts), np.arange(fabric.n_hosts)))
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-    src, dst = np.asarray(src), np.asarray(dst)
-    bad_a, bad_b = unroutable(fabric, lft_a, src, dst), unroutable(fabric, lft_b, src, dst)
-    both = ~bad_a & ~bad_b
-    paths = []
-    for lft in (lft_a, lft_b):
-        r = TableRouting(fabric, np.asarray(lft)).routes(src[both], dst[both])
-        order = np.argsort(r.flow, kind="stable")
-        f, l = r.flow[order], r.link[order]
-        starts = np.r_[0, np.flatnonzero(np.diff(f)) + 1]
-        hop = np.arange(len(f)) - np.repeat(starts, np.diff(np.r_[starts, len(f)]))
-        m = np.full((int(both.sum()), int(hop.max(initial=0)) + 1), -1, np.int64)
-        m[f, hop] = l
-        paths.append(m)
-    w = max(p.shape[1] for p in paths)
-    a, b = (np.pad(p, ((0, 0), (0, w - p.shape[1])), constant_values=-1) for p in paths)
-    return len(src), int(np.all(a == b, axis=1).sum() + (bad_a & bad_b).sum())
