@@ -18,7 +18,9 @@ What is skipped, and why (:data:`SKIPS`)
     ``--launcher srun``: needs Slurm; ``measure --np N`` with N > 4: needs a
     cluster's cores; ``fabric discover`` without ``--from``: needs an active
     InfiniBand port (the ibsim tests cover it); ``sudo``: needs a cluster's
-    admin; a pipe into a program that is not installed (Graphviz's ``dot``).
+    admin (or root, for the testbed); a command on a testbed (``--fabric tb1``,
+    ``--testbed``): needs the testbed those sudo lines make; ``--scheduler``: needs
+    a Slurm or PBS cluster; a pipe into a program that is not installed (Graphviz's ``dot``).
 
 Placeholders (:data:`PLACEHOLDERS`, :func:`_prepare`)
     ``$PBS_NODEFILE``: a host file of Itasca's nodes, 8 lines each (1024 nodes
@@ -66,6 +68,8 @@ BIN = pathlib.Path(sys.executable).parent
 SKIPS = [
     (r"--launcher\s+srun|(^|\s)srun\s", "needs Slurm"),
     (r"\bsudo\b", "needs a cluster's admin"),
+    (r"--fabric\s+tb\d|--testbed", "needs a testbed, which the sudo lines before it make (tests/testbed covers it)"),
+    (r"--scheduler\s", "needs a Slurm or PBS cluster (tests/diagnose checks the job script)"),
     (r"^fabscope fabric discover(?!.*--from)", "needs an active InfiniBand port (tests/fabric/test_ibsim_e2e.py covers it)"),
 ]
 
