@@ -13,6 +13,14 @@ dimension order on tori), finds the most loaded link, and tries swaps of
 the ranks whose bytes cross it, keeping a swap when the maximum link load
 falls without giving back hop-bytes.
 
+Neither step may worsen the metric it does not optimise by more than a
+stated tolerance (:data:`TOLERANCE`, 1 %): :func:`refine_links` never lets
+hop-bytes rise at all, and :func:`refine_hops` checks the busiest routed link
+at the end; when it rose by more than the tolerance, the latest pass that
+kept within it is returned (the input when none did).  A hop-bytes gain
+under 0.1 % is not worth that risk: the input comes back unchanged.  Both
+record what they found in ``info["stages"]``.
+
 >>> from fabscope.fabric.generators import torus
 >>> from fabscope.mapping.commgraph import stencil
 >>> from fabscope.mapping.targets import Target
@@ -35,7 +43,33 @@ from fabscope.mapping.commgraph import CommGraph
 from fabscope.mapping.metrics import host_hops, router_for
 from fabscope.mapping.targets import Mapping
 
-__all__ = ["refine_hops", "refine_links"]
+__all__ = ["refine_hops", "refine_links", "TOLERANCE", "max_link_load", "hop_bytes"]
+
+#: how much a refinement may worsen the metric it does not optimise (relative)
+TOLERANCE = 0.01
+#: a hop-bytes gain below this (relative) is dropped: not worth the risk to the link load
+MIN_KEEP_GAIN = 1e-3
+
+
+def hop_bytes(slot: np.ndarray, target, graph: CommGraph) -> float:
+    h = target.slot_host[slot]
+    return float(np.dot(host_hops(target.fabric, h[graph.src], h[graph.dst]), graph.bytes))
+
+
+def max_link_load(slot: np.ndarray, target, graph: CommGraph, routing=None) -> float:
+    """Bytes on the busiest directed link when the ranks sit in ``slot`` (the fabric's routing)."""
+    from fabscope.mapping.metrics import link_loads
+
+    h = target.slot_host[slot]
+    load = link_loads(target.fabric, h[graph.src], h[graph.dst], graph.bytes, routing)
+    return float(load.max(initial=0.0))
+
+
+def _with_stage(info, **stage) -> dict:
+    """``info`` (a dict or None) with one more entry in ``info["stages"]``."""
+    out = dict(info) if isinstance(info, dict) else {}
+    out["stages"] = list(out.get("stages", [])) + [stage]
+    return out
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,8 +80,13 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: int = 30,
-                batch: int | None = None, time_limit: float = 20.0, min_gain: float = 1e-4) -> Mapping:
-    """Lower hop-bytes by batches of independent swaps (see the module docstring)."""
+                batch: int | None = None, time_limit: float = 20.0, min_gain: float = 1e-4,
+                link_tolerance: float | None = TOLERANCE, routing=None, start_link: float | None = None) -> Mapping:
+    """Lower hop-bytes by batches of independent swaps (see the module docstring).
+
+    ``link_tolerance``: how much the busiest routed link may rise (relative;
+    None: unchecked); ``start_link``: the input's busiest link, when known.
+    """
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     A = graph.adjacency.tocsr()
@@ -68,6 +107,9 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
     if not len(has):
         return mapping
     hb = float(np.dot(host_hops(f, shost[slot[graph.src]], shost[slot[graph.dst]]), graph.bytes))
+    hb0 = hb
+    snaps: list[tuple[float, np.ndarray]] = []       # (hop-bytes, slots) after each pass
+    keep_snaps = n <= 200_000                        # memory: one copy of the slots per pass
     for _ in range(passes):
         gained = 0.0
         for _ in range(4):
@@ -127,17 +169,45 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
             occ[asu] = np.where(mv, aw, -1)
             gained += float(-delta[acc].sum())
         hb_new = hb - gained
+        if gained > 0 and keep_snaps:
+            snaps.append((hb_new, slot.copy()))
         if gained <= min_gain * max(hb, 1e-300) or time.perf_counter() - t0 > time_limit:
             hb = hb_new
             break
         hb = hb_new
     name = mapping.algorithm + "+swap" if mapping.algorithm else "swap"
-    return Mapping(target, slot, name, mapping.seconds + time.perf_counter() - t0, mapping.info)
+    if hb0 - hb < MIN_KEEP_GAIN * max(hb0, 1e-300):
+        info = _with_stage(mapping.info, step="swap", kept=False, hop_bytes=hb0,
+                           why=f"hop-bytes gain {100 * (hb0 - hb) / max(hb0, 1e-300):.3g} % < {100 * MIN_KEEP_GAIN:g} %")
+        return Mapping(target, mapping.slot, mapping.algorithm, mapping.seconds + time.perf_counter() - t0, info)
+    stage = {"step": "swap", "kept": True, "hop_bytes": hb}
+    if link_tolerance is not None:
+        start = start_link if start_link is not None else max_link_load(mapping.slot, target, graph, routing)
+        limit = start * (1 + link_tolerance) + 1e-9
+        cands = snaps[::-1] if snaps else [(hb, slot)]
+        if not snaps or not np.array_equal(snaps[-1][1], slot):
+            cands.insert(0, (hb, slot))
+        for hb_c, slot_c in cands:
+            peak = max_link_load(slot_c, target, graph, routing)
+            if peak <= limit:
+                slot, hb = slot_c, hb_c
+                stage.update(hop_bytes=hb, max_link_load=peak, start_link=start)
+                break
+        else:
+            info = _with_stage(mapping.info, step="swap", kept=False, hop_bytes=hb0, max_link_load=start,
+                               why=f"every pass raised the busiest link above {100 * link_tolerance:g} % of {start:.6g}")
+            return Mapping(target, mapping.slot, mapping.algorithm, mapping.seconds + time.perf_counter() - t0, info)
+    return Mapping(target, slot, name, mapping.seconds + time.perf_counter() - t0, _with_stage(mapping.info, **stage))
 
 
 def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int = 0, tries: int = 400,
-                 time_limit: float = 20.0, hop_slack: float = 0.0) -> Mapping:
-    """Lower the load on the busiest routed link by swaps (see the module docstring)."""
+                 time_limit: float = 20.0, hop_slack: float = 0.0, patience: int = 150) -> Mapping:
+    """Lower the load on the busiest routed link by swaps (see the module docstring).
+
+    Stops after ``tries`` proposals, ``time_limit`` seconds, or ``patience``
+    proposals in a row that did not help.  Hop-bytes never rise by more than
+    ``hop_slack`` (relative; 0: never).
+    """
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     f = mapping.fabric
@@ -166,29 +236,37 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
     e_all = np.arange(len(src))
     lk, lw = load_of(e_all, shost[slot[src]], shost[slot[dst]])
     load = np.bincount(lk, weights=lw, minlength=f.n_links)
+    peak0 = float(load.max(initial=0.0))
     hb = float(np.dot(host_hops(f, shost[slot[src]], shost[slot[dst]]), b))
+    hb0 = hb
     slot_node = target.node_of_slot
     spn = target.slots_per_node
     first_slot = np.cumsum(spn) - spn
     lv_grp = np.asarray(f.groups[f.levels[0].key]) if f.levels else None
+    crossing: np.ndarray | None = None          # sampled edges over the hot link, until a swap is kept
+    crossing_of = -1
+    idle = 0
+    accepted = 0
     for it in range(tries):
-        if time.perf_counter() - t0 > time_limit:
+        if time.perf_counter() - t0 > time_limit or idle >= patience:
             break
         hot = int(np.argmax(load))
         peak = load[hot]
         if peak <= 0:
             break
-        # ranks whose edges cross the hot link: the hot link's end hosts' ranks, or any rank whose
-        # traffic is routed over it; sample edges and keep those that cross it
-        cand_e = rng.choice(len(src), min(len(src), 4096), replace=False)
-        hs, hd = shost[slot[src[cand_e]]], shost[slot[dst[cand_e]]]
-        inter = hs != hd
-        cand_e = cand_e[inter]
-        if not len(cand_e):
-            break
-        r = router.routes(hs[inter].astype(np.int64), hd[inter].astype(np.int64))
-        crossing = cand_e[np.unique(r.flow[r.link == hot])]
+        idle += 1
+        if crossing is None or crossing_of != hot:
+            # ranks whose edges cross the hot link: sample edges and keep those routed over it
+            cand_e = rng.choice(len(src), min(len(src), 4096), replace=False)
+            hs, hd = shost[slot[src[cand_e]]], shost[slot[dst[cand_e]]]
+            inter = hs != hd
+            cand_e = cand_e[inter]
+            if not len(cand_e):
+                break
+            r = router.routes(hs[inter].astype(np.int64), hd[inter].astype(np.int64))
+            crossing, crossing_of = cand_e[np.unique(r.flow[r.link == hot])], hot
         if not len(crossing):
+            crossing = None
             continue
         e = crossing[rng.integers(len(crossing))]
         u = src[e] if rng.random() < 0.5 else dst[e]
@@ -214,25 +292,37 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
         if not len(ranks):
             continue
         es = edges_of(ranks)
-        old_k, old_w = load_of(es, shost[slot[src[es]]], shost[slot[dst[es]]])
         old_hb = float(np.dot(host_hops(f, shost[slot[src[es]]], shost[slot[dst[es]]]), b[es]))
         slot[r_a[r_a >= 0]] = s_b[r_a >= 0]
         slot[r_b[r_b >= 0]] = s_a[r_b >= 0]
-        new_k, new_w = load_of(es, shost[slot[src[es]]], shost[slot[dst[es]]])
         new_hb = float(np.dot(host_hops(f, shost[slot[src[es]]], shost[slot[dst[es]]]), b[es]))
-        trial = load.copy()
-        np.subtract.at(trial, old_k, old_w)
-        np.add.at(trial, new_k, new_w)
         hb_trial = hb - old_hb + new_hb
-        new_peak = trial.max()
-        n_peak_old = int(np.sum(load >= peak * (1 - 1e-9)))
-        n_peak_new = int(np.sum(trial >= new_peak * (1 - 1e-9)))
-        better = (new_peak < peak * (1 - 1e-9) or (new_peak <= peak * (1 + 1e-9) and n_peak_new < n_peak_old))
-        if better and hb_trial <= hb * (1 + hop_slack) + 1e-9:
+        better = False
+        if hb_trial <= hb0 * (1 + hop_slack) + 1e-9 and hb_trial <= hb * (1 + hop_slack) + 1e-9:
+            new_k, new_w = load_of(es, shost[slot[src[es]]], shost[slot[dst[es]]])
+            slot[r_a[r_a >= 0]] = s_a[r_a >= 0]          # route the old placement of the same edges
+            slot[r_b[r_b >= 0]] = s_b[r_b >= 0]
+            old_k, old_w = load_of(es, shost[slot[src[es]]], shost[slot[dst[es]]])
+            slot[r_a[r_a >= 0]] = s_b[r_a >= 0]
+            slot[r_b[r_b >= 0]] = s_a[r_b >= 0]
+            trial = load.copy()
+            np.subtract.at(trial, old_k, old_w)
+            np.add.at(trial, new_k, new_w)
+            new_peak = trial.max()
+            n_peak_old = int(np.sum(load >= peak * (1 - 1e-9)))
+            n_peak_new = int(np.sum(trial >= new_peak * (1 - 1e-9)))
+            better = new_peak < peak * (1 - 1e-9) or (new_peak <= peak * (1 + 1e-9) and n_peak_new < n_peak_old)
+        if better:
             load, hb = trial, hb_trial
             occ[s_a], occ[s_b] = r_b, r_a
+            crossing, idle = None, 0
+            accepted += 1
         else:
             slot[r_a[r_a >= 0]] = s_a[r_a >= 0]
             slot[r_b[r_b >= 0]] = s_b[r_b >= 0]
-    name = mapping.algorithm + "+links" if mapping.algorithm else "links"
-    return Mapping(target, slot, name, mapping.seconds + time.perf_counter() - t0, mapping.info)
+    peak = float(load.max(initial=0.0))
+    kept = accepted > 0 and peak < peak0 * (1 - 1e-9)
+    name = mapping.algorithm + "+links" if kept and mapping.algorithm else ("links" if kept else mapping.algorithm)
+    info = _with_stage(mapping.info, step="links", kept=kept, start_link=peak0,
+                       max_link_load=peak if kept else peak0, hop_bytes=hb if kept else hb0, swaps=accepted)
+    return Mapping(target, slot if kept else mapping.slot, name, mapping.seconds + time.perf_counter() - t0, info)
