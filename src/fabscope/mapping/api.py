@@ -237,5 +237,11 @@ def metrics_rows(results: list[tuple[Mapping, Metrics]]) -> list[dict[str, Any]]
     """Plain rows for tables and JSON."""
     rows = []
     for m, e in results:
-        rows.append({"algorithm": m.algorithm, "seconds": round(m.seconds, 3), **e.as_dict()})
+        row = {"algorithm": m.algorithm, "seconds": round(m.seconds, 3), **e.as_dict()}
+        info = m.info if isinstance(m.info, dict) else {}
+        if "strategy" in info:                    # Scotch: what makes its row reproducible
+            row["scotch"] = {k: info[k] for k in ("seed", "seeds", "strategy", "order", "target", "repaired")}
+        if "objective" in info:
+            row["objective"] = info["objective"]
+        rows.append(row)
     return rows
