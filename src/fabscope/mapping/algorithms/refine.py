@@ -81,7 +81,8 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: int = 30,
                 batch: int | None = None, time_limit: float = 20.0, min_gain: float = 1e-4,
-                link_tolerance: float | None = TOLERANCE, routing=None, start_link: float | None = None) -> Mapping:
+                link_tolerance: float | None = TOLERANCE, routing=None, start_link: float | None = None,
+                min_keep_gain: float = MIN_KEEP_GAIN) -> Mapping:
     """Lower hop-bytes by batches of independent swaps (see the module docstring).
 
     ``link_tolerance``: how much the busiest routed link may rise (relative;
@@ -176,9 +177,9 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
             break
         hb = hb_new
     name = mapping.algorithm + "+swap" if mapping.algorithm else "swap"
-    if hb0 - hb < MIN_KEEP_GAIN * max(hb0, 1e-300):
+    if hb0 - hb < min_keep_gain * max(hb0, 1e-300) or hb >= hb0:
         info = _with_stage(mapping.info, step="swap", kept=False, hop_bytes=hb0,
-                           why=f"hop-bytes gain {100 * (hb0 - hb) / max(hb0, 1e-300):.3g} % < {100 * MIN_KEEP_GAIN:g} %")
+                           why=f"hop-bytes gain {100 * (hb0 - hb) / max(hb0, 1e-300):.3g} % < {100 * min_keep_gain:g} %")
         return Mapping(target, mapping.slot, mapping.algorithm, mapping.seconds + time.perf_counter() - t0, info)
     stage = {"step": "swap", "kept": True, "hop_bytes": hb}
     if link_tolerance is not None:
