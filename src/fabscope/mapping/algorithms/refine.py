@@ -65,6 +65,43 @@ def max_link_load(slot: np.ndarray, target, graph: CommGraph, routing=None) -> f
     return float(load.max(initial=0.0))
 
 
+def near_nodes(target) -> tuple[np.ndarray, np.ndarray]:
+    """For every node of the job, the job's other nodes on its switch or on a switch cabled to it (CSR).
+
+    Swapping towards them moves a rank one hop at a time on a torus, within a leaf on a tree.
+    """
+    f = target.fabric
+    h = f.n_hosts
+    sw = f.host_switch[target.nodes].astype(np.int64) - h
+    s_all = f.n_switches
+    a, b = f.link_src.astype(np.int64), f.link_dst.astype(np.int64)
+    inter = (a >= h) & (b >= h)
+    # switch adjacency with itself: pairs (switch, switch')
+    sa = np.r_[a[inter] - h, np.arange(s_all)]
+    sb = np.r_[b[inter] - h, np.arange(s_all)]
+    key = np.unique(sa * s_all + sb)
+    sa, sb = key // s_all, key % s_all
+    # nodes per switch
+    order = np.argsort(sw, kind="stable")
+    per = np.bincount(sw, minlength=s_all)
+    start = np.cumsum(per) - per
+    # node i -> switches next to its switch -> nodes on them
+    sptr = np.r_[0, np.cumsum(np.bincount(sa, minlength=s_all))]
+    deg_s = sptr[sw + 1] - sptr[sw]
+    own, pos = _ranges(sptr[sw], deg_s)
+    nsw = sb[pos]
+    own2, pos2 = _ranges(start[nsw], per[nsw])
+    node_i = own[own2]
+    node_j = order[pos2]
+    keep = node_i != node_j
+    node_i, node_j = node_i[keep], node_j[keep]
+    if len(node_i) > 64 * len(sw):        # a big leaf: not "near" enough to help, and costly
+        return None, None
+    o = np.argsort(node_i, kind="stable")
+    ptr = np.r_[0, np.cumsum(np.bincount(node_i, minlength=len(sw)))]
+    return ptr, node_j[o]
+
+
 def _with_stage(info, **stage) -> dict:
     """``info`` (a dict or None) with one more entry in ``info["stages"]``."""
     out = dict(info) if isinstance(info, dict) else {}
@@ -104,6 +141,9 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
     occ = np.full(target.n_slots, -1, np.int64)
     occ[slot] = np.arange(n)
     batch = batch or max(256, n // 4)
+    node_of_slot = target.node_of_slot
+    first_of_node = np.cumsum(spn) - spn
+    near_ptr, near_idx = near_nodes(target)
     has = np.flatnonzero(deg > 0)
     if not len(has):
         return mapping
@@ -116,12 +156,18 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
         for _ in range(4):
             u = rng.choice(has, min(batch, len(has)), replace=True)
             v = nbr[indptr[u] + rng.integers(0, deg[u])]
-            kind = rng.random(len(u)) < 0.5
+            kind = rng.random(len(u))
             sv = slot[v]
             t_node = sfirst[sv] + rng.integers(0, sspn[sv])         # a slot of v's node
             has_v = deg[v] > 0
             x = np.where(has_v, nbr[indptr[v] + rng.integers(0, np.maximum(deg[v], 1))], v)
-            t = np.where(kind, t_node, slot[x])                      # or the slot of v's peer
+            t = np.where(kind < 0.35, t_node, slot[x])               # or the slot of v's peer
+            if near_ptr is not None:                                 # or a slot of a node next to v's
+                nv = node_of_slot[sv]
+                cnt = near_ptr[nv + 1] - near_ptr[nv]
+                pick = near_idx[near_ptr[nv] + rng.integers(0, np.maximum(cnt, 1))]
+                t_near = first_of_node[pick] + rng.integers(0, spn[pick])
+                t = np.where((kind >= 0.65) & (cnt > 0), t_near, t)
             wr = occ[t]
             ok = (wr != u) & (t != slot[u])
             u, t, wr = u[ok], t[ok], wr[ok]
