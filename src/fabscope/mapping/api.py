@@ -9,7 +9,8 @@ random     a seeded random permutation
 hier       recursive METIS partitioning along the fabric's levels
 fold       tile and fold the process grid onto a torus box (Rubik-like)
 tile       nested grid blocks per node and per leaf on trees, leaves by METIS
-topo       the best of fold / tile / hier, then swaps for hop-bytes, then
+topo       the best of fold / tile / hier (and Scotch with one seed for graphs
+           without a process grid, when pyscotch is installed), then swaps for hop-bytes, then
            swaps for the busiest routed link; returns the best of these
            stages under the declared objective (the default)
 scotch     Scotch's static mapping (pyscotch), best of ``scotch_seeds`` seeds
@@ -146,9 +147,14 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
         f = target.fabric
         tries = (["fold"] if f.coords is not None and graph.grid else []) + \
                 (["tile"] if f.levels and graph.grid else []) + ["hier"]
+        if not graph.grid:
+            from fabscope.mapping.algorithms.scotch import available
+
+            if available():
+                tries.append("scotch")   # no grid to fold or tile: Scotch's mapping (one seed) is a start too
         for alg in tries:
             try:
-                cands.append(_base(alg, graph, target, seed, scores))
+                cands.append(_base(alg, graph, target, seed, scores, scotch_seeds=1))
             except MappingError:
                 continue
             if alg == "fold":
