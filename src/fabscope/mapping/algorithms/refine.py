@@ -95,7 +95,7 @@ def near_nodes(target) -> tuple[np.ndarray, np.ndarray]:
     node_j = order[pos2]
     keep = node_i != node_j
     node_i, node_j = node_i[keep], node_j[keep]
-    if len(node_i) > 64 * len(sw):        # a big leaf: not "near" enough to help, and costly
+    if not len(node_i) or len(node_i) > 64 * len(sw):   # none, or a big leaf: not "near" enough to help
         return None, None
     o = np.argsort(node_i, kind="stable")
     ptr = np.r_[0, np.cumsum(np.bincount(node_i, minlength=len(sw)))]
