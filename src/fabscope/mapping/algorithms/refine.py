@@ -165,7 +165,7 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
             if near_ptr is not None:                                 # or a slot of a node next to v's
                 nv = node_of_slot[sv]
                 cnt = near_ptr[nv + 1] - near_ptr[nv]
-                pick = near_idx[near_ptr[nv] + rng.integers(0, np.maximum(cnt, 1))]
+                pick = near_idx[np.minimum(near_ptr[nv] + rng.integers(0, np.maximum(cnt, 1)), len(near_idx) - 1)]
                 t_near = first_of_node[pick] + rng.integers(0, spn[pick])
                 t = np.where((kind >= 0.65) & (cnt > 0), t_near, t)
             wr = occ[t]
