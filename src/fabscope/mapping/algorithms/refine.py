@@ -151,9 +151,13 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
     hb0 = hb
     snaps: list[tuple[float, np.ndarray]] = []       # (hop-bytes, slots) after each pass
     keep_snaps = n <= 200_000                        # memory: one copy of the slots per pass
-    for _ in range(passes):
+    hopeless = False
+    for p_i in range(passes):
         gained = 0.0
-        for _ in range(4):
+        for b_i in range(4):
+            if p_i == 0 and b_i == 1 and gained < 0.1 * min_keep_gain * hb0:
+                hopeless = True          # a quarter pass found a tenth of what would be kept: stop here
+                break
             u = rng.choice(has, min(batch, len(has)), replace=True)
             v = nbr[indptr[u] + rng.integers(0, deg[u])]
             kind = rng.random(len(u))
@@ -218,7 +222,7 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
         hb_new = hb - gained
         if gained > 0 and keep_snaps:
             snaps.append((hb_new, slot.copy()))
-        if gained <= min_gain * max(hb, 1e-300) or time.perf_counter() - t0 > time_limit:
+        if hopeless or gained <= min_gain * max(hb, 1e-300) or time.perf_counter() - t0 > time_limit:
             hb = hb_new
             break
         hb = hb_new
