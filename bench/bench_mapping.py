@@ -1,28 +1,48 @@
-"""Mapping quality and time: tori vs Scotch, Itasca tables, and 4K / 64K / 1M ranks.
+"""Mapping quality and time: topo against an honest Scotch, the busiest-link guard, 4K / 1M ranks.
 
-    python bench/bench_mapping.py            # everything (about two minutes on 2 cores)
-    python bench/bench_mapping.py --part torus|itasca|scale [--itasca-nodes 128]
+    python bench/bench_mapping.py                       # every part (several minutes on 2 cores)
+    python bench/bench_mapping.py --part quality|objective|speed|scale [--scotch-seeds 5] [--case I2]
 
-Hops: router hops on tori; links crossed on Itasca (2 same leaf, 4 near set, 6 far).
-Max link: bytes on the busiest directed link under the fabric's own routing (1 MB per message).
-The per-algorithm tables have the columns and units ``fabscope map`` prints (fabscope.mapping.table).
+quality:   case x algorithm: hop-bytes, max link MB, seconds, Scotch's seed and strategy; then topo
+           against Scotch per case (goal: 20 % lower hop-bytes or max link, never worse on both).
+objective: the issue's case, pencils 64x64 on a 16x16x16 torus: fold, fold+swap without and with the
+           busiest-link guard, and topo under each objective.
+speed:     topo on 4,096 ranks of a torus (the three cases of issue 9), seconds per stage.
+scale:     3D stencils to 1,048,576 ranks.
+
+Columns are `fabscope map`'s: hop-bytes in bytes (hops: router hops on tori, links crossed on trees),
+max link MB = bytes on the busiest directed link under the fabric's own routing / 1e6.  Every case
+is one `fabscope map` command (printed above its table) with the CLI's default message sizes.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import time
 
-from fabscope.fabric.generators import itasca, torus
-from fabscope.mapping.api import map_ranks, metrics_rows
-from fabscope.mapping.commgraph import pencils, stencil
+from fabscope.fabric.io import load_fabric
+from fabscope.mapping.api import map_ranks
+from fabscope.mapping.commspec import load_comm
 from fabscope.mapping.metrics import evaluate
 from fabscope.mapping.table import metrics_header, metrics_line
 from fabscope.mapping.targets import Target
 
-MB = 1e6
+MESH = "bench/data/mesh1024.mtx"
+# id, --comm, --fabric, --ppn (None: one rank per host)
+CASES = [
+    ("T1", "stencil3d:32x32x4", "torus:16x16x16,cores=1", None),
+    ("T2", "stencil2d:64x64", "torus:16x16x16,cores=1", None),
+    ("T3", "pencils:64x64", "torus:16x16x16,cores=1", None),
+    ("T4", MESH, "torus:8x8x16,cores=1", None),
+    ("T5", "stencil2d:32x32", "torus:4x4x8,cores=8", 8),
+    ("T6", MESH, "torus:4x4x8,cores=8", 8),
+    ("I1", "stencil3d:8x8x16", "itasca", 8),
+    ("I2", "pencils:32x32", "itasca", 8),
+    ("I3", MESH, "itasca", 8),
+    ("F1", "stencil3d:8x8x16", "fat-tree:k=8,levels=3", 8),
+    ("F2", "pencils:32x32", "fat-tree:k=8,levels=3", 8),
+    ("F3", MESH, "fat-tree:k=8,levels=3", 8),
+]
 
 
 def _scotch_ok() -> bool:
@@ -31,71 +51,128 @@ def _scotch_ok() -> bool:
     return available()
 
 
-def row(name, m, e):
-    (r,) = metrics_rows([(m, e)])
-    print("  " + metrics_line({**r, "algorithm": name}))
+def header(extra: str = "") -> None:
+    print(metrics_header() + extra)
 
 
-def header():
-    print("  " + metrics_header())
+def row(m, e, extra: str = "") -> None:
+    """One line in the columns and units ``fabscope map`` prints (fabscope.mapping.table)."""
+    print(metrics_line({"algorithm": m.algorithm, "hop_bytes": e.hop_bytes, "hops_per_byte": e.hops_per_byte,
+                        "hops_per_edge": e.hops_per_edge, "max_dilation": e.max_dilation,
+                        "max_link_load": e.max_link_load, "seconds": m.seconds}) + extra)
 
 
-def part_torus() -> None:
-    algs = ["topo"] + (["scotch"] if _scotch_ok() else [])
-    for dims, tdims, cores in (((16, 16, 16), (16, 16, 16), 1), ((16, 16, 32), (8, 8, 16), 8),
-                               ((16, 16, 16), (8, 8, 16), 4), ((64, 64), (16, 16, 16), 1)):
-        g = stencil(dims, halo=MB)
-        t = Target.whole(torus(tdims, cores=cores), g.n)
-        print(f"\n{g.name} ({g.n} ranks) on torus {'x'.join(map(str, tdims))}, {cores} per node")
-        header()
-        for a in ["block", "random"] + algs:
-            with contextlib.redirect_stdout(io.StringIO()):
-                m = map_ranks(g, t, a)
-            row(m.algorithm, m, evaluate(m, g))
+def _setup(comm: str, fabric: str, ppn: int | None):
+    f = load_fabric(fabric)
+    g = load_comm(comm)
+    return f, g, Target.whole(f, g.n, ppn)
 
 
-def part_itasca(nodes: list[int]) -> None:
-    f = itasca()
-    algs = ["block", "cyclic", "random", "hier", "hier+swap+links", "topo"]
-    algs += ["scotch", "scotch+swap+links"] if _scotch_ok() else []
-    for n_nodes in nodes:
-        graphs = [stencil((8, 8, 16), halo=MB), pencils(32, 32, size=MB)] if n_nodes == 128 else \
-                 [stencil((16, 16, 32), halo=MB), pencils(64, 128, size=MB)]
-        t = Target.whole(f, n_nodes * 8, ppn=8)
-        for g in graphs:
-            print(f"\nItasca, {n_nodes} nodes x 8 ranks: {g.name}")
-            header()
-            for a in algs:
-                m = map_ranks(g, t, a)
-                row(m.algorithm, m, evaluate(m, g))
+def part_quality(seeds: int, only: str | None) -> list[tuple]:
+    algs = ["block", "topo"] + (["scotch"] if _scotch_ok() else [])
+    summary = []
+    for cid, comm, fabric, ppn in CASES:
+        if only and cid not in only.split(","):
+            continue
+        f, g, t = _setup(comm, fabric, ppn)
+        cmd = f"fabscope map --fabric {fabric}{f' --ppn {ppn}' if ppn else ''} --comm {comm} " \
+              f"--compare block,scotch --scotch-seeds {seeds}"
+        print(f"\n{cid}: {g.name} ({g.n} ranks) on {f.name}, {t.n_nodes} nodes x {int(t.slots_per_node[0])}\n  $ {cmd}")
+        header(f"  {'scotch seed / strategy / target'}")
+        res = {}
+        for a in algs:
+            m = map_ranks(g, t, a, scotch_seeds=seeds)
+            e = evaluate(m, g)
+            res[a] = e
+            note = ""
+            if a == "scotch":
+                note = f"  seed {m.info['seed']} / {m.info['strategy']} / {m.info['target']}"
+            elif a == "topo":
+                note = f"  (topo chose {m.algorithm})"
+            row(m, e, note)
+        if "scotch" in res:
+            s, tp = res["scotch"], res["topo"]
+            dh = 100 * (tp.hop_bytes / s.hop_bytes - 1)
+            dl = 100 * (tp.max_link_load / s.max_link_load - 1)
+            met = "met" if min(dh, dl) <= -20 else ("not met" if not (dh > 1e-9 and dl > 1e-9) else "WORSE on both")
+            summary.append((cid, g.name, f.name, dh, dl, met))
+    if summary:
+        print("\ntopo against Scotch (negative: topo lower); goal: -20 % on hop-bytes or max link, never worse on both")
+        print(f"{'case':<5} {'graph':<20} {'fabric':<24} {'hop-bytes':>10} {'max link':>9}  goal")
+        for cid, gn, fn, dh, dl, met in summary:
+            print(f"{cid:<5} {gn:<20} {fn:<24} {dh:>+9.1f}% {dl:>+8.1f}%  {met}")
+    return summary
+
+
+def part_objective() -> None:
+    from fabscope.mapping.algorithms.refine import refine_hops
+
+    f, g, t = _setup("pencils:64x64", "torus:16x16x16,cores=1", None)
+    print(f"\nobjective: {g.name} on {f.name} (issue 9's case)\n"
+          f"  $ fabscope map --fabric torus:16x16x16,cores=1 --comm pencils:64x64 --compare fold,fold+swap")
+    header()
+    fold = map_ranks(g, t, "fold")
+    row(fold, evaluate(fold, g))
+    t0 = time.perf_counter()
+    loose = refine_hops(fold, g, link_tolerance=None, min_keep_gain=0.0)
+    loose = type(loose)(loose.target, loose.slot, "fold+swap (unguarded)", time.perf_counter() - t0 + fold.seconds)
+    row(loose, evaluate(loose, g))
+    guarded = refine_hops(fold, g, min_keep_gain=0.0)
+    row(type(guarded)(guarded.target, guarded.slot, "fold+swap (1 % guard)", guarded.seconds), evaluate(guarded, g))
+    for obj in ("hop-bytes", "busiest-link", "time"):
+        m = map_ranks(g, t, "topo", objective=obj)
+        e = evaluate(m, g)
+        row(type(m)(m.target, m.slot, f"topo [{obj}]", m.seconds), e, f"  chose {m.algorithm}")
+
+
+def part_speed() -> None:
+    print("\nspeed: topo (objective busiest-link) on 4,096 ranks of a 16x16x16 torus, 1 per node; "
+          "Scotch best of 1 seed for scale")
+    print("(wall seconds, and the CPU seconds of this process: on a shared machine the second is the fairer)")
+    print(f"{'graph':<20} {'topo s':>7} {'topo cpu':>8} {'chose':<14} {'scotch(1) s':>11} {'cpu':>6}")
+    map_ranks(load_comm("stencil3d:4x4x4"), Target.whole(load_fabric("torus:4x4x4,cores=1"), 64), "topo")  # warm
+    for comm in ("stencil3d:32x32x4", "stencil2d:64x64", "pencils:64x64"):
+        f, g, t = _setup(comm, "torus:16x16x16,cores=1", None)
+        c0 = time.process_time()
+        m = map_ranks(g, t, "topo")
+        c1 = time.process_time()
+        sc = f"{'-':>11} {'-':>6}"
+        if _scotch_ok():
+            s = map_ranks(g, t, "scotch", scotch_seeds=1)
+            sc = f"{s.seconds:>11.2f} {time.process_time() - c1:>6.2f}"
+        print(f"{g.name:<20} {m.seconds:>7.2f} {c1 - c0:>8.2f} {m.algorithm:<14} {sc}")
 
 
 def part_scale() -> None:
     print("\nscaling: 3D stencil on a torus, 'topo' (fold; refinement skipped when proven optimal)")
-    print(f"  {'ranks':>9} {'torus':>10} {'ppn':>4} {'fabric s':>9} {'map s':>7} {'hops/edge':>9} {'eval s':>7}")
-    for dims, tdims, cores in (((16, 16, 16), (16, 16, 16), 1), ((32, 32, 64), (16, 16, 32), 8),
-                               ((128, 128, 64), (32, 32, 32), 32)):
+    print(f"  {'ranks':>9} {'torus':>10} {'ppn':>4} {'fabric s':>9} {'map s':>7} {'map cpu':>7} {'hops/edge':>9} {'eval s':>7}")
+    for comm, tdims, cores in (("stencil3d:16x16x16", "16x16x16", 1), ("stencil3d:32x32x64", "16x16x32", 8),
+                               ("stencil3d:128x128x64", "32x32x32", 32)):
         t0 = time.perf_counter()
-        f = torus(tdims, cores=cores)
-        g = stencil(dims, halo=MB)
+        f = load_fabric(f"torus:{tdims},cores={cores}")
+        g = load_comm(comm)
         t1 = time.perf_counter()
+        c1 = time.process_time()
         m = map_ranks(g, Target.whole(f, g.n), "topo")
         t2 = time.perf_counter()
+        cpu = time.process_time() - c1
         e = evaluate(m, g, links=False)
         t3 = time.perf_counter()
-        print(f"  {g.n:>9} {'x'.join(map(str, tdims)):>10} {cores:>4} {t1 - t0:9.2f} {t2 - t1:7.2f} "
-              f"{e.hops_per_edge:9.3f} {t3 - t2:7.2f}")
+        print(f"  {g.n:>9} {tdims:>10} {cores:>4} {t1 - t0:9.2f} {t2 - t1:7.2f} {cpu:7.2f} {e.hops_per_edge:9.3f} {t3 - t2:7.2f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("torus", "itasca", "scale", "all"), default="all")
-    ap.add_argument("--itasca-nodes", default="128,1024")
+    ap.add_argument("--part", choices=("quality", "objective", "speed", "scale", "all"), default="all")
+    ap.add_argument("--scotch-seeds", type=int, default=5)
+    ap.add_argument("--case", help="comma-separated case ids of the quality part (T1..T6, I1..I3, F1..F3)")
     a = ap.parse_args()
-    if a.part in ("torus", "all"):
-        part_torus()
-    if a.part in ("itasca", "all"):
-        part_itasca([int(x) for x in a.itasca_nodes.split(",")])
+    if a.part in ("quality", "all"):
+        part_quality(a.scotch_seeds, a.case)
+    if a.part in ("objective", "all"):
+        part_objective()
+    if a.part in ("speed", "all"):
+        part_speed()
     if a.part in ("scale", "all"):
         part_scale()
 

@@ -79,6 +79,8 @@ PLACEHOLDERS = [
     ("*", r"(?<![\w/.-])topo\.txt", "samples/ibnetdiscover.txt", "the admins' ibnetdiscover output"),
     ("*", r"/var/log/opensm-lfts\.dump", "samples/opensm-lfts.dump", "OpenSM's tables"),
     ("*", r"(?<![\w/.-])nodes\.csv", "samples/nodes.csv", "a host map"),
+    ("mapping.md", r"(?<![\w/.-])bench/data/mesh1024\.mtx", str(ROOT / "bench" / "data" / "mesh1024.mtx"),
+     "the irregular mesh shipped in the checkout"),
     ("real-fabrics.md", r'"L12\[17\]"', '"L0[7]"', "a cable of the sample fabric"),
     ("real-fabrics.md", r"(--fabric fabric\.json .*--pattern) leaf-pairs(\s|$)", r"\1 leaf-pairs:nodes_per_leaf=4\2",
      "the sample fabric's leaves hold 4 hosts"),

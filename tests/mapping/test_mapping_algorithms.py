@@ -82,11 +82,12 @@ def test_metrics_by_hand_on_a_torus():
     assert e.hop_bytes == 2 * 1 + 4 * 2 and e.max_dilation == 4
 
 
-def test_torus_16_cubed_is_optimal_and_fast():
+def test_torus_16_cubed_is_optimal():
+    # speed is bench/bench_mapping.py's to print, not a timed test's to assert (shared CI machines)
     g = stencil((16, 16, 16), halo=1)
     m = map_ranks(g, Target.whole(torus((16, 16, 16), cores=1), g.n), "topo")
     assert evaluate(m, g, links=False).hops_per_edge == 1.0
-    assert m.seconds < 1.0
+    assert m.info["optimal"] and m.algorithm == "fold"
 
 
 def test_torus_8x8x16_with_8_per_node_tiles_2x2x2():

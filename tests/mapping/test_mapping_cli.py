@@ -35,7 +35,10 @@ def test_map_compare_and_rankfile(tmp_path, capsys):
                        "--comm", "stencil3d:4x4x8", "--compare", "block,cyclic,random",
                        "--format", "rankfile", "-o", str(out_file)], capsys)
     assert rc == 0
-    assert "block" in out and "random" in out and "mpirun --map-by rankfile" in out
+    from fabscope.mapping.outputs import detect_openmpi, launch_command
+
+    assert "block" in out and "random" in out
+    assert launch_command("rankfile", str(out_file), 128, detect_openmpi()) in out   # the installed Open MPI's form
     assert out_file.read_text().startswith("rank 0=node00")
 
 

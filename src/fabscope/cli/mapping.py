@@ -30,6 +30,10 @@ def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
         p.add_argument("--algorithm", default="topo", help="mapping algorithm (default: topo; see docs/mapping.md)")
         p.add_argument("--io-ranks", default="", help="comma-separated ranks that each get a node of their own")
         p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--objective", default="busiest-link", choices=("hop-bytes", "busiest-link", "time"),
+                       help="what topo's best stage is chosen by (default: busiest-link; time: the flow model)")
+        p.add_argument("--scotch-seeds", type=int, default=5,
+                       help="Scotch runs this many seeds (each with its own vertex order) and keeps the best (default: 5)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -94,7 +98,12 @@ def _map(args: argparse.Namespace, algorithm: str):
     graph = load_comm(args.comm)
     target = _target(args, fabric, graph.n)
     io = [int(x) for x in args.io_ranks.split(",") if x.strip()] if args.io_ranks else []
-    return graph, target, map_ranks(graph, target, algorithm, seed=args.seed, io_ranks=io), io
+    if args.scotch_seeds < 1:
+        from fabscope.errors import MappingError
+
+        raise MappingError(f"--scotch-seeds must be at least 1, not {args.scotch_seeds}")
+    return graph, target, map_ranks(graph, target, algorithm, seed=args.seed, io_ranks=io, objective=args.objective,
+                                    scotch_seeds=args.scotch_seeds), io
 
 
 def run_permute(args: argparse.Namespace) -> int:
@@ -121,7 +130,8 @@ def run_map(args: argparse.Namespace) -> int:
     out = sys.stderr if args.output == "-" else sys.stdout
     graph, target, m, io = _map(args, args.algorithm)
     algs = [a.strip() for a in args.compare.split(",") if a.strip()] if args.compare else []
-    results = compare(graph, target, algs, seed=args.seed, model=args.model, io_ranks=io) if algs else []
+    results = compare(graph, target, algs, seed=args.seed, model=args.model, io_ranks=io, objective=args.objective,
+                      scotch_seeds=args.scotch_seeds) if algs else []
     results.append((m, evaluate(m, graph, model=args.model)))
     rows = metrics_rows(results)
     print(f"# {graph.name}: {graph.n} ranks on {target.n_nodes} nodes of {target.fabric.name} "
@@ -129,6 +139,10 @@ def run_map(args: argparse.Namespace) -> int:
           file=out)
     for line in metrics_lines(rows, args.model):
         print(line, file=out)
+    for mm, _ in results:
+        if mm.algorithm.startswith("scotch") and isinstance(mm.info, dict) and "seed" in mm.info:
+            print(f"# {mm.algorithm}: seed {mm.info['seed']} (best of {mm.info['seeds'][0]}..{mm.info['seeds'][1]}), "
+                  f"strategy {mm.info['strategy']}, order {mm.info['order']}, target {mm.info['target']}", file=out)
     with all_or_none():
         if args.json:
             with atomic_open(args.json) as fh:
@@ -137,7 +151,12 @@ def run_map(args: argparse.Namespace) -> int:
         if args.output:
             write(m, args.format, args.output)
     if args.output and args.format != "map":
-        print(f"# wrote {args.output}; launch: {launch_command(args.format, args.output, m.n_ranks)}", file=out)
+        ompi = None
+        if args.format == "rankfile":
+            from fabscope.mapping.outputs import detect_openmpi
+
+            ompi = detect_openmpi()
+        print(f"# wrote {args.output}; launch: {launch_command(args.format, args.output, m.n_ranks, ompi)}", file=out)
     return 0
 
 

@@ -5,8 +5,9 @@ format     file                              launch with
 ========== ================================= ==========================================================
 hostfile   one host per line, rank order     ``mpirun --map-by seq -hostfile F -np N ./a.out`` (Open MPI's
                                              sequential mapper; a plain host file does not order ranks)
-rankfile   ``rank 0=host slot=3``            ``mpirun --map-by rankfile:file=F -np N ./a.out``
-                                             (Open MPI 4: ``mpirun -rf F -np N``)
+rankfile   ``rank 0=host slot=3``            Open MPI 5: ``mpirun --map-by rankfile:file=F -np N ./a.out``;
+                                             Open MPI 4: ``mpirun --rankfile F -np N ./a.out`` (``-rf F``;
+                                             4 refuses ``rankfile:file=`` as an unrecognized modifier)
 machinefile ``host:count`` runs, in order    ``mpiexec -f F -n N ./a.out`` (MPICH/Hydra)
 slurm      one host per line, rank order     ``SLURM_HOSTFILE=F srun --distribution=arbitrary -n N ./a.out``
 map        ``rank host core [coords]``       for people and scripts (Rubik's map file, with hosts)
@@ -30,13 +31,16 @@ h0001:1
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 
 import numpy as np
 
 from fabscope.atomic import atomic_open
 from fabscope.mapping.targets import Mapping
 
-__all__ = ["FORMATS", "render", "write", "LAUNCH"]
+__all__ = ["FORMATS", "render", "write", "LAUNCH", "launch_command", "openmpi_version", "detect_openmpi"]
 
 FORMATS = ("hostfile", "rankfile", "machinefile", "slurm", "map")
 
@@ -94,12 +98,62 @@ def write(mapping: Mapping, fmt: str, path: str | os.PathLike[str]) -> None:
         fh.write(text)
 
 
-def launch_command(fmt: str, path: str, n: int) -> str:
+def openmpi_version(text: str) -> tuple[int, ...] | None:
+    """Open MPI's version from ``ompi_info --version`` or ``mpirun --version`` output; None if not Open MPI.
+
+    >>> openmpi_version("Open MPI v4.1.4\\n\\nhttp://www.open-mpi.org/community/help/")
+    (4, 1, 4)
+    >>> openmpi_version("mpirun (Open MPI) 5.0.3\\n\\nReport bugs to https://www.open-mpi.org/community/help/")
+    (5, 0, 3)
+    >>> openmpi_version("mpirun.openmpi (OpenRTE) 4.1.4")
+    (4, 1, 4)
+    >>> openmpi_version("HYDRA build details:\\n    Version:                                 4.1.2") is None
+    True
+    """
+    # "(OpenRTE)": Open MPI 1-4's launcher as Debian builds it ("mpirun.openmpi (OpenRTE) 4.1.4")
+    m = re.search(r"\((?:Open MPI|OpenRTE)\)\s+v?(\d+(?:\.\d+)*)|Open MPI\s+v?(\d+(?:\.\d+)*)", text)
+    if not m:
+        return None
+    return tuple(int(x) for x in (m.group(1) or m.group(2)).split("."))
+
+
+def detect_openmpi(timeout: float = 10.0) -> tuple[int, ...] | None:
+    """The Open MPI version on ``PATH`` (``ompi_info --version``, else ``mpirun --version``); None if none."""
+    for cmd in (["ompi_info", "--version"], ["mpirun", "--version"]):
+        exe = shutil.which(cmd[0])
+        if exe is None:
+            continue
+        try:
+            p = subprocess.run([exe, cmd[1]], capture_output=True, text=True, timeout=timeout,
+                               stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        v = openmpi_version(p.stdout + p.stderr)
+        if v is not None:
+            return v
+    return None
+
+
+def launch_command(fmt: str, path: str, n: int, ompi: tuple[int, ...] | None = None) -> str:
     """The launcher command line for a file of format ``fmt``.
+
+    A rankfile's option depends on Open MPI's version (``ompi``): 5 takes
+    ``--map-by rankfile:file=F``, 4 and older only ``--rankfile F`` (``-rf F``).
+    Unknown: both, labelled.
 
     >>> launch_command("slurm", "hosts.txt", 8)
     'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 8 ./a.out'
+    >>> launch_command("rankfile", "r.txt", 8, (4, 1, 4))
+    'mpirun --rankfile r.txt -np 8 ./a.out'
+    >>> launch_command("rankfile", "r.txt", 8, (5, 0, 3))
+    'mpirun --map-by rankfile:file=r.txt -np 8 ./a.out'
     """
+    if fmt == "rankfile":
+        v5 = LAUNCH["rankfile"].format(file=path, n=n)
+        v4 = f"mpirun --rankfile {path} -np {n} ./a.out"
+        if ompi is None:
+            return f"{v5} (Open MPI 5; Open MPI 4: {v4})"
+        return v5 if ompi[0] >= 5 else v4
     return LAUNCH[fmt].format(file=path, n=n)
 
 

@@ -13,6 +13,14 @@ dimension order on tori), finds the most loaded link, and tries swaps of
 the ranks whose bytes cross it, keeping a swap when the maximum link load
 falls without giving back hop-bytes.
 
+Neither step may worsen the metric it does not optimise by more than a
+stated tolerance (:data:`TOLERANCE`, 1 %): :func:`refine_links` never lets
+hop-bytes rise at all, and :func:`refine_hops` checks the busiest routed link
+at the end; when it rose by more than the tolerance, the latest pass that
+kept within it is returned (the input when none did).  A hop-bytes gain
+under 0.1 % is not worth that risk: the input comes back unchanged.  Both
+record what they found in ``info["stages"]``.
+
 >>> from fabscope.fabric.generators import torus
 >>> from fabscope.mapping.commgraph import stencil
 >>> from fabscope.mapping.targets import Target
@@ -35,7 +43,70 @@ from fabscope.mapping.commgraph import CommGraph
 from fabscope.mapping.metrics import host_hops, router_for
 from fabscope.mapping.targets import Mapping
 
-__all__ = ["refine_hops", "refine_links"]
+__all__ = ["refine_hops", "refine_links", "TOLERANCE", "max_link_load", "hop_bytes"]
+
+#: how much a refinement may worsen the metric it does not optimise (relative)
+TOLERANCE = 0.01
+#: a hop-bytes gain below this (relative) is dropped: not worth the risk to the link load
+MIN_KEEP_GAIN = 1e-3
+
+
+def hop_bytes(slot: np.ndarray, target, graph: CommGraph) -> float:
+    h = target.slot_host[slot]
+    return float(np.dot(host_hops(target.fabric, h[graph.src], h[graph.dst]), graph.bytes))
+
+
+def max_link_load(slot: np.ndarray, target, graph: CommGraph, routing=None) -> float:
+    """Bytes on the busiest directed link when the ranks sit in ``slot`` (the fabric's routing)."""
+    from fabscope.mapping.metrics import link_loads
+
+    h = target.slot_host[slot]
+    load = link_loads(target.fabric, h[graph.src], h[graph.dst], graph.bytes, routing)
+    return float(load.max(initial=0.0))
+
+
+def near_nodes(target) -> tuple[np.ndarray, np.ndarray]:
+    """For every node of the job, the job's other nodes on its switch or on a switch cabled to it (CSR).
+
+    Swapping towards them moves a rank one hop at a time on a torus, within a leaf on a tree.
+    """
+    f = target.fabric
+    h = f.n_hosts
+    sw = f.host_switch[target.nodes].astype(np.int64) - h
+    s_all = f.n_switches
+    a, b = f.link_src.astype(np.int64), f.link_dst.astype(np.int64)
+    inter = (a >= h) & (b >= h)
+    # switch adjacency with itself: pairs (switch, switch')
+    sa = np.r_[a[inter] - h, np.arange(s_all)]
+    sb = np.r_[b[inter] - h, np.arange(s_all)]
+    key = np.unique(sa * s_all + sb)
+    sa, sb = key // s_all, key % s_all
+    # nodes per switch
+    order = np.argsort(sw, kind="stable")
+    per = np.bincount(sw, minlength=s_all)
+    start = np.cumsum(per) - per
+    # node i -> switches next to its switch -> nodes on them
+    sptr = np.r_[0, np.cumsum(np.bincount(sa, minlength=s_all))]
+    deg_s = sptr[sw + 1] - sptr[sw]
+    own, pos = _ranges(sptr[sw], deg_s)
+    nsw = sb[pos]
+    own2, pos2 = _ranges(start[nsw], per[nsw])
+    node_i = own[own2]
+    node_j = order[pos2]
+    keep = node_i != node_j
+    node_i, node_j = node_i[keep], node_j[keep]
+    if not len(node_i) or len(node_i) > 64 * len(sw):   # none, or a big leaf: not "near" enough to help
+        return None, None
+    o = np.argsort(node_i, kind="stable")
+    ptr = np.r_[0, np.cumsum(np.bincount(node_i, minlength=len(sw)))]
+    return ptr, node_j[o]
+
+
+def _with_stage(info, **stage) -> dict:
+    """``info`` (a dict or None) with one more entry in ``info["stages"]``."""
+    out = dict(info) if isinstance(info, dict) else {}
+    out["stages"] = list(out.get("stages", [])) + [stage]
+    return out
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,8 +117,14 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: int = 30,
-                batch: int | None = None, time_limit: float = 20.0, min_gain: float = 1e-4) -> Mapping:
-    """Lower hop-bytes by batches of independent swaps (see the module docstring)."""
+                batch: int | None = None, time_limit: float = 20.0, min_gain: float = 1e-4,
+                link_tolerance: float | None = TOLERANCE, routing=None, start_link: float | None = None,
+                min_keep_gain: float = MIN_KEEP_GAIN) -> Mapping:
+    """Lower hop-bytes by batches of independent swaps (see the module docstring).
+
+    ``link_tolerance``: how much the busiest routed link may rise (relative;
+    None: unchecked); ``start_link``: the input's busiest link, when known.
+    """
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     A = graph.adjacency.tocsr()
@@ -64,21 +141,37 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
     occ = np.full(target.n_slots, -1, np.int64)
     occ[slot] = np.arange(n)
     batch = batch or max(256, n // 4)
+    node_of_slot = target.node_of_slot
+    first_of_node = np.cumsum(spn) - spn
+    near_ptr, near_idx = near_nodes(target)
     has = np.flatnonzero(deg > 0)
     if not len(has):
         return mapping
     hb = float(np.dot(host_hops(f, shost[slot[graph.src]], shost[slot[graph.dst]]), graph.bytes))
-    for _ in range(passes):
+    hb0 = hb
+    snaps: list[tuple[float, np.ndarray]] = []       # (hop-bytes, slots) after each pass
+    keep_snaps = n <= 200_000                        # memory: one copy of the slots per pass
+    hopeless = False
+    for p_i in range(passes):
         gained = 0.0
-        for _ in range(4):
+        for b_i in range(4):
+            if p_i == 0 and b_i == 1 and gained < 0.1 * min_keep_gain * hb0:
+                hopeless = True          # a quarter pass found a tenth of what would be kept: stop here
+                break
             u = rng.choice(has, min(batch, len(has)), replace=True)
             v = nbr[indptr[u] + rng.integers(0, deg[u])]
-            kind = rng.random(len(u)) < 0.5
+            kind = rng.random(len(u))
             sv = slot[v]
             t_node = sfirst[sv] + rng.integers(0, sspn[sv])         # a slot of v's node
             has_v = deg[v] > 0
             x = np.where(has_v, nbr[indptr[v] + rng.integers(0, np.maximum(deg[v], 1))], v)
-            t = np.where(kind, t_node, slot[x])                      # or the slot of v's peer
+            t = np.where(kind < 0.35, t_node, slot[x])               # or the slot of v's peer
+            if near_ptr is not None:                                 # or a slot of a node next to v's
+                nv = node_of_slot[sv]
+                cnt = near_ptr[nv + 1] - near_ptr[nv]
+                pick = near_idx[np.minimum(near_ptr[nv] + rng.integers(0, np.maximum(cnt, 1)), len(near_idx) - 1)]
+                t_near = first_of_node[pick] + rng.integers(0, spn[pick])
+                t = np.where((kind >= 0.65) & (cnt > 0), t_near, t)
             wr = occ[t]
             ok = (wr != u) & (t != slot[u])
             u, t, wr = u[ok], t[ok], wr[ok]
@@ -127,17 +220,45 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
             occ[asu] = np.where(mv, aw, -1)
             gained += float(-delta[acc].sum())
         hb_new = hb - gained
-        if gained <= min_gain * max(hb, 1e-300) or time.perf_counter() - t0 > time_limit:
+        if gained > 0 and keep_snaps:
+            snaps.append((hb_new, slot.copy()))
+        if hopeless or gained <= min_gain * max(hb, 1e-300) or time.perf_counter() - t0 > time_limit:
             hb = hb_new
             break
         hb = hb_new
     name = mapping.algorithm + "+swap" if mapping.algorithm else "swap"
-    return Mapping(target, slot, name, mapping.seconds + time.perf_counter() - t0, mapping.info)
+    if hb0 - hb < min_keep_gain * max(hb0, 1e-300) or hb >= hb0:
+        info = _with_stage(mapping.info, step="swap", kept=False, hop_bytes=hb0,
+                           why=f"hop-bytes gain {100 * (hb0 - hb) / max(hb0, 1e-300):.3g} % < {100 * min_keep_gain:g} %")
+        return Mapping(target, mapping.slot, mapping.algorithm, mapping.seconds + time.perf_counter() - t0, info)
+    stage = {"step": "swap", "kept": True, "hop_bytes": hb}
+    if link_tolerance is not None:
+        start = start_link if start_link is not None else max_link_load(mapping.slot, target, graph, routing)
+        limit = start * (1 + link_tolerance) + 1e-9
+        cands = snaps[::-1] if snaps else [(hb, slot)]
+        if not snaps or not np.array_equal(snaps[-1][1], slot):
+            cands.insert(0, (hb, slot))
+        for hb_c, slot_c in cands:
+            peak = max_link_load(slot_c, target, graph, routing)
+            if peak <= limit:
+                slot, hb = slot_c, hb_c
+                stage.update(hop_bytes=hb, max_link_load=peak, start_link=start)
+                break
+        else:
+            info = _with_stage(mapping.info, step="swap", kept=False, hop_bytes=hb0, max_link_load=start,
+                               why=f"every pass raised the busiest link above {100 * link_tolerance:g} % of {start:.6g}")
+            return Mapping(target, mapping.slot, mapping.algorithm, mapping.seconds + time.perf_counter() - t0, info)
+    return Mapping(target, slot, name, mapping.seconds + time.perf_counter() - t0, _with_stage(mapping.info, **stage))
 
 
 def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int = 0, tries: int = 400,
-                 time_limit: float = 20.0, hop_slack: float = 0.0) -> Mapping:
-    """Lower the load on the busiest routed link by swaps (see the module docstring)."""
+                 time_limit: float = 20.0, hop_slack: float = 0.0, patience: int = 150) -> Mapping:
+    """Lower the load on the busiest routed link by swaps (see the module docstring).
+
+    Stops after ``tries`` proposals, ``time_limit`` seconds, or ``patience``
+    proposals in a row that did not help.  Hop-bytes never rise by more than
+    ``hop_slack`` (relative; 0: never).
+    """
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     f = mapping.fabric
@@ -166,29 +287,37 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
     e_all = np.arange(len(src))
     lk, lw = load_of(e_all, shost[slot[src]], shost[slot[dst]])
     load = np.bincount(lk, weights=lw, minlength=f.n_links)
+    peak0 = float(load.max(initial=0.0))
     hb = float(np.dot(host_hops(f, shost[slot[src]], shost[slot[dst]]), b))
+    hb0 = hb
     slot_node = target.node_of_slot
     spn = target.slots_per_node
     first_slot = np.cumsum(spn) - spn
     lv_grp = np.asarray(f.groups[f.levels[0].key]) if f.levels else None
+    crossing: np.ndarray | None = None          # sampled edges over the hot link, until a swap is kept
+    crossing_of = -1
+    idle = 0
+    accepted = 0
     for it in range(tries):
-        if time.perf_counter() - t0 > time_limit:
+        if time.perf_counter() - t0 > time_limit or idle >= patience:
             break
         hot = int(np.argmax(load))
         peak = load[hot]
         if peak <= 0:
             break
-        # ranks whose edges cross the hot link: the hot link's end hosts' ranks, or any rank whose
-        # traffic is routed over it; sample edges and keep those that cross it
-        cand_e = rng.choice(len(src), min(len(src), 4096), replace=False)
-        hs, hd = shost[slot[src[cand_e]]], shost[slot[dst[cand_e]]]
-        inter = hs != hd
-        cand_e = cand_e[inter]
-        if not len(cand_e):
-            break
-        r = router.routes(hs[inter].astype(np.int64), hd[inter].astype(np.int64))
-        crossing = cand_e[np.unique(r.flow[r.link == hot])]
+        idle += 1
+        if crossing is None or crossing_of != hot:
+            # ranks whose edges cross the hot link: sample edges and keep those routed over it
+            cand_e = rng.choice(len(src), min(len(src), 4096), replace=False)
+            hs, hd = shost[slot[src[cand_e]]], shost[slot[dst[cand_e]]]
+            inter = hs != hd
+            cand_e = cand_e[inter]
+            if not len(cand_e):
+                break
+            r = router.routes(hs[inter].astype(np.int64), hd[inter].astype(np.int64))
+            crossing, crossing_of = cand_e[np.unique(r.flow[r.link == hot])], hot
         if not len(crossing):
+            crossing = None
             continue
         e = crossing[rng.integers(len(crossing))]
         u = src[e] if rng.random() < 0.5 else dst[e]
@@ -214,25 +343,37 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
         if not len(ranks):
             continue
         es = edges_of(ranks)
-        old_k, old_w = load_of(es, shost[slot[src[es]]], shost[slot[dst[es]]])
         old_hb = float(np.dot(host_hops(f, shost[slot[src[es]]], shost[slot[dst[es]]]), b[es]))
         slot[r_a[r_a >= 0]] = s_b[r_a >= 0]
         slot[r_b[r_b >= 0]] = s_a[r_b >= 0]
-        new_k, new_w = load_of(es, shost[slot[src[es]]], shost[slot[dst[es]]])
         new_hb = float(np.dot(host_hops(f, shost[slot[src[es]]], shost[slot[dst[es]]]), b[es]))
-        trial = load.copy()
-        np.subtract.at(trial, old_k, old_w)
-        np.add.at(trial, new_k, new_w)
         hb_trial = hb - old_hb + new_hb
-        new_peak = trial.max()
-        n_peak_old = int(np.sum(load >= peak * (1 - 1e-9)))
-        n_peak_new = int(np.sum(trial >= new_peak * (1 - 1e-9)))
-        better = (new_peak < peak * (1 - 1e-9) or (new_peak <= peak * (1 + 1e-9) and n_peak_new < n_peak_old))
-        if better and hb_trial <= hb * (1 + hop_slack) + 1e-9:
+        better = False
+        if hb_trial <= hb0 * (1 + hop_slack) + 1e-9 and hb_trial <= hb * (1 + hop_slack) + 1e-9:
+            new_k, new_w = load_of(es, shost[slot[src[es]]], shost[slot[dst[es]]])
+            slot[r_a[r_a >= 0]] = s_a[r_a >= 0]          # route the old placement of the same edges
+            slot[r_b[r_b >= 0]] = s_b[r_b >= 0]
+            old_k, old_w = load_of(es, shost[slot[src[es]]], shost[slot[dst[es]]])
+            slot[r_a[r_a >= 0]] = s_b[r_a >= 0]
+            slot[r_b[r_b >= 0]] = s_a[r_b >= 0]
+            trial = load.copy()
+            np.subtract.at(trial, old_k, old_w)
+            np.add.at(trial, new_k, new_w)
+            new_peak = trial.max()
+            n_peak_old = int(np.sum(load >= peak * (1 - 1e-9)))
+            n_peak_new = int(np.sum(trial >= new_peak * (1 - 1e-9)))
+            better = new_peak < peak * (1 - 1e-9) or (new_peak <= peak * (1 + 1e-9) and n_peak_new < n_peak_old)
+        if better:
             load, hb = trial, hb_trial
             occ[s_a], occ[s_b] = r_b, r_a
+            crossing, idle = None, 0
+            accepted += 1
         else:
             slot[r_a[r_a >= 0]] = s_a[r_a >= 0]
             slot[r_b[r_b >= 0]] = s_b[r_b >= 0]
-    name = mapping.algorithm + "+links" if mapping.algorithm else "links"
-    return Mapping(target, slot, name, mapping.seconds + time.perf_counter() - t0, mapping.info)
+    peak = float(load.max(initial=0.0))
+    kept = accepted > 0 and peak < peak0 * (1 - 1e-9)
+    name = mapping.algorithm + "+links" if kept and mapping.algorithm else ("links" if kept else mapping.algorithm)
+    info = _with_stage(mapping.info, step="links", kept=kept, start_link=peak0,
+                       max_link_load=peak if kept else peak0, hop_bytes=hb if kept else hb0, swaps=accepted)
+    return Mapping(target, slot if kept else mapping.slot, name, mapping.seconds + time.perf_counter() - t0, info)
