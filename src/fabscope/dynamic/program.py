@@ -79,7 +79,7 @@ class Program:
 
     # ---- constructors -----------------------------------------------------------
     @classmethod
-    def from_rounds(cls, name: str, n_ranks: int, rounds: Sequence[tuple[Any, Any, Any]],
+    def from_rounds(cls, name: str, n_ranks: int, rounds: Sequence[tuple[Any, Any, Any]], /,
                     **params: Any) -> "Program":
         """Rounds of ``(src, dst, bytes)`` (arrays, bytes may be a scalar)."""
         srcs, dsts, sizes, rnd = [], [], [], []
@@ -94,7 +94,7 @@ class Program:
                                np.concatenate(rnd), **params)
 
     @classmethod
-    def from_arrays(cls, name: str, n_ranks: int, src, dst, size, rnd, **params: Any) -> "Program":
+    def from_arrays(cls, name: str, n_ranks: int, src, dst, size, rnd, /, **params: Any) -> "Program":
         """Messages with their round numbers: a rank's steps are the rounds it takes part in."""
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
@@ -116,7 +116,7 @@ class Program:
                    step_rank, nxt, np.zeros(len(uniq)), uniq % n_rounds, dict(params))
 
     @classmethod
-    def from_ops(cls, name: str, ops: Sequence[Sequence[Sequence[tuple]]], **params: Any) -> "Program":
+    def from_ops(cls, name: str, ops: Sequence[Sequence[Sequence[tuple]]], /, **params: Any) -> "Program":
         """Per rank, a list of steps; a step is a list of ``("send", peer, bytes[, tag])`` and
         ``("recv", peer[, tag])``.  The k-th send on a channel (source, destination, tag)
         matches the k-th receive on it, as MPI orders messages.  A receive no send
@@ -186,7 +186,7 @@ class Program:
                    s_rank, np.array(step_next, np.int64), np.zeros(len(step_rank)), rounds, dict(params))
 
     @classmethod
-    def timed(cls, name: str, n_ranks: int, time, src, dst, size, **params: Any) -> "Program":
+    def timed(cls, name: str, n_ranks: int, time, src, dst, size, /, **params: Any) -> "Program":
         """A trace of timed messages: message ``i`` is posted at ``time[i]`` by both ends,
         independently of the others (a replay of what a tracer recorded)."""
         t = np.asarray(time, dtype=float)
