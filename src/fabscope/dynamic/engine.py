@@ -14,9 +14,15 @@ progressive filling bound that set (both proved in docs/dynamic.md):
   bounds ``min over their resources of capacity / total weight``: below level
   ``L`` progressive filling runs the same with or without those flows.
 
-So the engine refills only the flows at or above ``L`` that are connected to
-the changed flows through flows at or above ``L``, with the others' load
-subtracted from the capacities.
+Within that set most rates do not move either (a flow held back elsewhere
+stays held back), so the engine starts small: the started flows and the flows
+at or above ``L`` on the changed flows' resources.  It refills them with the
+others' load subtracted from the capacities, then checks the max-min
+certificate (every flow has a full resource where its rate is the largest, or
+its cap) on every resource it touched, and adds the flows that fail it, until
+none does.  Allocations that pass the certificate are the max-min fair one,
+so the result is exact; the set grows to the whole component only when the
+change really spreads that far.
 
 >>> import numpy as np
 >>> from fabscope.dynamic.program import Program
@@ -115,6 +121,7 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
     on_res: list[dict[int, float]] = [dict() for _ in range(n_res)]   # flow -> weight
     wsum = [0.0] * n_res                                             # weight of flows in flight
     load = [0.0] * n_res                                             # rate * weight of flows in flight
+    bneck: dict[int, int] = {}           # a resource where the flow's rate is the largest and that is full; -1: cap
 
     heap: list[tuple[float, int, int, int, int]] = []
     seq = 0
@@ -167,6 +174,7 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
                 if ver != version[m] or m not in rate:
                     continue
                 rt = rate.pop(m)
+                bneck.pop(m, None)
                 delivered[m] += rt * (t - t_last.pop(m))
                 remaining.pop(m)
                 p = mpath[m]
@@ -202,21 +210,22 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
                 lb = min(lb, cap_r[r] / wsum[r])
             thr = min(thr, lb)
         thr *= 1 - RATE_TOL
+        # start from the flows at or above the threshold on the changed flows' resources,
+        # refill them with the others fixed, and add flows while the certificate fails
         todo = set(started)
-        stack_r = [r for m, _ in finished for r in res_of[mpath[m]]]
-        stack_r += [r for m in started for r in res_of[mpath[m]]]
-        seen_r = set(stack_r)
-        while stack_r:
-            r = stack_r.pop()
+        fin_res = {r for m, _ in finished for r in res_of[mpath[m]]}
+        for r in fin_res | {r for m in started for r in res_of[mpath[m]]}:
             for g in on_res[r]:
                 if g not in todo and rate[g] >= thr:
                     todo.add(g)
-                    for r2 in res_of[mpath[g]]:
-                        if r2 not in seen_r:
-                            seen_r.add(r2)
-                            stack_r.append(r2)
+        while True:
+            new, bn = _refill(todo, rate, mpath, res_of, w_of, pcap, cap_r, load, on_res)
+            add = _uncertified(todo, new, bn, fin_res, rate, bneck, mpath, res_of, pcap, cap_r, on_res)
+            if not add:
+                break
+            todo |= add
         refills += len(todo)
-        new = _refill(todo, rate, mpath, res_of, w_of, pcap, cap_r, load, on_res)
+        bneck.update(bn)
         for g, nr in new.items():
             old = rate[g]
             if nr == old and g not in started:
@@ -243,8 +252,9 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
 
 def _refill(todo: set[int], rate: dict[int, float], mpath: list[int], res_of: list[list[int]],
             w_of: list[list[float]], pcap: list[float], cap_r: list[float], load: list[float],
-            on_res: list[dict[int, float]]) -> dict[int, float]:
-    """Progressive filling of the flows ``todo``; the other flows keep their rates."""
+            on_res: list[dict[int, float]]) -> tuple[dict[int, float], dict[int, int]]:
+    """Progressive filling of the flows ``todo``; the other flows keep their rates.
+    Returns the new rates and where each flow froze (a resource, or -1 at its cap)."""
     resid: dict[int, float] = {}
     live_w: dict[int, float] = {}
     for g in todo:
@@ -268,6 +278,7 @@ def _refill(todo: set[int], rate: dict[int, float], mpath: list[int], res_of: li
             heap.append((c, 1, g))
     heapq.heapify(heap)
     out: dict[int, float] = {}
+    where: dict[int, int] = {}
     level = 0.0
     while heap and len(out) < len(todo):
         k, kind, x = heapq.heappop(heap)
@@ -277,13 +288,16 @@ def _refill(todo: set[int], rate: dict[int, float], mpath: list[int], res_of: li
             del key[x]
             level = max(level, k)
             frozen = [g for g in on_res[x] if g in todo and g not in out]
+            at = x
         else:
             if x in out:
                 continue
             level = max(level, k)
             frozen = [x]
+            at = -1
         for g in frozen:
             out[g] = level
+            where[g] = at
             p = mpath[g]
             for r, w in zip(res_of[p], w_of[p]):
                 resid[r] -= w * level
@@ -295,7 +309,61 @@ def _refill(todo: set[int], rate: dict[int, float], mpath: list[int], res_of: li
                         heapq.heappush(heap, (nk, 0, r))
                     else:
                         del key[r]
-    return out
+    return out, where
+
+
+def _uncertified(todo: set[int], new: dict[int, float], where: dict[int, int], fin_res: set[int],
+                 rate: dict[int, float], bneck: dict[int, int], mpath: list[int], res_of: list[list[int]],
+                 pcap: list[float], cap_r: list[float], on_res: list[dict[int, float]]) -> set[int]:
+    """Flows to add to ``todo`` because the tentative rates are not max-min fair yet.
+
+    Rates are max-min fair when every flow has a bottleneck: a full resource on
+    which its rate is the largest (or its cap).  A refilled flow froze on a full
+    resource, but a fixed flow there may be faster: that one must give way.  A
+    fixed flow keeps its bottleneck unless the resource was touched (crossed by
+    a refilled or finished flow); then it needs another, or joins the refill.
+    """
+    stats: dict[int, tuple[bool, float]] = {}
+
+    def stat(q: int) -> tuple[bool, float]:
+        if q not in stats:
+            ld = mx = 0.0
+            for h, w in on_res[q].items():
+                rh = new[h] if h in todo else rate[h]
+                ld += rh * w
+                mx = max(mx, rh)
+            stats[q] = (ld >= cap_r[q] * (1 - RATE_TOL), mx)
+        return stats[q]
+
+    add: set[int] = set()
+    for g in todo:
+        b = where[g]
+        if b >= 0 and new[g] < stat(b)[1] * (1 - RATE_TOL):
+            for h in on_res[b]:
+                if h not in todo and rate[h] > new[g]:
+                    add.add(h)
+    touched = {r for g in todo for r in res_of[mpath[g]]} | fin_res
+    for r in touched:
+        for h in on_res[r]:
+            if h in todo or h in add or bneck.get(h) != r:
+                continue
+            rh = rate[h]
+            full, mx = stat(r)
+            if full and rh >= mx * (1 - RATE_TOL):
+                continue
+            found = -2
+            for q in res_of[mpath[h]]:
+                f2, m2 = stat(q)
+                if f2 and rh >= m2 * (1 - RATE_TOL):
+                    found = q
+                    break
+            if found == -2 and rh >= pcap[mpath[h]] * (1 - RATE_TOL):
+                found = -1
+            if found == -2:
+                add.add(h)
+            else:
+                bneck[h] = found
+    return add
 
 
 def _deadlock(program: Program, pending: np.ndarray, step_start: np.ndarray) -> None:
