@@ -7,7 +7,8 @@
  * connected to the changed flows through such flows are refilled (see
  * engine.py and docs/dynamic.md for why the others keep their rates).
  *
- * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded
+ * The refill starts small and grows while the max-min certificate fails (see
+ * engine.py).  Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded
  * with ctypes.  Returns 0, 1 when steps are left waiting (deadlock) or -1
  * when memory runs out. */
 #include <math.h>
@@ -17,6 +18,7 @@
 
 #define TIME_TOL 1e-12
 #define RATE_TOL 1e-9
+#define SAME_RATE 1e-12  /* a refill that moves a rate less than this (relative) leaves it: float noise */
 enum { START = 0, FLOW = 1, FINISH = 2 };
 
 typedef struct { double t; int64_t seq, id, ver; int kind; } ev_t;
@@ -140,6 +142,12 @@ int fs_run(int64_t n_res, const double *capacity,
     double *rem = calloc((size_t)n_msg, sizeof *rem), *nrate = calloc((size_t)n_msg, sizeof *nrate);
     int64_t *ver = calloc((size_t)n_msg, sizeof *ver), *in_todo = calloc((size_t)n_msg, sizeof *in_todo);
     int64_t *done_mark = calloc((size_t)n_msg, sizeof *done_mark), *st_mark = calloc((size_t)n_msg, sizeof *st_mark);
+    int64_t *bneck = calloc((size_t)n_msg, sizeof *bneck), *where = calloc((size_t)n_msg, sizeof *where);
+    int64_t *add_mark = calloc((size_t)n_msg, sizeof *add_mark);
+    int64_t *st_ep = calloc((size_t)n_res, sizeof *st_ep), *tch = calloc((size_t)n_res, sizeof *tch);
+    char *st_full = calloc((size_t)n_res, 1);
+    double *st_max = calloc((size_t)n_res, sizeof *st_max);
+    int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0;
     int64_t *slotpos = NULL, *moff = calloc((size_t)n_msg + 1, sizeof *moff);
     char *active = calloc((size_t)n_msg, 1), *need = malloc((size_t)n_msg + 1);
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
@@ -148,7 +156,8 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t cfr = 0;
     int64_t seq = 0, epoch = 0, events = 0, refills = 0;
     if (!on || !wsum || !load || !resid || !livew || !key || !r_seen || !r_touch || !r_key || !rate || !tlast ||
-        !rem || !nrate || !ver || !in_todo || !done_mark || !st_mark || !moff || !active || !need) { rc = -1; goto out; }
+        !rem || !nrate || !ver || !in_todo || !done_mark || !st_mark || !moff || !active || !need || !bneck || !where ||
+        !add_mark || !st_ep || !tch || !st_full || !st_max) { rc = -1; goto out; }
     for (int64_t m = 0; m < n_msg; m++) {
         int64_t p = msg_path[m];
         moff[m + 1] = moff[m] + (p_ptr[p + 1] - p_ptr[p]);
@@ -249,7 +258,7 @@ int fs_run(int64_t n_res, const double *capacity,
         }
         if (!ns && !nf) continue;
         /* ---- which flows to refill ---- */
-        epoch++;
+        int64_t ev_ep = ++epoch;
         double thr = INFINITY;
         for (int64_t i = 0; i < nf; i++) if (fin_rate[i] < thr) thr = fin_rate[i];
         for (int64_t i = 0; i < ns; i++) {
@@ -262,92 +271,139 @@ int fs_run(int64_t n_res, const double *capacity,
             if (lb < thr) thr = lb;
         }
         thr *= 1 - RATE_TOL;
+        /* start small: the started flows, and the flows at or above thr on the changed flows' resources */
         nt = nst = 0;
         for (int64_t i = 0; i < ns; i++) {
-            int64_t m = started[i], p = msg_path[m];
-            in_todo[m] = epoch; st_mark[m] = epoch;
+            int64_t m = started[i];
+            in_todo[m] = ev_ep; st_mark[m] = ev_ep;
             CHK(i64_push(&todo, &nt, &ct, m));
-            for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                if (r_seen[p_res[k]] != epoch) { r_seen[p_res[k]] = epoch; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
         }
-        for (int64_t i = 0; i < nf; i++) {
-            int64_t p = msg_path[fin[i]];
+        for (int64_t i = 0; i < ns + nf; i++) {
+            int64_t p = msg_path[i < ns ? started[i] : fin[i - ns]];
             for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                if (r_seen[p_res[k]] != epoch) { r_seen[p_res[k]] = epoch; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
+                if (r_seen[p_res[k]] != ev_ep) { r_seen[p_res[k]] = ev_ep; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
         }
-        while (nst) {
-            int64_t r = stack[--nst];
+        for (int64_t j = 0; j < nst; j++) {
+            int64_t r = stack[j];
             for (int64_t i = 0; i < on[r].n; i++) {
                 int64_t g = on[r].a[i].m;
-                if (in_todo[g] == epoch || rate[g] < thr) continue;
-                in_todo[g] = epoch;
+                if (in_todo[g] == ev_ep || rate[g] < thr) continue;
+                in_todo[g] = ev_ep;
                 CHK(i64_push(&todo, &nt, &ct, g));
-                int64_t p = msg_path[g];
-                for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                    if (r_seen[p_res[k]] != epoch) { r_seen[p_res[k]] = epoch; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
             }
         }
-        refills += nt;
-        /* ---- progressive filling of todo; the others keep their rates ---- */
-        ntc = 0;
-        R.n = 0;
-        for (int64_t i = 0; i < nt; i++) {
-            int64_t g = todo[i], p = msg_path[g];
-            for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-                int64_t r = p_res[k];
-                if (r_touch[r] != epoch) {
-                    r_touch[r] = epoch; resid[r] = capacity[r] - load[r]; livew[r] = 0;
-                    CHK(i64_push(&touched, &ntc, &ctc, r));
-                }
-                resid[r] += rate[g] * p_w[k];
-                livew[r] += p_w[k];
-            }
-            if (isfinite(p_cap[p])) { rk_t e = {p_cap[p], g, 1}; CHK(rk_push(&R, e)); }
-        }
-        for (int64_t i = 0; i < ntc; i++) {
-            int64_t r = touched[i];
-            key[r] = (resid[r] > 0 ? resid[r] : 0) / livew[r];
-            r_key[r] = epoch;
-            rk_t e = {key[r], r, 0};
-            CHK(rk_push(&R, e));
-        }
-        int64_t count = 0;
-        double level = 0;
-        while (R.n && count < nt) {
-            rk_t e = rk_pop(&R);
-            int64_t lo, hi;
-            if (e.kind == 0) {
-                if (r_key[e.id] != epoch || key[e.id] != e.k) continue;
-                r_key[e.id] = 0;
-                lo = 0; hi = on[e.id].n;
-            } else {
-                if (done_mark[e.id] == epoch) continue;
-                lo = -1; hi = 0;
-            }
-            if (e.k > level) level = e.k;
-            for (int64_t i = lo; i < hi; i++) {
-                int64_t g = i < 0 ? e.id : on[e.id].a[i].m;
-                if (in_todo[g] != epoch || done_mark[g] == epoch) continue;
-                done_mark[g] = epoch; nrate[g] = level; count++;
-                int64_t p = msg_path[g];
+        for (;;) {
+            int64_t ep = ++epoch;
+            /* ---- progressive filling of todo; the others keep their rates ---- */
+            ntc = 0;
+            R.n = 0;
+            for (int64_t i = 0; i < nt; i++) {
+                int64_t g = todo[i], p = msg_path[g];
                 for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
                     int64_t r = p_res[k];
-                    resid[r] -= p_w[k] * level;
-                    livew[r] -= p_w[k];
-                    if (r_key[r] == epoch) {
-                        if (livew[r] > 1e-12) {
-                            key[r] = (resid[r] > 0 ? resid[r] : 0) / livew[r];
-                            rk_t f = {key[r], r, 0};
-                            CHK(rk_push(&R, f));
-                        } else r_key[r] = 0;
+                    if (r_touch[r] != ep) {
+                        r_touch[r] = ep; resid[r] = capacity[r] - load[r]; livew[r] = 0;
+                        CHK(i64_push(&touched, &ntc, &ctc, r));
+                    }
+                    resid[r] += rate[g] * p_w[k];
+                    livew[r] += p_w[k];
+                }
+                if (isfinite(p_cap[p])) { rk_t e = {p_cap[p], g, 1}; CHK(rk_push(&R, e)); }
+            }
+            for (int64_t i = 0; i < ntc; i++) {
+                int64_t r = touched[i];
+                key[r] = (resid[r] > 0 ? resid[r] : 0) / livew[r];
+                r_key[r] = ep;
+                rk_t e = {key[r], r, 0};
+                CHK(rk_push(&R, e));
+            }
+            int64_t count = 0;
+            double level = 0;
+            while (R.n && count < nt) {
+                rk_t e = rk_pop(&R);
+                int64_t lo, hi;
+                if (e.kind == 0) {
+                    if (r_key[e.id] != ep || key[e.id] != e.k) continue;
+                    r_key[e.id] = 0;
+                    lo = 0; hi = on[e.id].n;
+                } else {
+                    if (done_mark[e.id] == ep) continue;
+                    lo = -1; hi = 0;
+                }
+                if (e.k > level) level = e.k;
+                for (int64_t i = lo; i < hi; i++) {
+                    int64_t g = i < 0 ? e.id : on[e.id].a[i].m;
+                    if (in_todo[g] != ev_ep || done_mark[g] == ep) continue;
+                    done_mark[g] = ep; nrate[g] = level; where[g] = e.kind == 0 ? e.id : -1; count++;
+                    int64_t p = msg_path[g];
+                    for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
+                        int64_t r = p_res[k];
+                        resid[r] -= p_w[k] * level;
+                        livew[r] -= p_w[k];
+                        if (r_key[r] == ep) {
+                            if (livew[r] > 1e-12) {
+                                key[r] = (resid[r] > 0 ? resid[r] : 0) / livew[r];
+                                rk_t f = {key[r], r, 0};
+                                CHK(rk_push(&R, f));
+                            } else r_key[r] = 0;
+                        }
                     }
                 }
             }
+            /* ---- the max-min certificate on what the refill touched; add the flows that fail it ---- */
+            int64_t nadd = 0;
+#define STAT(q) do { int64_t q_ = (q); if (st_ep[q_] != ep) { double ld_ = 0, mx_ = 0; \
+                for (int64_t z_ = 0; z_ < on[q_].n; z_++) { int64_t h_ = on[q_].a[z_].m; \
+                    double rh_ = in_todo[h_] == ev_ep ? nrate[h_] : rate[h_]; \
+                    ld_ += rh_ * p_w[p_ptr[msg_path[h_]] + on[q_].a[z_].k]; if (rh_ > mx_) mx_ = rh_; } \
+                st_ep[q_] = ep; st_full[q_] = ld_ >= capacity[q_] * (1 - RATE_TOL); st_max[q_] = mx_; } } while (0)
+            for (int64_t i = 0; i < nt; i++) {
+                int64_t g = todo[i], b = where[g];
+                if (b < 0) continue;
+                STAT(b);
+                if (nrate[g] >= st_max[b] * (1 - RATE_TOL)) continue;
+                for (int64_t z = 0; z < on[b].n; z++) {
+                    int64_t h = on[b].a[z].m;
+                    if (in_todo[h] != ev_ep && add_mark[h] != ep && rate[h] > nrate[g]) {
+                        add_mark[h] = ep; CHK(i64_push(&addl, &nadd, &cadd, h));
+                    }
+                }
+            }
+            int64_t ntl = 0;
+            for (int64_t i = 0; i < nt + nf; i++) {
+                int64_t p = msg_path[i < nt ? todo[i] : fin[i - nt]];
+                for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
+                    if (tch[p_res[k]] != ep) { tch[p_res[k]] = ep; CHK(i64_push(&tl, &ntl, &ctl, p_res[k])); }
+            }
+            for (int64_t j = 0; j < ntl; j++) {
+                int64_t r = tl[j];
+                for (int64_t z = 0; z < on[r].n; z++) {
+                    int64_t h = on[r].a[z].m;
+                    if (in_todo[h] == ev_ep || add_mark[h] == ep || bneck[h] != r) continue;
+                    double rh = rate[h];
+                    STAT(r);
+                    if (st_full[r] && rh >= st_max[r] * (1 - RATE_TOL)) continue;
+                    int64_t found = -2, p = msg_path[h];
+                    for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
+                        int64_t q = p_res[k];
+                        STAT(q);
+                        if (st_full[q] && rh >= st_max[q] * (1 - RATE_TOL)) { found = q; break; }
+                    }
+                    if (found == -2 && rh >= p_cap[p] * (1 - RATE_TOL)) found = -1;
+                    if (found == -2) { add_mark[h] = ep; CHK(i64_push(&addl, &nadd, &cadd, h)); }
+                    else bneck[h] = found;
+                }
+            }
+#undef STAT
+            if (!nadd) break;
+            for (int64_t i = 0; i < nadd; i++) { in_todo[addl[i]] = ev_ep; CHK(i64_push(&todo, &nt, &ct, addl[i])); }
         }
+        refills += nt;
+        for (int64_t i = 0; i < nt; i++) bneck[todo[i]] = where[todo[i]];
         for (int64_t i = 0; i < nt; i++) {
             int64_t g = todo[i], p = msg_path[g];
             double nr = nrate[g], old = rate[g];
-            if (nr == old && st_mark[g] != epoch) continue;
+            if (st_mark[g] != ev_ep && fabs(nr - old) <= SAME_RATE * old) continue;
             double dt = t - tlast[g];
             if (dt > 0) { delivered[g] += old * dt; rem[g] -= old * dt; tlast[g] = t; }
             for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) load[p_res[k]] += (nr - old) * p_w[k];
@@ -365,5 +421,6 @@ out:
     free(rate); free(tlast); free(rem); free(nrate); free(ver); free(in_todo); free(done_mark); free(st_mark);
     free(slotpos); free(moff); free(active); free(need); free(started); free(fin); free(fin_rate); free(todo);
     free(stack); free(touched); free(H.a); free(R.a);
+    free(bneck); free(where); free(add_mark); free(st_ep); free(tch); free(st_full); free(st_max); free(addl); free(tl);
     return rc;
 }
