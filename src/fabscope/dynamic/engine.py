@@ -48,6 +48,8 @@ from fabscope.dynamic.program import DeadlockError, Program
 TIME_TOL = 1e-12
 #: rates within this (relative) of the threshold are refilled too
 RATE_TOL = 1e-9
+#: a refill that moves a rate by less than this (relative) leaves it alone: float noise
+SAME_RATE = 1e-12
 
 START, FLOW, FINISH = 0, 1, 2
 
@@ -228,7 +230,7 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
         bneck.update(bn)
         for g, nr in new.items():
             old = rate[g]
-            if nr == old and g not in started:
+            if g not in started and abs(nr - old) <= SAME_RATE * old:
                 continue
             dt = t - t_last[g]
             if dt > 0:
