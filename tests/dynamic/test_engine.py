@@ -162,3 +162,17 @@ def test_flow_alone_takes_latency_plus_size_over_bottleneck(fi, seed, size):
     expect = p.latency[0] + size / bottleneck
     assert p.latency[0] > 0
     assert math.isclose(run.outcome.msg_end[0], expect, rel_tol=1e-12)
+
+
+def test_static_time_includes_per_hop_term():
+    # seed 002's (L_f / B) * D is in the static model's time (it was computed but never added)
+    from fabscope.model.latency import DEFAULT_ALPHA, DEFAULT_FLIT
+    from fabscope.model.simulate import simulate
+    from fabscope.traffic.flows import Traffic
+
+    f = fat_tree(k=2, levels=2)
+    r = simulate(f, Placement.block(f, 4, ppn=1), Traffic.build("one", [0], [3], 1e6))
+    C, hops = float(f.link_capacity[0]), 4
+    expect = DEFAULT_ALPHA + hops * float(f.link_latency[0]) + hops * DEFAULT_FLIT / C + 1e6 / C
+    assert r.pairs["time"][0] == pytest.approx(expect, rel=1e-12)
+    assert r.pairs["bandwidth"][0] == pytest.approx(C)            # latency left out of the static bandwidth
