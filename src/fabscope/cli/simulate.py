@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", metavar="HTML", help="also write the one-file HTML report (see 'fabscope report')")
     p.add_argument("--matrix", choices=("min", "avg", "max"), default="min",
                    help="leaf-pairs: which leaf matrix to draw (default: min)")
+    from fabscope.cli.dynamic import add_arguments
+
+    add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -67,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.cli.report import check_output
 
         check_output(args.report)
+    if args.dynamic:
+        from fabscope.cli.dynamic import run_dynamic
+
+        return run_dynamic(args, con, fabric, placement, size)
     extra = {k: v for k, v in (("offset", args.offset), ("hops", args.hops)) if v is not None}
     traffic = make_traffic(args.pattern, fabric, placement, size, seed=args.seed, **extra)
     with con.status(f"routing and solving {traffic.n_flows} flows on {fabric.name} ...",

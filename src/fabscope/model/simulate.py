@@ -62,7 +62,10 @@ def simulate(fabric: Fabric, placement: Placement, traffic: Traffic, routing: Ro
     rate = solve(A, capacity, flow_cap)
     # per-flow wire latency
     wire = np.bincount(routes.flow, weights=routes.weight * fabric.link_latency[routes.link], minlength=n_f)
-    t_flow = message_time(traffic.bytes, rate, routes.hops, wire, alpha=alpha)
+    # seed 002's per-hop term uses the slowest link crossed (none for on-node copies)
+    slow = np.full(n_f, np.inf)
+    np.minimum.at(slow, routes.flow, fabric.link_capacity[routes.link])
+    t_flow = message_time(traffic.bytes, rate, routes.hops, wire, alpha=alpha, link_rate=slow)
     # pairs: a ping-pong's directions add their times
     pid, first = np.unique(traffic.pair, return_index=True)
     inv = np.searchsorted(pid, traffic.pair)

@@ -1,0 +1,124 @@
+"""``fabscope simulate --dynamic``: run the pattern as a program of messages in time.
+
+Pair patterns (random-pairs, leaf-offset, leaf-pairs, partner-hops, bisection)
+become ping-pong loops reported as fabscope-bench reports them; other patterns
+become one round of messages run to completion; ``allreduce``, ``alltoall``,
+``bcast`` (``:algorithm=...``), ``replay:FILE`` (a communication matrix) and
+``trace:FILE`` (timed messages) exist only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from fabscope.atomic import all_or_none
+
+from fabscope.errors import TrafficError
+from fabscope.fabric.model import Fabric
+from fabscope.fabric.placement import Placement
+from fabscope.units import format_size
+
+#: patterns whose flows are ping-pong pairs (both directions of a pair id)
+PAIR_PATTERNS = ("random-pairs", "leaf-offset", "leaf-pairs", "partner-hops", "bisection")
+PROGRAM_ONLY = ("allreduce", "alltoall", "bcast", "replay", "trace")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("dynamic simulation (docs/dynamic.md)")
+    g.add_argument("--dynamic", action="store_true",
+                   help="run messages in time (start, share, finish, answer) instead of the static snapshot")
+    g.add_argument("--iterations", type=int, default=None,
+                   help="--dynamic: ping-pong iterations (default 100, as fabscope-bench) or rounds of other tests")
+    g.add_argument("--warmup", type=int, default=2, help="--dynamic: untimed ping-pong iterations (default 2)")
+    g.add_argument("--engine", choices=("auto", "python", "c"), default="auto",
+                   help="--dynamic: compiled engine or the pure-Python reference (default: auto)")
+
+
+def _program(args, fabric: Fabric, placement: Placement, size: float):
+    from fabscope.dynamic import programs as pg
+    from fabscope.traffic.spec import make_traffic
+
+    name, _, arg = args.pattern.strip().partition(":")
+    n = placement.n_ranks
+    it = args.iterations
+    if it is not None and it < 1:
+        raise TrafficError(f"--iterations must be at least 1, got {it}")
+    if name in ("allreduce", "alltoall", "bcast"):
+        kw = dict(x.split("=", 1) if "=" in x else ("algorithm", x) for x in arg.split(",") if x.strip())
+        bad = [k for k in kw if k != "algorithm"]
+        if bad:
+            raise TrafficError(f"pattern {name!r} has no parameter {bad[0]!r} (takes: algorithm)")
+        return [(pg.collective(name, kw.get("algorithm"), n, size), None)], name
+    if name == "replay":
+        return [(pg.replay_matrix(arg, n), None)], name
+    if name == "trace":
+        return [(pg.replay_trace(arg, n), None)], name
+    if name == "random-messaging":
+        return [(pg.random_messaging(n, it or 10, seed=args.seed), None)], name
+    if name == "bucket-brigade":
+        return [(pg.bucket_brigade(n, size, it or 1), None)], name
+    if name in ("natural-ring", "random-ring"):
+        return [(pg.ring(n, size, it or 1, name.split("-")[0], seed=args.seed), None)], name
+    extra = {k: v for k, v in (("offset", args.offset), ("hops", args.hops)) if v is not None}
+    traffic = make_traffic(args.pattern, fabric, placement, size, seed=args.seed, **extra)
+    if traffic.name in PAIR_PATTERNS:
+        out = []
+        for s in range(traffic.n_scenarios):
+            sel = np.flatnonzero(traffic.scenario == s)
+            _, first = np.unique(traffic.pair[sel], return_index=True)
+            f = sel[first]
+            out.append((pg.pingpong(traffic.src[f], traffic.dst[f], size, it or 100, args.warmup, n_ranks=n), s))
+        return out, traffic.name
+    from fabscope.dynamic.program import Program
+
+    return [(Program.from_arrays(traffic.name, n, traffic.src, traffic.dst, traffic.bytes,
+                                 np.zeros(traffic.n_flows, dtype=np.int64), **dict(traffic.params)), None)], traffic.name
+
+
+def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placement, size: float) -> int:
+    from fabscope.dynamic.results import message_result, pingpong_result
+    from fabscope.dynamic.run import run_program_on
+    from fabscope.report.tables import print_result
+    from fabscope.result import Result
+    from fabscope.seeds import ITASCA_MERGE, seed_table
+
+    if args.model != "maxmin":
+        raise TrafficError("--dynamic shares bandwidth max-min fairly; --model congestion is static only")
+    progs, pattern = _program(args, fabric, placement, size)
+    results = []
+    for prog, scenario in progs:
+        run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine)
+        meta = {"pattern": pattern, "ppn": args.ppn or None, "size": size, "size_text": format_size(size),
+                "seed": args.seed, "placement": "hostfile" if args.hostfile else args.placement}
+        r = pingpong_result(fabric, run, meta) if prog.name == "ping-pong" else message_result(fabric, run, meta)
+        if scenario is not None and len(progs) > 1:
+            r.pairs["scenario"] = np.full(r.n_pairs, scenario)
+        results.append(r)
+    result = results[0] if len(results) == 1 else Result(
+        meta={**results[0].meta, "scenarios": len(results),
+              "makespan": max(r.meta["makespan"] for r in results),
+              "events": sum(r.meta["events"] for r in results)},
+        class_labels=results[0].class_labels,
+        pairs={k: np.concatenate([r.pairs[k] for r in results]) for k in results[0].pairs})
+    with all_or_none():
+        if args.output:
+            result.write_json(args.output)
+        if args.csv:
+            result.write_csv(args.csv)
+        if args.report:
+            from fabscope.cli.report import report_results
+
+            report_results([result], args.report, fabric, con)
+    merge = ITASCA_MERGE if fabric.params.get("generator") == "itasca" else None
+    print_result(result, con, merge=merge, seed=seed_table(result.meta))
+    m = result.meta
+    algo = m["program_params"].get("algorithm")
+    con.print(f"[dim]dynamic: {m['program']}{f' ({algo})' if algo else ''}, {m['messages']:,} messages, "
+              f"done at {m['makespan'] * 1e3:.3f} ms simulated, {m['events']:,} events, engine {m['engine']}[/dim]")
+    if pattern == "leaf-pairs":
+        from fabscope.cli.simulate import _print_leaf_matrix
+
+        _print_leaf_matrix(con, result, fabric, args.matrix)
+    return 0

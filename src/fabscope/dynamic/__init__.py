@@ -1,0 +1,1 @@
+"""fabscope.dynamic: event-driven simulation of message programs over the flow model."""

@@ -1,0 +1,248 @@
+"""The programs the benchmarks and MPI libraries run, as :class:`Program` rounds.
+
+Each function mirrors a test of fabscope-bench (csrc/) or an algorithm MPI
+libraries use for a collective; the algorithm's name goes into the program's
+``params`` and from there into the result.
+
+>>> p = pingpong([0], [1], 1e6, iterations=3, warmup=1)
+>>> p.n_messages, p.params["iterations"]
+(8, 3)
+>>> allreduce_ring(4, 8e6).n_messages             # 2 (n - 1) rounds of n messages of size / n
+24
+>>> alltoall_bruck(5, 100.0).params["algorithm"], alltoall_bruck(5, 100.0).n_messages
+('bruck', 15)
+>>> bench_pairing(10, seed=1).tolist()      # fabscope-bench's random pairs, as its C code draws them
+[6, 5, 8, 4, 3, 1, 0, 9, 2, 7]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabscope.dynamic.program import Program
+from fabscope.errors import TrafficError
+
+COLLECTIVES = {
+    "allreduce": ("ring", "recursive-doubling"),
+    "alltoall": ("pairwise", "bruck"),
+    "bcast": ("binomial",),
+}
+
+_MASK = (1 << 64) - 1
+
+
+def _splitmix(state: int) -> tuple[int, int]:
+    state = (state + 0x9E3779B97F4A7C15) & _MASK
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return state, z ^ (z >> 31)
+
+
+def bench_pairing(n_ranks: int, seed: int = 1, round_: int = 0) -> np.ndarray:
+    """``partner[r]`` as fabscope-bench's random-pairs test draws it (csrc/pairs.c, fb_shuffle):
+    the same pairs as a measured run with the same ``--seed`` (its default is 1); -1 sits out."""
+    perm = list(range(n_ranks))
+    st = (seed * 1000003 + round_) & _MASK
+    for i in range(n_ranks - 1, 0, -1):
+        st, z = _splitmix(st)
+        j = z % (i + 1)
+        perm[i], perm[j] = perm[j], perm[i]
+    partner = np.full(n_ranks, -1, dtype=np.int64)
+    for i in range(0, n_ranks - 1, 2):
+        partner[perm[i]], partner[perm[i + 1]] = perm[i + 1], perm[i]
+    return partner
+
+
+def _pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    if len(a) == 0:
+        raise TrafficError("no pairs to run")
+    if np.any(a == b):
+        raise TrafficError("a rank cannot ping-pong with itself")
+    if len(np.unique(np.r_[a, b])) != 2 * len(a):
+        raise TrafficError("a rank sits in two pairs")
+    return np.minimum(a, b), np.maximum(a, b)
+
+
+def pingpong(a, b, size: float, iterations: int, warmup: int = 2, n_ranks: int | None = None) -> Program:
+    """Pairs ``(a[i], b[i])`` ping-pong ``warmup + iterations`` times, all at once, the lower rank
+    sending first (fabscope-bench's pair kernel: csrc/pairs.c, fb_pair_run)."""
+    if iterations < 1 or warmup < 0:
+        raise TrafficError(f"ping-pong needs iterations >= 1 and warmup >= 0, got {iterations}, {warmup}")
+    first, second = _pairs(a, b)
+    n = int(max(first.max(), second.max())) + 1 if n_ranks is None else n_ranks
+    k = 2 * (iterations + warmup)
+    rnd = np.repeat(np.arange(k), len(first))
+    odd = (rnd % 2).astype(bool)
+    f, s = np.tile(first, k), np.tile(second, k)
+    return Program.from_arrays("ping-pong", n, np.where(odd, s, f), np.where(odd, f, s), np.full(len(rnd), size),
+                               rnd, iterations=iterations, warmup=warmup, size=size, pairs=len(first))
+
+
+def window(a, b, size: float, iterations: int, window: int = 64, warmup: int = 2,
+           n_ranks: int | None = None) -> Program:
+    """fabscope-bench's ``bw``: per iteration ``window`` non-blocking sends, then a 4-byte ack."""
+    first, second = _pairs(a, b)
+    n = int(max(first.max(), second.max())) + 1 if n_ranks is None else n_ranks
+    its = iterations + warmup
+    rounds = []
+    for _ in range(its):
+        rounds.append((np.repeat(first, window), np.repeat(second, window), size))
+        rounds.append((second, first, 4.0))
+    return Program.from_rounds("bw", n, rounds, iterations=iterations, warmup=warmup, window=window, size=size)
+
+
+def random_messaging(n_ranks: int, iterations: int, seed: int = 0, low: int = 100, high: int = 1000) -> Program:
+    """Seed 004's Random Messaging as fabscope-bench runs it: each iteration the ranks form a
+    random cycle; each sends a message of random size in [low, high] to its successor."""
+    rng = np.random.default_rng(seed)
+    rounds = []
+    for _ in range(iterations):
+        perm = rng.permutation(n_ranks)
+        rounds.append((perm, np.roll(perm, -1), rng.integers(low, high + 1, n_ranks).astype(float)))
+    return Program.from_rounds("random-messaging", n_ranks, rounds, iterations=iterations, seed=seed)
+
+
+def bucket_brigade(n_ranks: int, size: float, iterations: int = 1) -> Program:
+    """Seed 004's Bucket Brigade: rank r receives from r-1, then passes to r+1 (pipelined)."""
+    r = np.arange(n_ranks - 1)
+    src = np.tile(r, iterations)
+    it = np.repeat(np.arange(iterations), n_ranks - 1)
+    # rank r's steps: receive of iteration i (round 2i+... ) then send; round = 2 i + position keeps order
+    rnd = it * n_ranks + src
+    return Program.from_arrays("bucket-brigade", n_ranks, src, src + 1, np.full(len(src), size), rnd,
+                               iterations=iterations, size=size)
+
+
+def ring(n_ranks: int, size: float, iterations: int = 1, order: str = "natural", seed: int = 0) -> Program:
+    """HPCC rings (seed 001): every rank exchanges with both neighbours at once, per iteration."""
+    p = np.arange(n_ranks) if order == "natural" else np.random.default_rng(seed).permutation(n_ranks)
+    src = np.r_[p, p]
+    dst = np.r_[np.roll(p, -1), np.roll(p, 1)]
+    return Program.from_rounds(f"{order}-ring", n_ranks, [(src, dst, size)] * iterations,
+                               iterations=iterations, size=size, order=order)
+
+
+def allreduce_ring(n_ranks: int, size: float) -> Program:
+    """Ring allreduce: reduce-scatter then allgather, 2 (n - 1) rounds of ``size / n`` to the right."""
+    r = np.arange(n_ranks)
+    rounds = [(r, (r + 1) % n_ranks, size / n_ranks)] * (2 * (n_ranks - 1))
+    return Program.from_rounds("allreduce", n_ranks, rounds, algorithm="ring", size=size)
+
+
+def allreduce_recursive_doubling(n_ranks: int, size: float) -> Program:
+    """Recursive doubling: in round k rank r exchanges the whole vector with r xor 2^k.  With n not
+    a power of two the ranks above the largest power first hand their data down, and get the
+    result back at the end (as MPICH does)."""
+    p2 = 1 << (n_ranks.bit_length() - 1)
+    extra = np.arange(p2, n_ranks)
+    rounds = []
+    if len(extra):
+        rounds.append((extra, extra - p2, size))
+    r = np.arange(p2)
+    k = 1
+    while k < p2:
+        rounds.append((r, r ^ k, size))
+        k <<= 1
+    if len(extra):
+        rounds.append((extra - p2, extra, size))
+    if not rounds:
+        raise TrafficError("allreduce needs at least 2 ranks")
+    return Program.from_rounds("allreduce", n_ranks, rounds, algorithm="recursive-doubling", size=size)
+
+
+def alltoall_pairwise(n_ranks: int, size: float) -> Program:
+    """Pairwise exchange: in round k rank r sends ``size`` to r + k and receives from r - k."""
+    r = np.arange(n_ranks)
+    rounds = [(r, (r + k) % n_ranks, size) for k in range(1, n_ranks)]
+    return Program.from_rounds("alltoall", n_ranks, rounds, algorithm="pairwise", size=size)
+
+
+def alltoall_bruck(n_ranks: int, size: float) -> Program:
+    """Bruck: ceil(log2 n) rounds; in round k rank r sends to r + 2^k the blocks whose index has
+    bit k set (``size`` bytes each)."""
+    r = np.arange(n_ranks)
+    rounds = []
+    k = 1
+    while k < n_ranks:
+        blocks = int(np.count_nonzero(np.arange(n_ranks) & k))
+        rounds.append((r, (r + k) % n_ranks, size * blocks))
+        k <<= 1
+    return Program.from_rounds("alltoall", n_ranks, rounds, algorithm="bruck", size=size)
+
+
+def bcast_binomial(n_ranks: int, size: float, root: int = 0) -> Program:
+    """Binomial tree broadcast: in round k the ranks that have the data (relative rank < 2^k)
+    send it to relative rank + 2^k."""
+    rounds = []
+    k = 1
+    while k < n_ranks:
+        rel = np.arange(min(k, n_ranks - k))
+        rounds.append(((rel + root) % n_ranks, (rel + k + root) % n_ranks, size))
+        k <<= 1
+    if not rounds:
+        raise TrafficError("broadcast needs at least 2 ranks")
+    return Program.from_rounds("bcast", n_ranks, rounds, algorithm="binomial", size=size, root=root)
+
+
+def collective(name: str, algorithm: str | None, n_ranks: int, size: float) -> Program:
+    """``allreduce`` / ``alltoall`` / ``bcast`` by algorithm (default: the first listed in COLLECTIVES)."""
+    if name not in COLLECTIVES:
+        raise TrafficError(f"unknown collective {name!r}; choose from {', '.join(COLLECTIVES)}")
+    algo = algorithm or COLLECTIVES[name][0]
+    if algo not in COLLECTIVES[name]:
+        raise TrafficError(f"{name} has no algorithm {algo!r}; choose from {', '.join(COLLECTIVES[name])}")
+    if n_ranks < 2:
+        raise TrafficError(f"{name} needs at least 2 ranks")
+    return {
+        ("allreduce", "ring"): allreduce_ring, ("allreduce", "recursive-doubling"): allreduce_recursive_doubling,
+        ("alltoall", "pairwise"): alltoall_pairwise, ("alltoall", "bruck"): alltoall_bruck,
+        ("bcast", "binomial"): bcast_binomial,
+    }[(name, algo)](n_ranks, size)
+
+
+def replay_matrix(path: str, n_ranks: int | None = None) -> Program:
+    """A communication matrix (CSV or Matrix Market, as :mod:`fabscope.mapping.commfiles` reads
+    them): entry (i, j) is sent as its message count of equal messages (one when no counts),
+    the k-th messages of every channel in round k."""
+    from fabscope.mapping.commfiles import read_comm_file
+
+    g = read_comm_file(path)
+    n = g.n if n_ranks is None else n_ranks
+    if g.n > n:
+        raise TrafficError(f"{path}: the matrix has {g.n} ranks, the job {n}")
+    counts = np.maximum(np.round(np.asarray(g.msgs, dtype=float)).astype(np.int64), 1)
+    src = np.repeat(g.src, counts)
+    dst = np.repeat(g.dst, counts)
+    size = np.repeat(np.asarray(g.bytes, float) / counts, counts)
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    rnd = np.arange(len(src)) - np.repeat(starts, counts)
+    keep = size > 0
+    return Program.from_arrays("replay", n, src[keep], dst[keep], size[keep], rnd[keep], source=path)
+
+
+def replay_trace(path: str, n_ranks: int | None = None) -> Program:
+    """A trace of timed messages: CSV lines ``time,src,dst,bytes`` (seconds, ranks, bytes; ``#``
+    comments, an optional header line); each message is posted at its time by both ends."""
+    rows = []
+    with open(path) as fh:
+        for ln, line in enumerate(fh, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            cells = [c.strip() for c in line.replace(";", ",").split(",")]
+            try:
+                t, s, d, b = float(cells[0]), int(cells[1]), int(cells[2]), float(cells[3])
+            except (ValueError, IndexError):
+                if not rows and ln == 1:       # a header line
+                    continue
+                raise TrafficError(f"{path}:{ln}: {line[:40]!r} is not 'time,src,dst,bytes'") from None
+            rows.append((t, s, d, b))
+    if not rows:
+        raise TrafficError(f"{path}: the trace holds no message")
+    a = np.array(rows)
+    n = int(a[:, 1:3].max()) + 1 if n_ranks is None else n_ranks
+    return Program.timed("trace", n, a[:, 0], a[:, 1].astype(np.int64), a[:, 2].astype(np.int64), a[:, 3],
+                         source=path)

@@ -1,0 +1,93 @@
+"""The resources messages share, built as the static model builds them.
+
+Resource ``r < n_links`` is directed link ``r``; resource ``n_links + h`` is
+host ``h``'s memory, which every on-node copy of that host crosses.  An
+on-node copy is also capped at the host's copy rate; a message between hosts
+has no cap of its own.  Routes come from the same routing engine as
+:func:`fabscope.model.simulate.simulate`, once per distinct (source host,
+destination host) pair: messages of one pair share one *path*.
+
+A path's latency is what a message pays before its bytes flow:
+the software overhead ``alpha``, the sum of its links' latencies and seed
+002's per-hop term ``hops * flit / B`` (``B``: the slowest link crossed).
+
+>>> from fabscope.fabric.generators import fat_tree
+>>> f = fat_tree(k=2, levels=2)
+>>> p = build_paths(f, None, [0, 0], [3, 0])
+>>> p.resources(0), p.resources(1)            # 4 links across the tree; host 0's memory
+([0, 10, 15, 7], [16])
+>>> float(p.cap[1]) == float(f.host_copy_rate[0]), bool(np.isinf(p.cap[0]))
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabscope.fabric.model import Fabric
+from fabscope.model.latency import DEFAULT_ALPHA, DEFAULT_FLIT
+from fabscope.routing import Routing, make_routing
+
+
+@dataclass(frozen=True, eq=False)
+class Paths:
+    """Distinct host pairs' resource lists (CSR), caps and latencies."""
+
+    src_host: np.ndarray
+    dst_host: np.ndarray
+    indptr: np.ndarray           # path p's entries: indptr[p]:indptr[p+1]
+    res: np.ndarray              # resource ids
+    weight: np.ndarray           # share of the message's rate put on the resource
+    cap: np.ndarray              # per-message rate cap (inf: none)
+    latency: np.ndarray          # seconds before the bytes flow
+    hops: np.ndarray
+    capacity: np.ndarray         # capacity of every resource (links, then host memories)
+    n_links: int
+    routing: str
+
+    @property
+    def n_paths(self) -> int:
+        return len(self.src_host)
+
+    def resources(self, p: int) -> list[int]:
+        return self.res[self.indptr[p]:self.indptr[p + 1]].tolist()
+
+    def resource_name(self, fabric: Fabric, r: int) -> str:
+        return fabric.link_name(r) if r < self.n_links else f"{fabric.node_names[r - self.n_links]} memory"
+
+
+def build_paths(fabric: Fabric, routing: Routing | str | None, src_host, dst_host, *, seed: int = 0,
+                alpha: float = DEFAULT_ALPHA, flit: float = DEFAULT_FLIT, latency: bool = True) -> Paths:
+    """Route each (src_host[i], dst_host[i]) and collect its resources.
+
+    ``latency=False`` gives every path zero latency (the sharing-only comparison with SimGrid).
+    """
+    router = routing if routing is not None and not isinstance(routing, str) else make_routing(fabric, routing, seed=seed)
+    hs = np.asarray(src_host, dtype=np.int64)
+    hd = np.asarray(dst_host, dtype=np.int64)
+    n = len(hs)
+    routes = router.routes(hs, hd)
+    n_l = fabric.n_links
+    intra = np.flatnonzero(hs == hd)
+    flw = np.r_[routes.flow.astype(np.int64), intra]
+    res = np.r_[routes.link.astype(np.int64), n_l + hs[intra]]
+    wts = np.r_[routes.weight.astype(float), np.ones(len(intra))]
+    order = np.argsort(flw, kind="stable")       # keep each route's hop order
+    flw, res, wts = flw[order], res[order], wts[order]
+    indptr = np.r_[0, np.cumsum(np.bincount(flw, minlength=n))].astype(np.int64)
+    cap = np.full(n, np.inf)
+    cap[intra] = fabric.host_copy_rate[hs[intra]]
+    hops = np.asarray(routes.hops, dtype=float)
+    if latency:
+        lk = routes.link.astype(np.int64)
+        wire = np.bincount(routes.flow, weights=routes.weight * fabric.link_latency[lk], minlength=n)
+        slow = np.full(n, np.inf)
+        np.minimum.at(slow, routes.flow, fabric.link_capacity[lk])
+        per_hop = np.where(np.isfinite(slow), hops * flit / np.where(np.isfinite(slow), slow, 1.0), 0.0)
+        lat = alpha + wire + per_hop
+    else:
+        lat = np.zeros(n)
+    capacity = np.r_[fabric.link_capacity, fabric.host_memory_bw].astype(float)
+    return Paths(hs, hd, indptr, res, wts, cap, lat, hops, capacity, n_l, router.name)

@@ -1,0 +1,84 @@
+"""What the benchmarks would print, from a simulated run, in fabscope's result schema.
+
+A ping-pong pair reports what fabscope-bench's pair kernel (csrc/pairs.c)
+prints: the lower rank times ``iterations`` round trips after ``warmup``
+untimed ones, from the start of iteration ``warmup`` (the end of its previous
+receive) to the end of its last receive; bandwidth = 2 x bytes x iterations
+/ that time (= bytes / half the mean round trip), time = that time /
+iterations (one round trip).  Latency is inside both, as in the real run.
+
+Any other program reports one row per message: bandwidth = bytes / (end -
+post), the time from both ends posting the message to its last byte
+(latency included); time = end - post.
+
+>>> from fabscope.fabric.generators import fat_tree
+>>> from fabscope.fabric import Placement
+>>> from fabscope.dynamic.programs import pingpong
+>>> from fabscope.dynamic.run import run_program_on
+>>> f = fat_tree(k=2, levels=2)
+>>> run = run_program_on(f, Placement.block(f, 4, ppn=1), pingpong([0], [3], 1e6, 5), latency=False)
+>>> r = pingpong_result(f, run)
+>>> round(float(r.pairs["bandwidth"][0]) / 1e6, 6), float(f.link_capacity[0]) / 1e6   # alone: the link's rate
+(3071.0, 3071.0)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fabscope.dynamic.run import Run
+from fabscope.fabric.model import Fabric
+from fabscope.result import Result
+
+
+def _meta(fabric: Fabric, run: Run, **kw: Any) -> dict[str, Any]:
+    out = run.outcome
+    return {"kind": "dynamic", "fabric": fabric.name, "fabric_params": dict(fabric.params),
+            "routing": run.paths.routing, "program": run.program.name,
+            "program_params": {k: v for k, v in run.program.params.items() if k != "pairs"},
+            "ranks": run.placement.n_ranks, "messages": run.program.n_messages, "engine": run.engine,
+            "events": int(out.events), "makespan": float(out.makespan), **kw}
+
+
+def pingpong_result(fabric: Fabric, run: Run, meta: dict[str, Any] | None = None) -> Result:
+    """One row per pair, as fabscope-bench's random-pairs / leaf / hops tests print them."""
+    prog = run.program
+    it, w = int(prog.params["iterations"]), int(prog.params["warmup"])
+    size = float(prog.params["size"])
+    first = prog.src[prog.step_round[prog.send_step] == 0]      # round 0: lower rank -> upper rank
+    second = prog.dst[prog.step_round[prog.send_step] == 0]
+    n_rounds = int(prog.step_round.max()) + 1
+    keys = prog.step_rank * n_rounds + prog.step_round            # sorted (from_arrays)
+    end = run.outcome.step_end
+
+    def step_end(ranks: np.ndarray, rnd: int) -> np.ndarray:
+        return end[np.searchsorted(keys, ranks * n_rounds + rnd)]
+
+    t0 = np.zeros(len(first)) if w == 0 else step_end(first, 2 * w - 1)
+    t1 = step_end(first, 2 * (w + it) - 1)
+    total = t1 - t0
+    hs, hd = run.placement.host[first], run.placement.host[second]
+    names = np.array(fabric.host_names, dtype=object)
+    pairs = {"src": first, "dst": second, "src_host": names[hs].astype(str), "dst_host": names[hd].astype(str),
+             "cls": fabric.classify(hs, hd), "bytes": np.full(len(first), size),
+             "bandwidth": 2.0 * size * it / total, "time": total / it}
+    return Result(meta=_meta(fabric, run, benchmark="ping-pong", **(meta or {})),
+                  class_labels=fabric.class_labels, pairs=pairs)
+
+
+def message_result(fabric: Fabric, run: Run, meta: dict[str, Any] | None = None) -> Result:
+    """One row per message; ``extra["dynamic"]`` holds the program's total time."""
+    prog, out = run.program, run.outcome
+    hs, hd = run.placement.host[prog.src], run.placement.host[prog.dst]
+    names = np.array(fabric.host_names, dtype=object)
+    took = out.msg_end - out.msg_post
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bw = np.where(took > 0, prog.bytes / np.where(took > 0, took, 1.0), np.inf)
+    pairs = {"src": prog.src, "dst": prog.dst, "src_host": names[hs].astype(str), "dst_host": names[hd].astype(str),
+             "cls": fabric.classify(hs, hd), "bytes": prog.bytes, "bandwidth": bw, "time": took}
+    extra = {"dynamic": {"makespan": float(out.makespan), "algorithm": prog.params.get("algorithm"),
+                         "rounds": int(prog.step_round.max()) + 1}}
+    return Result(meta=_meta(fabric, run, benchmark=prog.name, **(meta or {})),
+                  class_labels=fabric.class_labels, pairs=pairs, extra=extra)

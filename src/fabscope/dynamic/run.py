@@ -1,0 +1,118 @@
+"""Run a program on a fabric: place its ranks, route its messages, run the engine.
+
+>>> from fabscope.fabric.generators import fat_tree
+>>> from fabscope.fabric import Placement
+>>> from fabscope.dynamic.program import Program
+>>> f = fat_tree(k=2, levels=2)
+>>> prog = Program.from_rounds("one", 4, [([0], [3], 1e6)])
+>>> run = run_program_on(f, Placement.block(f, 4, ppn=1), prog, latency=False)
+>>> float(run.outcome.msg_end[0]) == 1e6 / float(f.link_capacity[0])
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabscope.dynamic.engine import Observer, Outcome, run_program
+from fabscope.dynamic.program import Program
+from fabscope.dynamic.resources import Paths, build_paths
+from fabscope.errors import FabscopeError, TrafficError
+from fabscope.fabric.model import Fabric
+from fabscope.fabric.placement import Placement
+from fabscope.model.latency import DEFAULT_ALPHA
+from fabscope.routing import Routing
+
+ENGINES = ("auto", "python", "c")
+
+#: rough bytes the engine holds per message, per step and per path entry (measured with tracemalloc)
+BYTES_PER_MESSAGE = 700
+BYTES_PER_STEP = 250
+BYTES_PER_HOP = 120
+
+
+class SimulationTooLarge(FabscopeError):
+    """A simulation that would not fit in memory."""
+
+
+@dataclass
+class Run:
+    program: Program
+    placement: Placement
+    paths: Paths
+    msg_path: np.ndarray
+    outcome: Outcome
+    engine: str
+
+
+def memory_estimate(program: Program, mean_hops: float = 8.0) -> int:
+    """Bytes a run of ``program`` needs, about (checked before any work)."""
+    return int(program.n_messages * (BYTES_PER_MESSAGE + mean_hops * 16) + program.n_steps * BYTES_PER_STEP
+               + min(program.n_messages, program.n_ranks ** 2) * mean_hops * BYTES_PER_HOP)
+
+
+def available_memory() -> int:
+    """MemAvailable from /proc/meminfo (bytes); a large number where unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return 1 << 62
+
+
+def check_memory(program: Program, limit: int | None = None) -> int:
+    need = memory_estimate(program)
+    have = available_memory() if limit is None else limit
+    if need > have:
+        raise SimulationTooLarge(
+            f"program {program.name!r} has {program.n_messages:,} messages and {program.n_steps:,} steps: "
+            f"simulating it needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB are available")
+    return need
+
+
+def run_program_on(fabric: Fabric, placement: Placement, program: Program, routing: Routing | str | None = None,
+                   *, seed: int = 0, alpha: float = DEFAULT_ALPHA, latency: bool = True, engine: str = "auto",
+                   observer: Observer | None = None, memory_limit: int | None = None) -> Run:
+    """Simulate ``program`` with its ranks on ``placement``; every message's times are in ``outcome``."""
+    if engine not in ENGINES:
+        raise FabscopeError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
+    if program.n_ranks > placement.n_ranks:
+        raise TrafficError(f"program {program.name!r} has {program.n_ranks} ranks, the job {placement.n_ranks}")
+    check_memory(program, memory_limit)
+    hs = placement.host[program.src].astype(np.int64)
+    hd = placement.host[program.dst].astype(np.int64)
+    key = hs * fabric.n_hosts + hd
+    uniq, msg_path = np.unique(key, return_inverse=True)
+    paths = build_paths(fabric, routing, uniq // fabric.n_hosts, uniq % fabric.n_hosts, seed=seed,
+                        alpha=alpha, latency=latency)
+    use = engine
+    if engine in ("auto", "c") and observer is None:
+        from fabscope.dynamic import fast
+
+        if fast.available():
+            use = "c"
+        elif engine == "c":
+            raise FabscopeError(f"the compiled engine is not available: {fast.why_not()}")
+        else:
+            use = "python"
+    elif engine == "c":
+        raise FabscopeError("the compiled engine takes no observer; use engine='python'")
+    else:
+        use = "python"
+    if use == "c":
+        from fabscope.dynamic import fast
+
+        outcome = fast.run_program(program, paths, msg_path)
+    else:
+        res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
+        wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
+        outcome = run_program(program, paths.capacity, res, wts, paths.cap, paths.latency, msg_path.tolist(),
+                              observer=observer)
+    return Run(program, placement, paths, msg_path, outcome, use)
+
+
