@@ -118,7 +118,7 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
     con.print(f"[dim]dynamic: {m['program']}{f' ({algo})' if algo else ''}, {m['messages']:,} messages, "
               f"done at {m['makespan'] * 1e3:.3f} ms simulated, {m['events']:,} events, engine {m['engine']}[/dim]")
     if pattern == "leaf-pairs":
-        from fabscope.cli.simulate import _print_leaf_matrix
+        from fabscope.report.tables import print_leaf_matrix
 
-        _print_leaf_matrix(con, result, fabric, args.matrix)
+        print_leaf_matrix(con, result, fabric, args.matrix)
     return 0

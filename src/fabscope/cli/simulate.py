@@ -13,8 +13,8 @@ from fabscope.fabric.io import load_fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.simulate import MODELS, simulate
 from fabscope.routing import ENGINES
-from fabscope.report.tables import make_console
-from fabscope.seeds import ITASCA_LEAF_PAIRS, ITASCA_MERGE, seed_table
+from fabscope.report.tables import make_console, print_leaf_matrix
+from fabscope.seeds import ITASCA_MERGE, seed_table
 from fabscope.traffic.spec import PATTERNS, make_traffic
 from fabscope.units import format_size, parse_size
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
     print_result(result, con, merge=merge, seed=seed_table(result.meta))
     if traffic.name == "leaf-pairs":
-        _print_leaf_matrix(con, result, fabric, args.matrix)
+        print_leaf_matrix(con, result, fabric, args.matrix)
     if traffic.name == "bisection":
         ebb = float(result.pairs["bandwidth"].mean()) / 1e6
         con.print(f"effective bisection bandwidth: {ebb:.1f} MB/s per node pair, mean over "
@@ -107,24 +107,3 @@ def _nothing():
     import contextlib
 
     return contextlib.nullcontext()
-
-
-def _print_leaf_matrix(con: Console, result, fabric, which: str) -> None:
-    from rich.table import Table
-
-    from fabscope.leafmatrix import leaf_matrix
-
-    m = leaf_matrix(result, fabric)
-    t = Table(title=f"leaf pairs: {which} of the node pairs between two leaves [MB/sec]",
-              title_justify="left", box=None)
-    for col in ("Max", "Average", "Min", "", "leaf pairs"):
-        t.add_column(col, justify="right" if col != "" else "left")
-    seed = fabric.params.get("generator") == "itasca"
-    for label, (mx, av, mn) in m.block_summary(which).items():
-        t.add_row(f"{mx:.0f}", f"{av:.0f}", f"{mn:.0f}", label, "")
-    con.print(t)
-    if seed:
-        con.print(f"[cyan]seed 000: near sets about {ITASCA_LEAF_PAIRS['near']:.0f} MB/s; all pairs range "
-                  f"{ITASCA_LEAF_PAIRS['min']:.0f} .. {ITASCA_LEAF_PAIRS['max']:.0f} MB/s[/cyan]")
-    con.print(f"[dim]{which} matrix, one character per leaf pair, ' ' low .. '@' high:[/dim]")
-    con.print(m.render(which), markup=False, highlight=False)

@@ -89,3 +89,24 @@ def print_tables(tables: Sequence, console: Console | None = None, title: str = 
         con.print(t)
         if tab.note:
             con.print(Text(tab.note, style="dim"))
+
+
+def print_leaf_matrix(con: Console, result: Result, fabric, which: str) -> None:
+    """Seed 000's leaf-pair summary (near sets, far pairs) and the one-character-per-leaf-pair map."""
+    from fabscope.leafmatrix import leaf_matrix
+    from fabscope.seeds import ITASCA_LEAF_PAIRS
+
+    m = leaf_matrix(result, fabric)
+    t = Table(title=f"leaf pairs: {which} of the node pairs between two leaves [MB/sec]",
+              title_justify="left", box=None)
+    for col in ("Max", "Average", "Min", "", "leaf pairs"):
+        t.add_column(col, justify="right" if col != "" else "left")
+    seed = fabric.params.get("generator") == "itasca"
+    for label, (mx, av, mn) in m.block_summary(which).items():
+        t.add_row(f"{mx:.0f}", f"{av:.0f}", f"{mn:.0f}", label, "")
+    con.print(t)
+    if seed:
+        con.print(f"[cyan]seed 000: near sets about {ITASCA_LEAF_PAIRS['near']:.0f} MB/s; all pairs range "
+                  f"{ITASCA_LEAF_PAIRS['min']:.0f} .. {ITASCA_LEAF_PAIRS['max']:.0f} MB/s[/cyan]")
+    con.print(f"[dim]{which} matrix, one character per leaf pair, ' ' low .. '@' high:[/dim]")
+    con.print(m.render(which), markup=False, highlight=False)
