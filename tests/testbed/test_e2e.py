@@ -67,6 +67,13 @@ def compare(name: str, tmp, tag: str, *files: str) -> Result:
     return Result.read_json(out)
 
 
+def diagnose(name: str, tmp, tag: str, *files: str) -> list[dict]:
+    """``fabscope diagnose`` of real runs on the testbed's fabric: its suspects, ranked."""
+    out = str(tmp / f"{tag}-diagnose.json")
+    assert main(["diagnose", *files, "--fabric", name, "-o", out]) == 0
+    return Result.read_json(out).extra["suspects"]
+
+
 def by_class(res: Result) -> dict[str, dict]:
     return {c["label"]: c for c in res.extra["compare"]["classes"]}
 
@@ -148,6 +155,9 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
         assert rc == 0
         cab = state.cable_of(st.base_fabric(), degrade_link)
         lp2 = measure(name, tmp, "after", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
+        # random pairs too: leaf pairs alone cannot tell the degraded uplink from the host cable of the one host
+        # whose pairs cross it (diagnose reports them tied, and names a pair that would separate them)
+        rp2 = measure(name, tmp, "after", "random-pairs", "--iterations", "2", "--rounds", "4")
         after = compare(name, tmp, "after", lp2)
         # the same leaf pairs before (from the first run) and after, matched by hosts
         row = {(a_, b_): k for k, (a_, b_, t_) in enumerate(zip(before.pairs["src_host"], before.pairs["dst_host"],
@@ -167,6 +177,11 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
         assert np.all(m_a[~hit] >= 0.80 * mod_a[~hit]), (m_a[~hit], mod_a[~hit])
         assert main(["testbed", "restore", name]) == 0
         assert state.load(name).degraded == {}
+        # diagnosis on real traffic (issue 12), against the restored, nominal fabric: the degraded run names
+        # the degraded cable first; the healthy run names nothing
+        sick, healthy = diagnose(name, tmp, "after", lp2, rp2), diagnose(name, tmp, "before", both)
+        assert sick and sick[0]["links"] == [2 * cab, 2 * cab + 1], sick[:3]
+        assert healthy == [], healthy
 
         if not cut:
             return
