@@ -322,22 +322,3 @@ def routed_cables(fabric: Fabric, routing: Any, hosts: np.ndarray, chunk: int = 
         keep = src != dst
         used[router.routes(src[keep], dst[keep]).link // 2] = True
     return used
-
-
-def _cable(f: Fabric, c: int) -> str:
-    from fabscope.diagnose.tomography import cable_name
-
-    return cable_name(f, int(c))
-
-
-def _tied_groups(sig: np.ndarray, cover: np.ndarray) -> list[list[int]]:
-    groups: dict[tuple[float, float, int], list[int]] = {}
-    for c in np.flatnonzero(cover > 0).tolist():
-        groups.setdefault((round(sig[c, 0], 9), round(sig[c, 1], 9), int(cover[c])), []).append(c)
-    return [g for g in groups.values() if len(g) > 1]
-
-
-def _n_tied(sig: np.ndarray, cover: np.ndarray) -> int:
-    key = np.round(sig, 9)
-    _, counts = np.unique(np.c_[key, cover], axis=0, return_counts=True)
-    return int(np.sum(counts[counts > 1]))
