@@ -71,6 +71,9 @@ def test_installed_wheel_is_used_not_the_checkout(fresh):
     assert where.startswith(str(site)) and not where.startswith(str(ROOT))
     assert (site / "fabscope" / "csrc" / "main.c").is_file()
     assert (site / "fabscope" / "data" / "samples" / "ibnetdiscover.small.txt").is_file()
+    assert (site / "fabscope" / "csrc" / "pmpi" / "fabscope_pmpi.h").is_file()          # the profiler builds
+    assert (site / "fabscope" / "dynamic" / "flowsim.c").is_file()                      # the compiled engine
+    assert (site / "fabscope" / "report" / "templates").is_dir()
 
 
 def test_doctor_and_a_two_rank_measure_from_the_wheel(fresh):
