@@ -84,13 +84,13 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
     from fabscope.result import Result
     from fabscope.seeds import ITASCA_MERGE, seed_table
 
-    if args.model != "maxmin":
-        raise TrafficError("--dynamic shares bandwidth max-min fairly; --model congestion is static only")
+    sharing = "count" if args.model == "congestion" else "maxmin"
     progs, pattern = _program(args, fabric, placement, size)
     results = []
     for prog, scenario in progs:
-        run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine)
-        meta = {"pattern": pattern, "ppn": args.ppn or None, "size": size, "size_text": format_size(size),
+        run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
+                             sharing=sharing)
+        meta = {"pattern": pattern, "model": args.model, "ppn": args.ppn or None, "size": size, "size_text": format_size(size),
                 "seed": args.seed, "placement": "hostfile" if args.hostfile else args.placement}
         r = pingpong_result(fabric, run, meta) if prog.name == "ping-pong" else message_result(fabric, run, meta)
         if scenario is not None and len(progs) > 1:
@@ -116,7 +116,8 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
     m = result.meta
     algo = m["program_params"].get("algorithm")
     con.print(f"[dim]dynamic: {m['program']}{f' ({algo})' if algo else ''}, {m['messages']:,} messages, "
-              f"done at {m['makespan'] * 1e3:.3f} ms simulated, {m['events']:,} events, engine {m['engine']}[/dim]")
+              f"done at {m['makespan'] * 1e3:.3f} ms simulated, {m['events']:,} events, engine {m['engine']}"
+              f"{', congestion sharing' if m.get('model') == 'congestion' else ''}[/dim]")
     if pattern == "leaf-pairs":
         from fabscope.report.tables import print_leaf_matrix
 

@@ -34,7 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of random patterns and routing choices")
     p.add_argument("--routing", metavar="ENGINE", help=f"routing engine: {', '.join(ENGINES)}, with options "
                    "such as dor:tie=simgrid or updn:roots=S1+S2 (default: the fabric's own)")
-    p.add_argument("--model", choices=MODELS, default="maxmin", help="flow model (default: maxmin)")
+    p.add_argument("--model", choices=MODELS, default="maxmin",
+                   help="flow model: maxmin (default), or congestion: capacity / flows on the busiest link "
+                        "(ORCS's rule; with --dynamic applied at every event)")
     p.add_argument("--offset", type=int, help="leaf-offset: offset between paired leaves")
     p.add_argument("--hops", type=int, help="partner-hops: hops between partners")
     p.add_argument("-o", "--output", help="write the result as JSON")

@@ -77,8 +77,13 @@ Observer = Callable[[float, dict], None]
 
 def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Sequence[int]],
                 path_w: Sequence[Sequence[float]], path_cap: Sequence[float], path_lat: Sequence[float],
-                msg_path: Sequence[int], observer: Observer | None = None) -> Outcome:
+                msg_path: Sequence[int], observer: Observer | None = None, sharing: str = "maxmin") -> Outcome:
     """Run ``program``; message ``m`` follows path ``msg_path[m]``.
+
+    ``sharing``: ``"maxmin"`` (max-min fair rates), or ``"count"``: each flow
+    gets the capacity of its most crowded resource over the flows' total
+    weight there, as the static ``--model congestion`` (ORCS's rule): what a
+    flow held back elsewhere leaves unused goes to no one.
 
     ``observer(t, rate)`` is called after every refill with the rates of all
     flows in flight (a dict message -> bytes/s): the tests check the
@@ -201,6 +206,14 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
                             seq += 1
         if not started and not finished:
             continue
+        if sharing == "count":
+            new = _count_rates(started, finished, rate, mpath, res_of, pcap, cap_r, wsum, on_res)
+            refills += len(new)
+            _apply(new, started, t, rate, t_last, delivered, remaining, mpath, res_of, w_of, load, version, heap, seq)
+            seq += len(new)
+            if observer is not None:
+                observer(t, rate)
+            continue
         # ---- which flows to refill --------------------------------------------------
         thr = math.inf
         for _, rt in finished:
@@ -228,28 +241,48 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
             todo |= add
         refills += len(todo)
         bneck.update(bn)
-        for g, nr in new.items():
-            old = rate[g]
-            if g not in started and abs(nr - old) <= SAME_RATE * old:
-                continue
-            dt = t - t_last[g]
-            if dt > 0:
-                delivered[g] += old * dt
-                remaining[g] -= old * dt
-                t_last[g] = t
-            p = mpath[g]
-            for r, w in zip(res_of[p], w_of[p]):
-                load[r] += (nr - old) * w
-            rate[g] = nr
-            version[g] += 1
-            heapq.heappush(heap, (t + max(remaining[g], 0.0) / nr, seq, FINISH, g, version[g]))
-            seq += 1
+        _apply(new, started, t, rate, t_last, delivered, remaining, mpath, res_of, w_of, load, version, heap, seq)
+        seq += len(new)
         if observer is not None:
             observer(t, rate)
     if any(p > 0 for p in pending):
         _deadlock(program, np.array(pending), np.array(step_start))
     return Outcome(np.array(msg_post), np.array(msg_start), np.array(msg_end), np.array(step_start),
                    np.array(step_end), events, refills, np.array(delivered))
+
+
+def _apply(new: dict[int, float], started: list[int], t: float, rate: dict[int, float], t_last: dict[int, float],
+           delivered: list[float], remaining: dict[int, float], mpath: list[int], res_of: list[list[int]],
+           w_of: list[list[float]], load: list[float], version: list[int], heap: list, seq: int) -> None:
+    """Set the new rates (bytes so far booked at the old ones) and push each changed flow's finish event."""
+    start = set(started)
+    for g, nr in new.items():
+        old = rate[g]
+        if g not in start and abs(nr - old) <= SAME_RATE * old:
+            continue
+        dt = t - t_last[g]
+        if dt > 0:
+            delivered[g] += old * dt
+            remaining[g] -= old * dt
+            t_last[g] = t
+        p = mpath[g]
+        for r, w in zip(res_of[p], w_of[p]):
+            load[r] += (nr - old) * w
+        rate[g] = nr
+        version[g] += 1
+        heapq.heappush(heap, (t + max(remaining[g], 0.0) / nr, seq, FINISH, g, version[g]))
+        seq += 1
+
+
+def _count_rates(started: list[int], finished: list[tuple[int, float]], rate: dict[int, float], mpath: list[int],
+                 res_of: list[list[int]], pcap: list[float], cap_r: list[float], wsum: list[float],
+                 on_res: list[dict[int, float]]) -> dict[int, float]:
+    """``sharing="count"``: new rates of the flows on a resource whose count changed (the others keep theirs)."""
+    changed = {r for m in started for r in res_of[mpath[m]]} | {r for m, _ in finished for r in res_of[mpath[m]]}
+    flows = set(started)
+    for r in changed:
+        flows.update(on_res[r])
+    return {g: min([pcap[mpath[g]]] + [cap_r[r] / wsum[r] for r in res_of[mpath[g]]]) for g in flows}
 
 
 def _refill(todo: set[int], rate: dict[int, float], mpath: list[int], res_of: list[list[int]],

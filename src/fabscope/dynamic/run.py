@@ -26,6 +26,8 @@ from fabscope.model.latency import DEFAULT_ALPHA
 from fabscope.routing import Routing
 
 ENGINES = ("auto", "python", "c")
+#: how messages in flight share resources (see engine.run_program)
+SHARINGS = ("maxmin", "count")
 
 #: rough bytes the engine holds per message, per step and per path entry (measured with tracemalloc)
 BYTES_PER_MESSAGE = 700
@@ -77,10 +79,17 @@ def check_memory(program: Program, limit: int | None = None) -> int:
 
 def run_program_on(fabric: Fabric, placement: Placement, program: Program, routing: Routing | str | None = None,
                    *, seed: int = 0, alpha: float = DEFAULT_ALPHA, latency: bool = True, engine: str = "auto",
-                   observer: Observer | None = None, memory_limit: int | None = None) -> Run:
-    """Simulate ``program`` with its ranks on ``placement``; every message's times are in ``outcome``."""
+                   observer: Observer | None = None, memory_limit: int | None = None, sharing: str = "maxmin") -> Run:
+    """Simulate ``program`` with its ranks on ``placement``; every message's times are in ``outcome``.
+
+    ``sharing="count"`` runs the static ``--model congestion`` rule in time (pure-Python engine).
+    """
     if engine not in ENGINES:
         raise FabscopeError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
+    if sharing not in SHARINGS:
+        raise FabscopeError(f"unknown sharing {sharing!r}; choose from {', '.join(SHARINGS)}")
+    if sharing != "maxmin" and engine == "c":
+        raise FabscopeError(f"the compiled engine shares max-min only; sharing {sharing!r} runs with engine='python'")
     if program.n_ranks > placement.n_ranks:
         raise TrafficError(f"program {program.name!r} has {program.n_ranks} ranks, the job {placement.n_ranks}")
     check_memory(program, memory_limit)
@@ -91,7 +100,7 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
     paths = build_paths(fabric, routing, uniq // fabric.n_hosts, uniq % fabric.n_hosts, seed=seed,
                         alpha=alpha, latency=latency)
     use = engine
-    if engine in ("auto", "c") and observer is None:
+    if engine in ("auto", "c") and observer is None and sharing == "maxmin":
         from fabscope.dynamic import fast
 
         if fast.available():
@@ -112,7 +121,7 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
         res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
         wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
         outcome = run_program(program, paths.capacity, res, wts, paths.cap, paths.latency, msg_path.tolist(),
-                              observer=observer)
+                              observer=observer, sharing=sharing)
     return Run(program, placement, paths, msg_path, outcome, use)
 
 

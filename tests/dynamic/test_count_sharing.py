@@ -1,0 +1,54 @@
+"""``sharing="count"`` (``simulate --dynamic --model congestion``): the static congestion rule at every event."""
+
+import numpy as np
+import pytest
+
+from fabscope.cli import main
+from fabscope.dynamic.engine import run_program
+from fabscope.dynamic.program import Program
+from fabscope.model.maxmin import congestion_count
+from scipy.sparse import csr_matrix
+
+
+def _two_flows(sharing):
+    # a (10 B) crosses link 0 (1 B/s) and link 1 (10 B/s); b (45 B) crosses link 1 only.
+    prog = Program.from_arrays("t", 4, np.arange(2), 2 + np.arange(2), [10.0, 45.0], [0, 0])
+    out = run_program(prog, np.array([1.0, 10.0]), [[0, 1], [1]], [[1.0, 1.0], [1.0]], [np.inf, np.inf],
+                      [0.0, 0.0], [0, 1], sharing=sharing)
+    return out.msg_end.tolist()
+
+
+def test_count_leaves_unused_share_to_no_one():
+    # max-min: a at 1 B/s, b takes the other 9: b ends at 5 s, a at 10 s.
+    assert _two_flows("maxmin") == pytest.approx([10.0, 5.0])
+    # count: link 1 carries 2 flows, 5 B/s each; a is held to 1 B/s by link 0, b stays at 5: ends at 9 s.
+    assert _two_flows("count") == pytest.approx([10.0, 9.0])
+
+
+def test_count_first_allocation_equals_static_rule():
+    rng = np.random.default_rng(3)
+    n_res, n = 6, 9
+    paths = [sorted(rng.choice(n_res, size=rng.integers(1, 4), replace=False).tolist()) for _ in range(n)]
+    caps = rng.uniform(1, 10, n_res)
+    prog = Program.from_arrays("t", 2 * n, np.arange(n), n + np.arange(n), np.full(n, 1e-3), np.zeros(n, int))
+    out = run_program(prog, caps, paths, [[1.0] * len(p) for p in paths], [np.inf] * n, [0.0] * n,
+                      list(range(n)), sharing="count")
+    A = csr_matrix((np.ones(sum(map(len, paths))), ([r for p in paths for r in p],
+                    [i for i, p in enumerate(paths) for _ in p])), shape=(n_res, n))
+    rate = congestion_count(A, caps)
+    # the first message to end, ends at its size over its static congestion rate
+    first = int(np.argmin(out.msg_end))
+    assert out.msg_end[first] == pytest.approx(1e-3 / rate[first])
+    assert out.msg_end.min() == pytest.approx(min(1e-3 / rate))
+
+
+def test_cli_dynamic_congestion_records_model(tmp_path, capsys):
+    out = tmp_path / "c.json"
+    rc = main(["simulate", "--fabric", "fat-tree:k=4,levels=2", "--ppn", "1", "--dynamic", "--iterations", "2",
+               "--model", "congestion", "-o", str(out)])
+    assert rc == 0
+    assert "congestion sharing" in capsys.readouterr().out
+    import json
+
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["model"] == "congestion" and meta["engine"] == "python"
