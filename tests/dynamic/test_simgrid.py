@@ -46,3 +46,22 @@ def test_completion_times_equal_simgrid(case, seed, itasca_fabric):
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)
     if case == "itasca-8ppn":
         assert np.any(pl.host[src] == pl.host[dst])         # on-node copies were compared too
+
+
+@pytest.mark.parametrize("k", [4, 8])
+def test_dmodk_equals_simgrids_own_fat_tree_zone(k):
+    """SimGrid's fat-tree zone routes by D-mod-K itself: fabscope's dmodk gives the same completion times."""
+    f = fat_tree(k=k, levels=2)
+    n = f.n_hosts
+    pl = Placement.block(f, n, ppn=1)
+    src, dst, size = _matching(n, 3, [5e4, 1e6])
+    prog = Program.from_arrays("matching", n, src, dst, size, np.zeros(len(src), int))
+    run = run_program_on(f, pl, prog, "dmodk", latency=False)
+    theirs, _ = peer.run(peer.fat_tree_problem(f, pl.host[src], pl.host[dst], size))
+    assert len(np.unique(np.round(run.outcome.msg_end, 12))) > 3
+    np.testing.assert_allclose(run.outcome.msg_end, theirs, rtol=1e-6)
+
+
+def test_fat_tree_zone_refuses_other_fabrics():
+    with pytest.raises(Exception, match="two-level fat tree"):
+        peer.fat_tree_problem(torus((2, 2, 2)), [0], [1], [1.0])

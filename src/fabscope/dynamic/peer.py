@@ -91,6 +91,25 @@ def problem(paths: Paths, msg_path: np.ndarray, src_rank: np.ndarray, dst_rank: 
             "cfg": ["maxmin/precision:1e-12", "surf/precision:1e-12"]}
 
 
+def fat_tree_problem(fabric, src_host: np.ndarray, dst_host: np.ndarray, size: np.ndarray) -> dict:
+    """The same messages on SimGrid's own fat-tree zone (its D-mod-K routes), for a generated two-level tree.
+
+    SimGrid numbers a fat tree's hosts leaf by leaf, as fabscope's ``fat-tree``
+    generator does; its links all have one capacity.
+    """
+    p = fabric.params
+    if p.get("generator") != "fat-tree" or len(p.get("m", ())) != 2:
+        raise FabscopeError(f"SimGrid's fat-tree zone takes a generated two-level fat tree, not {fabric.name!r}")
+    caps = np.unique(fabric.link_capacity)
+    if len(caps) != 1:
+        raise FabscopeError("SimGrid's fat-tree zone has one link capacity; this fabric has several")
+    m, w = [int(x) for x in p["m"]], [int(x) for x in p["w"]]
+    lpp = int(p.get("links_per_pair", 1))
+    return {"fat_tree": [2, m, w, [1, lpp], float(caps[0])],
+            "comms": [[int(a), int(b), float(x)] for a, b, x in zip(src_host, dst_host, size)],
+            "cfg": ["maxmin/precision:1e-12", "surf/precision:1e-12"]}
+
+
 def run(prob: dict, timeout: float = 1800) -> tuple[np.ndarray, float]:
     """Completion time of every communication, and SimGrid's own run time (seconds)."""
     reason = why_unavailable()
