@@ -2,12 +2,17 @@
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scipy.sparse import csr_matrix
 
 from fabscope.cli import main
 from fabscope.dynamic.engine import run_program
 from fabscope.dynamic.program import Program
+from fabscope.dynamic.run import run_program_on
+from fabscope.fabric import Placement
 from fabscope.model.maxmin import congestion_count
-from scipy.sparse import csr_matrix
+from tests.dynamic.test_engine import FABRICS
 
 
 def _two_flows(sharing):
@@ -52,3 +57,32 @@ def test_cli_dynamic_congestion_records_model(tmp_path, capsys):
 
     meta = json.loads(out.read_text())["meta"]
     assert meta["model"] == "congestion" and meta["engine"] == "python"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, len(FABRICS) - 1), st.integers(2, 20), st.integers(0, 10**6))
+def test_count_rates_at_every_event_are_the_static_rule(fi, n_msgs, seed):
+    f = FABRICS[fi]()
+    rng = np.random.default_rng(seed)
+    n_ranks = min(f.n_hosts, 12)
+    pl = Placement.block(f, n_ranks, ppn=1)
+    src = rng.integers(0, n_ranks, n_msgs)
+    dst = (src + rng.integers(1, n_ranks, n_msgs)) % n_ranks
+    size = rng.choice([1e3, 5e4, 1e6], n_msgs) * rng.uniform(0.5, 1.5, n_msgs)
+    prog = Program.from_arrays("random", n_ranks, src, dst, size, rng.integers(0, 3, n_msgs))
+    states = []
+    run = run_program_on(f, pl, prog, engine="python", sharing="count",
+                         observer=lambda t, rate: states.append((t, dict(rate))))
+    paths, mp = run.paths, run.msg_path
+    for t, rate in states:
+        flows = sorted(rate)
+        if not flows:
+            continue
+        rows = [int(paths.res[k]) for g in flows for k in range(paths.indptr[mp[g]], paths.indptr[mp[g] + 1])]
+        cols = [j for j, g in enumerate(flows) for _ in range(paths.indptr[mp[g]], paths.indptr[mp[g] + 1])]
+        w = [float(paths.weight[k]) for g in flows for k in range(paths.indptr[mp[g]], paths.indptr[mp[g] + 1])]
+        A = csr_matrix((w, (rows, cols)), shape=(len(paths.capacity), len(flows)))
+        r = np.array([rate[g] for g in flows])
+        assert np.all(A @ r <= paths.capacity * (1 + 1e-9)), f"over capacity at t={t}"
+        assert np.allclose(r, congestion_count(A, paths.capacity, paths.cap[mp[flows]]), rtol=1e-12)
+    assert np.allclose(run.outcome.delivered, size, rtol=1e-9)

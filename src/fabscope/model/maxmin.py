@@ -113,7 +113,8 @@ def congestion_count(A: csr_matrix, capacity: np.ndarray, flow_cap: np.ndarray |
     """
     A = csr_matrix(A, dtype=np.float64)
     count = np.asarray(A.sum(axis=1)).ravel()
-    per = np.where(count > 0, np.asarray(capacity, float) / np.maximum(count, 1e-300), np.inf)
+    per = np.full(len(count), np.inf)
+    np.divide(np.asarray(capacity, float), count, out=per, where=count > 0)
     # min over each flow's resources of per[r]
     AT = A.T.tocsr()
     vals = per[AT.indices]
