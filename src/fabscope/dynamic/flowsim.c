@@ -120,6 +120,9 @@ static int i64_push(int64_t **a, int64_t *n, int64_t *cap, int64_t v)
 }
 
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
+/* bneck[m]: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
+#define SET_BNECK(m_, b_) do { int64_t o_ = bneck[m_], n_ = (b_); if (o_ >= 0) nb[o_]--; \
+                               if (n_ >= 0) nb[n_]++; bneck[m_] = n_; } while (0)
 
 int fs_run(int64_t n_res, const double *capacity,
            const int64_t *p_ptr, const int64_t *p_res, const double *p_w, const double *p_cap, const double *p_lat,
@@ -146,6 +149,8 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t *add_mark = calloc((size_t)n_msg, sizeof *add_mark);
     int64_t *st_ep = calloc((size_t)n_res, sizeof *st_ep), *tch = calloc((size_t)n_res, sizeof *tch);
     char *st_full = calloc((size_t)n_res, 1);
+    /* nb[r]: flows in flight whose bottleneck is r; the certificate scan skips the others' resources */
+    int64_t *nb = calloc((size_t)n_res, sizeof *nb);
     double *st_max = calloc((size_t)n_res, sizeof *st_max);
     int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0;
     int64_t *slotpos = NULL, *moff = calloc((size_t)n_msg + 1, sizeof *moff);
@@ -157,7 +162,7 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t seq = 0, epoch = 0, events = 0, refills = 0;
     if (!on || !wsum || !load || !resid || !livew || !key || !r_seen || !r_touch || !r_key || !rate || !tlast ||
         !rem || !nrate || !ver || !in_todo || !done_mark || !st_mark || !moff || !active || !need || !bneck || !where ||
-        !add_mark || !st_ep || !tch || !st_full || !st_max) { rc = -1; goto out; }
+        !add_mark || !st_ep || !tch || !st_full || !st_max || !nb) { rc = -1; goto out; }
     for (int64_t m = 0; m < n_msg; m++) {
         int64_t p = msg_path[m];
         moff[m + 1] = moff[m] + (p_ptr[p + 1] - p_ptr[p]);
@@ -202,7 +207,7 @@ int fs_run(int64_t n_res, const double *capacity,
                 if (size[m] <= 0 || (p_ptr[p + 1] == p_ptr[p] && !isfinite(p_cap[p]))) {
                     done = m;
                 } else {
-                    active[m] = 1; rate[m] = 0; tlast[m] = t; rem[m] = size[m];
+                    active[m] = 1; rate[m] = 0; tlast[m] = t; rem[m] = size[m]; bneck[m] = -2;
                     for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
                         int64_t r = p_res[k], pos;
                         slot_t s = {m, (int32_t)(k - p_ptr[p])};
@@ -217,6 +222,7 @@ int fs_run(int64_t n_res, const double *capacity,
                 if (e.ver != ver[m] || !active[m]) continue;
                 double rt = rate[m];
                 active[m] = 0;
+                SET_BNECK(m, -2);
                 delivered[m] += rt * (t - tlast[m]);
                 for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
                     int64_t r = p_res[k], pos = slotpos[moff[m] + (k - p_ptr[p])];
@@ -377,6 +383,7 @@ int fs_run(int64_t n_res, const double *capacity,
             }
             for (int64_t j = 0; j < ntl; j++) {
                 int64_t r = tl[j];
+                if (nb[r] == 0) continue;       /* no fixed flow has its bottleneck here */
                 for (int64_t z = 0; z < on[r].n; z++) {
                     int64_t h = on[r].a[z].m;
                     if (in_todo[h] == ev_ep || add_mark[h] == ep || bneck[h] != r) continue;
@@ -391,7 +398,7 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                     if (found == -2 && rh >= p_cap[p] * (1 - RATE_TOL)) found = -1;
                     if (found == -2) { add_mark[h] = ep; CHK(i64_push(&addl, &nadd, &cadd, h)); }
-                    else bneck[h] = found;
+                    else SET_BNECK(h, found);
                 }
             }
 #undef STAT
@@ -399,7 +406,7 @@ int fs_run(int64_t n_res, const double *capacity,
             for (int64_t i = 0; i < nadd; i++) { in_todo[addl[i]] = ev_ep; CHK(i64_push(&todo, &nt, &ct, addl[i])); }
         }
         refills += nt;
-        for (int64_t i = 0; i < nt; i++) bneck[todo[i]] = where[todo[i]];
+        for (int64_t i = 0; i < nt; i++) SET_BNECK(todo[i], where[todo[i]]);
         for (int64_t i = 0; i < nt; i++) {
             int64_t g = todo[i], p = msg_path[g];
             double nr = nrate[g], old = rate[g];
@@ -421,6 +428,6 @@ out:
     free(rate); free(tlast); free(rem); free(nrate); free(ver); free(in_todo); free(done_mark); free(st_mark);
     free(slotpos); free(moff); free(active); free(need); free(started); free(fin); free(fin_rate); free(todo);
     free(stack); free(touched); free(H.a); free(R.a);
-    free(bneck); free(where); free(add_mark); free(st_ep); free(tch); free(st_full); free(st_max); free(addl); free(tl);
+    free(bneck); free(nb); free(where); free(add_mark); free(st_ep); free(tch); free(st_full); free(st_max); free(addl); free(tl);
     return rc;
 }
