@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_dynamic.py                 # every case; SimGrid where it is installed
     .venv/bin/python bench/bench_dynamic.py --no-simgrid    # fabscope only
     .venv/bin/python bench/bench_dynamic.py --case torus    # one case (torus, fat-tree, itasca-pingpong,
-                                                            #  allreduce, alltoall)
+                                                            #  itasca-seed-job, allreduce, alltoall)
 
 "fabscope s" is routing + resources + the engine, run to completion (fabric
 build, imports and the engine's one-time compilation excluded), wall clock;
@@ -54,6 +54,8 @@ def cases():
         return pg.pingpong(t.src[:m], t.dst[:m], MiB, 20, n_ranks=n)
     yield "itasca-pingpong", "Itasca random pairs, 8 ppn (8,576 ranks), 20 ping-pong iterations", "itasca", None, 8, \
         pp, 10.0, False
+    yield "itasca-seed-job", "Itasca random pairs, seed 000's 8 ppn job (256 ranks), 20 ping-pong iterations", \
+        "itasca", None, 8, lambda n: pp(256), 10.0, False
     yield "allreduce", "Itasca 1,024 ranks (8 ppn) allreduce 1 MiB, ring and recursive doubling", "itasca", None, 8, \
         lambda n: [pg.allreduce_ring(1024, MiB), pg.allreduce_recursive_doubling(1024, MiB)], 5.0, False
     yield "alltoall", "Itasca 1,024 ranks (8 ppn) all-to-all 1 KiB per pair, Bruck and pairwise", "itasca", None, 8, \
