@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 from fabscope.mapping.commgraph import CommGraph
-from fabscope.mapping.metrics import host_hops, router_for
+from fabscope.mapping.metrics import host_hops, link_loads, router_for
 from fabscope.mapping.targets import Mapping
 
 __all__ = ["refine_hops", "refine_links", "TOLERANCE", "max_link_load", "hop_bytes"]
@@ -284,9 +284,7 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
         r = router.routes(hs[inter].astype(np.int64), hd[inter].astype(np.int64))
         return r.link, b[e[inter]][r.flow] * r.weight
 
-    e_all = np.arange(len(src))
-    lk, lw = load_of(e_all, shost[slot[src]], shost[slot[dst]])
-    load = np.bincount(lk, weights=lw, minlength=f.n_links)
+    load = link_loads(f, shost[slot[src]], shost[slot[dst]], b, router)
     peak0 = float(load.max(initial=0.0))
     hb = float(np.dot(host_hops(f, shost[slot[src]], shost[slot[dst]]), b))
     hb0 = hb
