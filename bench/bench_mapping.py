@@ -131,6 +131,7 @@ def part_speed() -> None:
     print("(wall seconds, and the CPU seconds of this process: on a shared machine the second is the fairer)")
     print(f"{'graph':<20} {'topo s':>7} {'topo cpu':>8} {'chose':<14} {'scotch(1) s':>11} {'cpu':>6}")
     map_ranks(load_comm("stencil3d:4x4x4"), Target.whole(load_fabric("torus:4x4x4,cores=1"), 64), "topo")  # warm
+    import fabscope.routing.distances, fabscope.routing.dor  # noqa: F401  (imports are not run time)
     for comm in ("stencil3d:32x32x4", "stencil2d:64x64", "pencils:64x64"):
         f, g, t = _setup(comm, "torus:16x16x16,cores=1", None)
         c0 = time.process_time()
