@@ -1,0 +1,60 @@
+"""Lower bounds on hop-bytes and the busiest host link: never above what a mapping reaches, tight where known."""
+
+import numpy as np
+import pytest
+
+from fabscope.fabric.generators import fat_tree, torus
+from fabscope.mapping.api import Mapping, map_ranks
+from fabscope.mapping.bounds import bounds, slot_envelope
+from fabscope.mapping.commspec import load_comm
+from fabscope.mapping.metrics import evaluate, link_loads
+from fabscope.mapping.targets import Target
+
+
+def _host_link_peak(f, m, g):
+    sh = m.target.slot_host
+    load = link_loads(f, sh[m.slot[g.src]], sh[m.slot[g.dst]], g.bytes)
+    indptr, order = f.host_uplinks
+    ups = order[indptr[m.target.nodes]]
+    return max(load[ups].max(), load[ups ^ 1].max())
+
+
+@pytest.mark.parametrize("comm, fabric, ppn", [
+    ("stencil2d:4x4", lambda: torus((2, 2, 2)), 2),
+    ("pencils:4x4", lambda: fat_tree(k=4, levels=2), 2),
+    ("stencil3d:2x2x4", lambda: fat_tree(k=4, levels=2), 4),
+    ("random:16,degree=5,seed=3", lambda: torus((4, 4)), 1),
+])
+def test_no_mapping_goes_below_the_bounds(comm, fabric, ppn):
+    f = fabric()
+    g = load_comm(comm)
+    t = Target.whole(f, g.n, ppn)
+    b = bounds(g, t)
+    rng = np.random.default_rng(0)
+    best_hb, best_link = np.inf, np.inf
+    for i in range(400):
+        m = Mapping(t, rng.permutation(t.n_slots)[:g.n], "random", 0.0)
+        best_hb = min(best_hb, evaluate(m, g, links=False).hop_bytes)
+        best_link = min(best_link, _host_link_peak(f, m, g))
+    for alg in ("block", "topo"):
+        m = map_ranks(g, t, alg)
+        best_hb = min(best_hb, evaluate(m, g, links=False).hop_bytes)
+        best_link = min(best_link, _host_link_peak(f, m, g))
+    assert 0 < b.hop_bytes <= best_hb * (1 + 1e-12)
+    assert b.busiest_host_link <= best_link * (1 + 1e-12)
+
+
+def test_pencils_on_a_tree_reach_the_host_link_bound():
+    # 8 ranks of one row per node: each sends to 24 off-node row partners and 31 column partners
+    f = fat_tree(k=8, levels=3)
+    g = load_comm("pencils:32x32")
+    t = Target.whole(f, g.n, 8)
+    b = bounds(g, t)
+    assert b.busiest_host_link == 8 * 55 * 2**20
+    assert _host_link_peak(f, map_ranks(g, t, "block"), g) == pytest.approx(b.busiest_host_link)
+
+
+def test_envelope_counts_free_slots_by_distance():
+    f = torus((4, 4))                  # 16 routers, one host each; hops: router hops
+    env = slot_envelope(Target.whole(f, 16, 1))
+    assert env.tolist() == [0, 4, 10, 14, 15]
