@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_dynamic.py                 # every case; SimGrid where it is installed
     .venv/bin/python bench/bench_dynamic.py --no-simgrid    # fabscope only
     .venv/bin/python bench/bench_dynamic.py --case torus    # one case (torus, fat-tree, itasca-pingpong,
-                                                            #  itasca-seed-job, allreduce, alltoall)
+                                                            #  itasca-pingpong-count, itasca-seed-job,
+                                                            #  allreduce, alltoall)
 
 "fabscope s" is routing + resources + the engine, run to completion (fabric
 build, imports and the engine's one-time compilation excluded), wall clock;
@@ -54,6 +55,8 @@ def cases():
         return pg.pingpong(t.src[:m], t.dst[:m], MiB, 20, n_ranks=n)
     yield "itasca-pingpong", "Itasca random pairs, 8 ppn (8,576 ranks), 20 ping-pong iterations", "itasca", None, 8, \
         pp, 10.0, False
+    yield "itasca-pingpong-count", "the same, congestion sharing (--model congestion)", "itasca", None, 8, \
+        pp, 10.0, False
     yield "itasca-seed-job", "Itasca random pairs, seed 000's 8 ppn job (256 ranks), 20 ping-pong iterations", \
         "itasca", None, 8, lambda n: pp(256), 10.0, False
     yield "allreduce", "Itasca 1,024 ranks (8 ppn) allreduce 1 MiB, ring and recursive doubling", "itasca", None, 8, \
@@ -86,7 +89,8 @@ def main() -> None:
         pl = Placement.block(f, max(p.n_ranks for p in progs), ppn=ppn)
         for prog in progs:
             w0, c0 = time.perf_counter(), time.process_time()
-            run = run_program_on(f, pl, prog, routing, engine=a.engine, latency=not comparable)
+            run = run_program_on(f, pl, prog, routing, engine=a.engine, latency=not comparable,
+                                 sharing="count" if key.endswith("-count") else "maxmin")
             wall, cpu = time.perf_counter() - w0, time.process_time() - c0
             sg, agree = "-", "-"
             if comparable and not a.no_simgrid and why is None:

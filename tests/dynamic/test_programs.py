@@ -158,7 +158,6 @@ def test_cli_dynamic_collective_names_algorithm(capsys):
     (["--pattern", "allreduce:nope"], "allreduce has no algorithm 'nope'"),
     (["--pattern", "random-pairs", "--iterations", "0"], "--iterations must be at least 1"),
     (["--pattern", "replay:/nonexistent.csv"], "nonexistent"),
-    (["--pattern", "random-pairs", "--model", "congestion", "--engine", "c"], "shares max-min only"),
 ])
 def test_cli_dynamic_bad_input_one_line(argv, msg, capsys, tmp_path):
     out = tmp_path / "x.json"

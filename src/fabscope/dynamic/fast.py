@@ -66,6 +66,10 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
     return dll, ""
 
 
+#: the engine's code for each way of sharing (engine.run_program's ``sharing``)
+SHARING = {"maxmin": 0, "count": 1}
+
+
 def available() -> bool:
     return _load()[0] is not None
 
@@ -78,7 +82,7 @@ def _p(a: np.ndarray):
     return a.ctypes.data_as(ctypes.c_void_p)
 
 
-def run_program(program: Program, paths: Paths, msg_path: np.ndarray) -> Outcome:
+def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: str = "maxmin") -> Outcome:
     """Run ``program`` in the compiled engine (same contract as engine.run_program)."""
     dll, why = _load()
     if dll is None:
@@ -104,7 +108,7 @@ def run_program(program: Program, paths: Paths, msg_path: np.ndarray) -> Outcome
     rc = dll.fs_run(ctypes.c_int64(len(cap)), _p(cap), _p(pptr), _p(pres), _p(pw), _p(pcap), _p(plat),
                     ctypes.c_int64(m), _p(mpath), _p(size), _p(ss), _p(rs), ctypes.c_int64(s), _p(nxt), _p(delay),
                     _p(sptr), _p(smsg), _p(fst), ctypes.c_int64(len(fst)),
-                    *[_p(o) for o in outs], _p(pending), _p(stats))
+                    *[_p(o) for o in outs], _p(pending), _p(stats), ctypes.c_int(SHARING[sharing]))
     if rc < 0:
         raise MemoryError("the dynamic engine ran out of memory")
     if rc == 1:

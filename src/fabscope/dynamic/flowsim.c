@@ -130,7 +130,7 @@ int fs_run(int64_t n_res, const double *capacity,
            const int64_t *recv_step, int64_t n_steps, const int64_t *step_next, const double *step_delay,
            const int64_t *step_ptr, const int64_t *step_msg, const int64_t *first_steps, int64_t n_first,
            double *msg_post, double *msg_start, double *msg_end, double *step_start, double *step_end,
-           double *delivered, int64_t *pending, int64_t *stats)
+           double *delivered, int64_t *pending, int64_t *stats, int sharing)
 {
     int rc = 0;
     evheap H = {0};
@@ -263,8 +263,39 @@ int fs_run(int64_t n_res, const double *capacity,
             }
         }
         if (!ns && !nf) continue;
-        /* ---- which flows to refill ---- */
         int64_t ev_ep = ++epoch;
+        if (sharing == 1) {
+            /* congestion count: every flow on a resource whose count changed takes
+             * min over its path of capacity / weight in flight; the others keep theirs */
+            nt = 0;
+            for (int64_t i = 0; i < ns; i++) st_mark[started[i]] = ev_ep;
+            for (int64_t i = 0; i < ns + nf; i++) {
+                int64_t p = msg_path[i < ns ? started[i] : fin[i - ns]];
+                for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
+                    int64_t r = p_res[k];
+                    if (r_seen[r] == ev_ep) continue;
+                    r_seen[r] = ev_ep;
+                    for (int64_t z = 0; z < on[r].n; z++) {
+                        int64_t g = on[r].a[z].m;
+                        if (in_todo[g] == ev_ep) continue;
+                        in_todo[g] = ev_ep;
+                        CHK(i64_push(&todo, &nt, &ct, g));
+                    }
+                }
+            }
+            for (int64_t i = 0; i < nt; i++) {
+                int64_t g = todo[i], p = msg_path[g];
+                double nr = p_cap[p];
+                for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
+                    double v = capacity[p_res[k]] / wsum[p_res[k]];
+                    if (v < nr) nr = v;
+                }
+                nrate[g] = nr;
+            }
+            refills += nt;
+            goto apply;
+        }
+        /* ---- which flows to refill ---- */
         double thr = INFINITY;
         for (int64_t i = 0; i < nf; i++) if (fin_rate[i] < thr) thr = fin_rate[i];
         for (int64_t i = 0; i < ns; i++) {
@@ -407,6 +438,8 @@ int fs_run(int64_t n_res, const double *capacity,
         }
         refills += nt;
         for (int64_t i = 0; i < nt; i++) SET_BNECK(todo[i], where[todo[i]]);
+    apply:
+        /* the new rates: bytes so far booked at the old ones, a new finish event for each changed flow */
         for (int64_t i = 0; i < nt; i++) {
             int64_t g = todo[i], p = msg_path[g];
             double nr = nrate[g], old = rate[g];

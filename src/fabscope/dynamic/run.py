@@ -82,14 +82,12 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
                    observer: Observer | None = None, memory_limit: int | None = None, sharing: str = "maxmin") -> Run:
     """Simulate ``program`` with its ranks on ``placement``; every message's times are in ``outcome``.
 
-    ``sharing="count"`` runs the static ``--model congestion`` rule in time (pure-Python engine).
+    ``sharing="count"`` runs the static ``--model congestion`` rule in time.
     """
     if engine not in ENGINES:
         raise FabscopeError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     if sharing not in SHARINGS:
         raise FabscopeError(f"unknown sharing {sharing!r}; choose from {', '.join(SHARINGS)}")
-    if sharing != "maxmin" and engine == "c":
-        raise FabscopeError(f"the compiled engine shares max-min only; sharing {sharing!r} runs with engine='python'")
     if program.n_ranks > placement.n_ranks:
         raise TrafficError(f"program {program.name!r} has {program.n_ranks} ranks, the job {placement.n_ranks}")
     check_memory(program, memory_limit)
@@ -100,7 +98,7 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
     paths = build_paths(fabric, routing, uniq // fabric.n_hosts, uniq % fabric.n_hosts, seed=seed,
                         alpha=alpha, latency=latency)
     use = engine
-    if engine in ("auto", "c") and observer is None and sharing == "maxmin":
+    if engine in ("auto", "c") and observer is None:
         from fabscope.dynamic import fast
 
         if fast.available():
@@ -116,7 +114,7 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
     if use == "c":
         from fabscope.dynamic import fast
 
-        outcome = fast.run_program(program, paths, msg_path)
+        outcome = fast.run_program(program, paths, msg_path, sharing)
     else:
         res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
         wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
