@@ -13,7 +13,9 @@ from fabscope.dynamic.program import Program
 from fabscope.dynamic.run import run_program_on
 from fabscope.fabric import Placement
 from fabscope.model.maxmin import congestion_count
-from tests.dynamic.test_engine import FABRICS
+from fabscope.fabric.generators import fat_tree, torus, xgft
+
+FABRICS = [lambda: fat_tree(k=4, levels=2, up=2), lambda: torus((3, 4)), lambda: xgft([4, 3], [1, 2], cores=2)]
 
 
 def _two_flows(sharing):
