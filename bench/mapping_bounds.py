@@ -1,6 +1,6 @@
 """How far from optimal are topo and Scotch?  Lower bounds beside both, per case of bench_mapping.
 
-    .venv/bin/python bench/mapping_bounds.py [--scotch-seeds 5] [--case I2,F2]
+    .venv/bin/python bench/mapping_bounds.py [--scotch-seeds 5] [--case I2,F2]     # from the checkout's root
 
 Per case: hop-bytes and the busiest host link (bytes / 1e6) of topo and of
 Scotch (best of N seeds, set up as docs/mapping.md says), and the lower bounds
