@@ -89,6 +89,8 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
     flows in flight (a dict message -> bytes/s): the tests check the
     invariants on it.
     """
+    if sharing not in ("maxmin", "count"):
+        raise ValueError(f"unknown sharing {sharing!r}; choose from maxmin, count")
     cap_r = [float(c) for c in capacity]
     n_res = len(cap_r)
     m_total = program.n_messages
@@ -207,7 +209,7 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
         if not started and not finished:
             continue
         if sharing == "count":
-            new = _count_rates(started, finished, rate, mpath, res_of, pcap, cap_r, wsum, on_res)
+            new = _count_rates(started, finished, mpath, res_of, pcap, cap_r, wsum, on_res)
             refills += len(new)
             _apply(new, started, t, rate, t_last, delivered, remaining, mpath, res_of, w_of, load, version, heap, seq)
             seq += len(new)
@@ -274,8 +276,7 @@ def _apply(new: dict[int, float], started: list[int], t: float, rate: dict[int, 
         seq += 1
 
 
-def _count_rates(started: list[int], finished: list[tuple[int, float]], rate: dict[int, float], mpath: list[int],
-                 res_of: list[list[int]], pcap: list[float], cap_r: list[float], wsum: list[float],
+def _count_rates(started: list[int], finished: list[tuple[int, float]], mpath: list[int], res_of: list[list[int]], pcap: list[float], cap_r: list[float], wsum: list[float],
                  on_res: list[dict[int, float]]) -> dict[int, float]:
     """``sharing="count"``: new rates of the flows on a resource whose count changed (the others keep theirs)."""
     changed = {r for m in started for r in res_of[mpath[m]]} | {r for m, _ in finished for r in res_of[mpath[m]]}
