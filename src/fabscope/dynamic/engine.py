@@ -276,7 +276,8 @@ def _apply(new: dict[int, float], started: list[int], t: float, rate: dict[int, 
         seq += 1
 
 
-def _count_rates(started: list[int], finished: list[tuple[int, float]], mpath: list[int], res_of: list[list[int]], pcap: list[float], cap_r: list[float], wsum: list[float],
+def _count_rates(started: list[int], finished: list[tuple[int, float]], mpath: list[int], res_of: list[list[int]],
+                 pcap: list[float], cap_r: list[float], wsum: list[float],
                  on_res: list[dict[int, float]]) -> dict[int, float]:
     """``sharing="count"``: new rates of the flows on a resource whose count changed (the others keep theirs)."""
     changed = {r for m in started for r in res_of[mpath[m]]} | {r for m, _ in finished for r in res_of[mpath[m]]}
