@@ -83,19 +83,27 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
     from fabscope.report.tables import print_result
     from fabscope.result import Result
     from fabscope.seeds import ITASCA_MERGE, seed_table
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     sharing = "count" if args.model == "congestion" else "maxmin"
     progs, pattern = _program(args, fabric, placement, size)
     results = []
-    for prog, scenario in progs:
-        run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
-                             sharing=sharing)
-        meta = {"pattern": pattern, "model": args.model, "ppn": args.ppn or None, "size": size, "size_text": format_size(size),
-                "seed": args.seed, "placement": "hostfile" if args.hostfile else args.placement}
-        r = pingpong_result(fabric, run, meta) if prog.name == "ping-pong" else message_result(fabric, run, meta)
-        if scenario is not None and len(progs) > 1:
-            r.pairs["scenario"] = np.full(r.n_pairs, scenario)
-        results.append(r)
+    bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                   TextColumn("{task.completed:,}/{task.total:,} messages"), TimeElapsedColumn(),
+                   console=con, transient=True, disable=not con.is_terminal)
+    with bar:
+        for prog, scenario in progs:
+            task = bar.add_task(f"simulating {prog.name}", total=prog.n_messages)
+            run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
+                                 sharing=sharing, progress=lambda done, t, task=task: bar.update(task, completed=done))
+            bar.remove_task(task)
+            meta = {"pattern": pattern, "model": args.model, "ppn": args.ppn or None, "size": size,
+                    "size_text": format_size(size), "seed": args.seed,
+                    "placement": "hostfile" if args.hostfile else args.placement}
+            r = pingpong_result(fabric, run, meta) if prog.name == "ping-pong" else message_result(fabric, run, meta)
+            if scenario is not None and len(progs) > 1:
+                r.pairs["scenario"] = np.full(r.n_pairs, scenario)
+            results.append(r)
     result = results[0] if len(results) == 1 else Result(
         meta={**results[0].meta, "scenarios": len(results),
               "makespan": max(r.meta["makespan"] for r in results),

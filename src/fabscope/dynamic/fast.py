@@ -13,9 +13,13 @@ import ctypes
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
+from contextlib import contextmanager
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
@@ -78,16 +82,58 @@ def why_not() -> str:
     return _load()[1]
 
 
+def _callback(progress: Callable[[int, float], None] | None, stop: list[BaseException]):
+    """The C callback: calls ``progress``; Ctrl-C or an exception in it stops the engine at the next call."""
+    if progress is None:
+        return PROGRESS()                      # NULL: no calls
+
+    def call(done: int, t: float) -> int:
+        if stop:
+            return 1
+        try:
+            progress(int(done), float(t))
+        except BaseException as err:           # noqa: BLE001 - re-raised by run_program
+            stop.append(err)
+            return 1
+        return 0
+    return PROGRESS(call)
+
+
+@contextmanager
+def _interrupts_to(stop: list[BaseException], active: bool):
+    """While the engine runs, Ctrl-C only records itself (the callback then stops the engine):
+    an exception raised inside a ctypes callback would be printed and lost."""
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, lambda *_: stop.append(KeyboardInterrupt()))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def _p(a: np.ndarray):
     return a.ctypes.data_as(ctypes.c_void_p)
 
 
-def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: str = "maxmin") -> Outcome:
-    """Run ``program`` in the compiled engine (same contract as engine.run_program)."""
+#: the callback's C type: (messages done, simulated seconds) -> non-zero to stop
+PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_double)
+
+
+def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: str = "maxmin",
+                progress: Callable[[int, float], None] | None = None, every: int = 20000) -> Outcome:
+    """Run ``program`` in the compiled engine (same contract as engine.run_program).
+
+    ``progress(messages done, simulated seconds)`` is called every ``every``
+    refills; Ctrl-C during the run stops the engine at the next call and
+    raises KeyboardInterrupt here.
+    """
     dll, why = _load()
     if dll is None:
         raise FabscopeError(f"the compiled engine is not available: {why}")
     i64 = np.int64
+    stop: list[BaseException] = []
     m, s = program.n_messages, program.n_steps
     roles = np.r_[program.send_step, program.recv_step].astype(i64)
     order = np.argsort(roles, kind="stable")
@@ -105,10 +151,14 @@ def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: s
     pending = np.empty(s, dtype=i64)
     stats = np.zeros(2, dtype=i64)
     (cap, pptr, pres, pw, pcap, plat, mpath, size, ss, rs, nxt, delay, sptr, smsg, fst) = keep
-    rc = dll.fs_run(ctypes.c_int64(len(cap)), _p(cap), _p(pptr), _p(pres), _p(pw), _p(pcap), _p(plat),
-                    ctypes.c_int64(m), _p(mpath), _p(size), _p(ss), _p(rs), ctypes.c_int64(s), _p(nxt), _p(delay),
-                    _p(sptr), _p(smsg), _p(fst), ctypes.c_int64(len(fst)),
-                    *[_p(o) for o in outs], _p(pending), _p(stats), ctypes.c_int(SHARING[sharing]))
+    with _interrupts_to(stop, progress is not None):
+        rc = dll.fs_run(ctypes.c_int64(len(cap)), _p(cap), _p(pptr), _p(pres), _p(pw), _p(pcap), _p(plat),
+                        ctypes.c_int64(m), _p(mpath), _p(size), _p(ss), _p(rs), ctypes.c_int64(s), _p(nxt), _p(delay),
+                        _p(sptr), _p(smsg), _p(fst), ctypes.c_int64(len(fst)),
+                        *[_p(o) for o in outs], _p(pending), _p(stats), ctypes.c_int(SHARING[sharing]),
+                        _callback(progress, stop), ctypes.c_int64(every))
+    if rc == 2:
+        raise stop[0]
     if rc < 0:
         raise MemoryError("the dynamic engine ran out of memory")
     if rc == 1:

@@ -9,8 +9,11 @@
  *
  * The refill starts small and grows while the max-min certificate fails (see
  * engine.py).  Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded
- * with ctypes.  Returns 0, 1 when steps are left waiting (deadlock) or -1
- * when memory runs out. */
+ * with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
+ * the progress callback asked to stop, or -1 when memory runs out.
+ *
+ * progress (may be NULL) is called every `every` refills with the messages
+ * done so far and the simulated time; a non-zero return stops the run. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -130,7 +133,8 @@ int fs_run(int64_t n_res, const double *capacity,
            const int64_t *recv_step, int64_t n_steps, const int64_t *step_next, const double *step_delay,
            const int64_t *step_ptr, const int64_t *step_msg, const int64_t *first_steps, int64_t n_first,
            double *msg_post, double *msg_start, double *msg_end, double *step_start, double *step_end,
-           double *delivered, int64_t *pending, int64_t *stats, int sharing)
+           double *delivered, int64_t *pending, int64_t *stats, int sharing,
+           int (*progress)(int64_t, double), int64_t every)
 {
     int rc = 0;
     evheap H = {0};
@@ -159,7 +163,7 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t *stack = NULL, nst = 0, cst = 0, *touched = NULL, ntc = 0, ctc = 0;
     double *fin_rate = NULL;
     int64_t cfr = 0;
-    int64_t seq = 0, epoch = 0, events = 0, refills = 0;
+    int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
     if (!on || !wsum || !load || !resid || !livew || !key || !r_seen || !r_touch || !r_key || !rate || !tlast ||
         !rem || !nrate || !ver || !in_todo || !done_mark || !st_mark || !moff || !active || !need || !bneck || !where ||
         !add_mark || !st_ep || !tch || !st_full || !st_max || !nb) { rc = -1; goto out; }
@@ -251,6 +255,7 @@ int fs_run(int64_t n_res, const double *capacity,
             if (done >= 0) {
                 int64_t m = done;
                 msg_end[m] = t;
+                n_done++;
                 int64_t ss[2] = {send_step[m], recv_step[m]};
                 for (int j = 0; j < 2; j++) {
                     int64_t s = ss[j];
@@ -263,6 +268,7 @@ int fs_run(int64_t n_res, const double *capacity,
             }
         }
         if (!ns && !nf) continue;
+        if (progress && every > 0 && ++batches % every == 0 && progress(n_done, t)) { rc = 2; goto out; }
         int64_t ev_ep = ++epoch;
         if (sharing == 1) {
             /* congestion count: every flow on a resource whose count changed takes

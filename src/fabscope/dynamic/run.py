@@ -13,6 +13,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -79,10 +80,13 @@ def check_memory(program: Program, limit: int | None = None) -> int:
 
 def run_program_on(fabric: Fabric, placement: Placement, program: Program, routing: Routing | str | None = None,
                    *, seed: int = 0, alpha: float = DEFAULT_ALPHA, latency: bool = True, engine: str = "auto",
-                   observer: Observer | None = None, memory_limit: int | None = None, sharing: str = "maxmin") -> Run:
+                   observer: Observer | None = None, memory_limit: int | None = None, sharing: str = "maxmin",
+                   progress: Callable[[int, float], None] | None = None) -> Run:
     """Simulate ``program`` with its ranks on ``placement``; every message's times are in ``outcome``.
 
     ``sharing="count"`` runs the static ``--model congestion`` rule in time.
+    ``progress(messages done, simulated seconds)`` is called now and then by
+    the compiled engine (Ctrl-C then stops it cleanly); the Python engine does not call it.
     """
     if engine not in ENGINES:
         raise FabscopeError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
@@ -114,7 +118,7 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
     if use == "c":
         from fabscope.dynamic import fast
 
-        outcome = fast.run_program(program, paths, msg_path, sharing)
+        outcome = fast.run_program(program, paths, msg_path, sharing, progress=progress)
     else:
         res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
         wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
