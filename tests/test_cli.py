@@ -57,3 +57,4 @@ def test_demo_model_part(capsys):
     assert main(["demo", "--no-measure"]) == 0
     text = capsys.readouterr().out
     assert "3426.51" in text and "leaf-to-leaf offset" in text
+    assert "max-min in time" in text and "congestion in time" in text and "Diff Leafs" in text
