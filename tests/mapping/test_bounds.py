@@ -58,3 +58,22 @@ def test_envelope_counts_free_slots_by_distance():
     f = torus((4, 4))                  # 16 routers, one host each; hops: router hops
     env = slot_envelope(Target.whole(f, 16, 1))
     assert env.tolist() == [0, 4, 10, 14, 15]
+
+
+def test_kept_inside_known_blocks():
+    from fabscope.mapping.bounds import kept_inside
+
+    # 2-D: 2x2 keeps 4 edges, 2x3 seven, 2x4 or 3x3-less-one ten; 3-D: a 2x2x2 cube keeps 12
+    assert kept_inside((16, 16), 8)[[4, 6, 8]].tolist() == [8, 14, 20]
+    assert kept_inside((6, 6, 6), 8)[8] == 24
+
+
+def test_stencil_on_its_own_shape_is_optimal_by_the_bounds():
+    # T5 of docs/mapping.md: the fold's 2x4 blocks keep 10 edges per node, every cut edge one hop
+    f = torus((4, 4, 8), cores=8)
+    g = load_comm("stencil2d:32x32")
+    t = Target.whole(f, g.n, 8)
+    b = bounds(g, t)
+    m = map_ranks(g, t, "fold")
+    assert b.hop_bytes == pytest.approx(evaluate(m, g, links=False).hop_bytes)
+    assert b.busiest_host_link == pytest.approx(_host_link_peak(f, m, g)) == 12 * 2**20

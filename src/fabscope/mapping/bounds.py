@@ -18,6 +18,14 @@ compromise between ranks.
   off-node; the busiest host link carries at least the mean of that over the
   job's nodes, and at least one rank's share.  Same for what nodes receive.
   Only counted where every host has one link (the bound is 0 otherwise).
+* **Stencils, a node at a time.**  For a stencil on a periodic grid (every
+  rank alike), the most halo bytes ``W(q)`` any ``q`` ranks can keep among
+  themselves is found by listing every connected set of ``q`` grid points
+  around one point (sets in pieces: the best sum of pieces).  Then the bytes
+  between nodes are at least the total less ``W(p)`` per node, each crossing
+  at least the shortest hop between two nodes of the job; and a node of
+  ``p`` ranks sends at least ``p`` halos less ``W(p)``.  Exact for the
+  grid-shaped blocks a fold or tile gives.
 
 Hops are counted as the metrics count them (:func:`fabscope.mapping.metrics.host_hops`).
 
@@ -102,5 +110,80 @@ def host_link_bound(graph: CommGraph, target: Target) -> float:
     return float(out)
 
 
+def kept_inside(dims: tuple[int, ...], p: int) -> np.ndarray:
+    """``W[q]``, q = 0..p: the most edges (each counted both ways) any q points of the periodic grid
+    ``dims`` keep among themselves.
+
+    Every connected set holding point 0 is listed once (extension in label
+    order, as ESU does; on a periodic grid every point is alike); a set in
+    pieces keeps the sum of its pieces, so ``W`` is the best split.
+
+    >>> kept_inside((8, 8), 4).tolist()             # 2x2 block: 4 edges
+    [0, 0, 2, 4, 8]
+    """
+    dims = tuple(int(k) for k in dims)
+    n = int(np.prod(dims))
+    coords = np.array(np.unravel_index(np.arange(n), dims)).T
+    nbrs = []
+    for d, k in enumerate(dims):
+        for step in (1, -1):
+            c = coords.copy()
+            c[:, d] = (c[:, d] + step) % k
+            nbrs.append(np.ravel_multi_index(c.T, dims))
+    adj = [sorted(set(int(x) for x in col)) for col in np.array(nbrs).T]
+    best = [0] * (p + 1)
+
+    def extend(sub: set, order: list, ext: list, inside: int) -> None:
+        q = len(order)
+        best[q] = max(best[q], inside)
+        if q == p:
+            return
+        ext = list(ext)
+        while ext:
+            w = ext.pop()
+            near = set()
+            for v in order:
+                near.update(adj[v])
+            new = [u for u in adj[w] if u > 0 and u not in sub and u not in near and u not in ext]
+            links = sum(1 for u in adj[w] if u in sub)
+            sub.add(w)
+            order.append(w)
+            extend(sub, order, ext + new, inside + 2 * links)
+            order.pop()
+            sub.discard(w)
+
+    extend({0}, [0], [u for u in adj[0] if u > 0], 0)
+    whole = list(best)
+    for q in range(2, p + 1):                      # pieces
+        for a in range(1, q):
+            whole[q] = max(whole[q], whole[a] + whole[q - a])
+    return np.array(whole)
+
+
+def stencil_bounds(graph: CommGraph, target: Target, max_p: int = 8) -> Bounds | None:
+    """The node-at-a-time bounds for a uniform stencil (None for other graphs or nodes above ``max_p`` slots)."""
+    prm = graph.params or {}
+    p = int(np.max(target.slots_per_node))
+    if prm.get("pattern") != "stencil" or graph.grid is None or p > max_p:
+        return None
+    s, d, b = _edges(graph)
+    if not np.all(b == b[0]):
+        return None
+    halo = float(b[0])
+    deg = np.bincount(s, minlength=graph.n)
+    w = kept_inside(graph.grid, p) * halo                  # a non-periodic grid keeps no more
+    env = slot_envelope(target)
+    hop = int(np.searchsorted(env, env[0] + 1))            # nearest other node
+    crossing = max(0.0, b.sum() - target.n_nodes * w[p])
+    one_link = np.diff(target.fabric.host_uplinks[0])[np.asarray(target.nodes)].max() == 1
+    link = float(np.sort(deg)[:p].sum() * halo - w[p]) if one_link else 0.0
+    return Bounds(crossing * hop, max(0.0, link))
+
+
 def bounds(graph: CommGraph, target: Target) -> Bounds:
-    return Bounds(hop_bytes_bound(graph, target), host_link_bound(graph, target))
+    """The strongest of the bounds above that apply."""
+    hb, link = hop_bytes_bound(graph, target), host_link_bound(graph, target)
+    st = stencil_bounds(graph, target)
+    if st is not None:
+        hb, link = max(hb, st.hop_bytes), max(link, st.busiest_host_link)
+    return Bounds(hb, link)
