@@ -76,14 +76,17 @@ def _in_time(con: Console, f, size: float, seed: int, done) -> None:
               title_justify="left", box=None)
     for col in ("job", "class", "seed", "snapshot", "max-min in time", "congestion in time"):
         t.add_column(col, justify="right")
-    for (ranks, ppn), (_, static) in zip(((256, 8), (1024, 1)), done):
+    for (ranks, ppn), (_, static) in zip(((256, 8), (1024, 1)), list(done)):
         p = Placement.block(f, ranks, ppn)
         traffic = pt.random_pairs(ranks, size, seed=seed)
         m = traffic.n_flows // 2
         prog = pg.pingpong(traffic.src[:m], traffic.dst[:m], size, 100, n_ranks=ranks)
-        avg = [{row.label: row.avg for row in r.summary(merge=ITASCA_MERGE)} for r in
-               [static] + [pingpong_result(f, run_program_on(f, p, prog, seed=seed, sharing=sh)) for sh in
-                           ("maxmin", "count")]]
+        timed = [pingpong_result(f, run_program_on(f, p, prog, seed=seed, sharing=sh),
+                                 {"pattern": "random-pairs", "ppn": ppn, "size": size, "model": model})
+                 for sh, model in (("maxmin", "maxmin"), ("count", "congestion"))]
+        for r, model in zip(timed, ("max-min", "congestion")):
+            done.append((f"random pairs, {ranks} ranks at {ppn} per node, in time ({model})", r))
+        avg = [{row.label: row.avg for row in r.summary(merge=ITASCA_MERGE)} for r in [static] + timed]
         for label, (_, seed_avg, _) in seed_table({"fabric": "itasca", "pattern": "random-pairs", "ranks": ranks,
                                                    "ppn": ppn}).items():
             if label == "Overall" or label not in avg[0]:
