@@ -157,7 +157,7 @@ def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: s
                         _p(sptr), _p(smsg), _p(fst), ctypes.c_int64(len(fst)),
                         *[_p(o) for o in outs], _p(pending), _p(stats), ctypes.c_int(SHARING[sharing]),
                         _callback(progress, stop), ctypes.c_int64(every))
-    if rc == 2:
+    if stop:                                   # stopped, or Ctrl-C after the last call: not lost
         raise stop[0]
     if rc < 0:
         raise MemoryError("the dynamic engine ran out of memory")
