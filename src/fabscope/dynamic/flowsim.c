@@ -122,6 +122,18 @@ static int i64_push(int64_t **a, int64_t *n, int64_t *cap, int64_t v)
     return 0;
 }
 
+/* min over path p's resources of capacity / weight in flight, and its own cap */
+static double counted_rate(int64_t p, const int64_t *p_ptr, const int64_t *p_res, const double *p_cap,
+                           const double *capacity, const double *wsum)
+{
+    double v = p_cap[p];
+    for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
+        double c = capacity[p_res[k]] / wsum[p_res[k]];
+        if (c < v) v = c;
+    }
+    return v;
+}
+
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
 /* bneck[m]: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
 #define SET_BNECK(m_, b_) do { int64_t o_ = bneck[m_], n_ = (b_); if (o_ >= 0) nb[o_]--; \
@@ -289,28 +301,16 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                 }
             }
-            for (int64_t i = 0; i < nt; i++) {
-                int64_t g = todo[i], p = msg_path[g];
-                double nr = p_cap[p];
-                for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-                    double v = capacity[p_res[k]] / wsum[p_res[k]];
-                    if (v < nr) nr = v;
-                }
-                nrate[g] = nr;
-            }
+            for (int64_t i = 0; i < nt; i++)
+                nrate[todo[i]] = counted_rate(msg_path[todo[i]], p_ptr, p_res, p_cap, capacity, wsum);
             refills += nt;
             goto apply;
         }
         /* ---- which flows to refill ---- */
         double thr = INFINITY;
         for (int64_t i = 0; i < nf; i++) if (fin_rate[i] < thr) thr = fin_rate[i];
-        for (int64_t i = 0; i < ns; i++) {
-            int64_t m = started[i], p = msg_path[m];
-            double lb = p_cap[p];
-            for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-                double v = capacity[p_res[k]] / wsum[p_res[k]];
-                if (v < lb) lb = v;
-            }
+        for (int64_t i = 0; i < ns; i++) {       /* a started flow gets at least its counted share */
+            double lb = counted_rate(msg_path[started[i]], p_ptr, p_res, p_cap, capacity, wsum);
             if (lb < thr) thr = lb;
         }
         thr *= 1 - RATE_TOL;
