@@ -24,6 +24,8 @@ def _host_link_peak(f, m, g):
     ("pencils:4x4", lambda: fat_tree(k=4, levels=2), 2),
     ("stencil3d:2x2x4", lambda: fat_tree(k=4, levels=2), 4),
     ("random:16,degree=5,seed=3", lambda: torus((4, 4)), 1),
+    ("pencils:4x8", lambda: fat_tree(k=4, levels=3), 2),
+    ("stencil2d:8x4", lambda: fat_tree(k=4, levels=3), 2),
 ])
 def test_no_mapping_goes_below_the_bounds(comm, fabric, ppn):
     f = fabric()
@@ -77,3 +79,11 @@ def test_stencil_on_its_own_shape_is_optimal_by_the_bounds():
     m = map_ranks(g, t, "fold")
     assert b.hop_bytes == pytest.approx(evaluate(m, g, links=False).hop_bytes)
     assert b.busiest_host_link == pytest.approx(_host_link_peak(f, m, g)) == 12 * 2**20
+
+
+def test_pencils_on_a_tree_reach_the_level_bound():
+    # F2 of docs/mapping.md: rows in rank order fill nodes, leaves (2 rows) and pods (16 rows) as well as any
+    f = fat_tree(k=8, levels=3)
+    g = load_comm("pencils:32x32")
+    t = Target.whole(f, g.n, 8)
+    assert bounds(g, t).hop_bytes == pytest.approx(evaluate(map_ranks(g, t, "block"), g, links=False).hop_bytes)

@@ -26,6 +26,14 @@ compromise between ranks.
   at least the shortest hop between two nodes of the job; and a node of
   ``p`` ranks sends at least ``p`` halos less ``W(p)``.  Exact for the
   grid-shaped blocks a fold or tile gives.
+* **Trees, level by level.**  On a tree a pair's hops depend only on the
+  lowest group (node, leaf, pod or near set) holding both; hop-bytes are then
+  the sum over levels of the bytes leaving that level's groups times what
+  leaving adds.  The bytes leaving are at least the total less the most any
+  group of that size keeps: for FFT pencils (every rank with its row and its
+  column: the rook's graph) that most is known exactly (Lindsey, 1964: the
+  first ``L`` points in lexicographic order, whole rows first), for stencils
+  up to 8 points it is listed as above, and otherwise the rank-by-rank share.
 
 Hops are counted as the metrics count them (:func:`fabscope.mapping.metrics.host_hops`).
 
@@ -42,6 +50,7 @@ Hops are counted as the metrics count them (:func:`fabscope.mapping.metrics.host
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -110,6 +119,7 @@ def host_link_bound(graph: CommGraph, target: Target) -> float:
     return float(out)
 
 
+@lru_cache(maxsize=16)
 def kept_inside(dims: tuple[int, ...], p: int) -> np.ndarray:
     """``W[q]``, q = 0..p: the most edges (each counted both ways) any q points of the periodic grid
     ``dims`` keep among themselves.
@@ -171,7 +181,7 @@ def stencil_bounds(graph: CommGraph, target: Target, max_p: int = 8) -> Bounds |
         return None
     halo = float(b[0])
     deg = np.bincount(s, minlength=graph.n)
-    w = kept_inside(graph.grid, p) * halo                  # a non-periodic grid keeps no more
+    w = kept_inside(tuple(graph.grid), p) * halo                  # a non-periodic grid keeps no more
     env = slot_envelope(target)
     hop = int(np.searchsorted(env, env[0] + 1))            # nearest other node
     crossing = max(0.0, b.sum() - target.n_nodes * w[p])
@@ -180,9 +190,91 @@ def stencil_bounds(graph: CommGraph, target: Target, max_p: int = 8) -> Bounds |
     return Bounds(crossing * hop, max(0.0, link))
 
 
+def rook_kept(rows: int, cols: int, n: int) -> int:
+    """The most edges ``n`` points of the rook's graph (rows x cols, cliques along both) keep among themselves.
+
+    Lindsey's theorem: an initial segment of lexicographic order, whole lines of
+    one side first; the better of the two sides.
+
+    >>> rook_kept(32, 32, 128)          # 4 whole rows: 4 x C(32,2) in rows, 32 x C(4,2) in columns
+    2176
+    """
+    best = 0
+    for line, lines in ((cols, rows), (rows, cols)):
+        a, b = divmod(n, line)
+        if a > lines or (a == lines and b):
+            continue
+        best = max(best, a * line * (line - 1) // 2 + b * (b - 1) // 2 + b * (a + 1) * a // 2
+                   + (line - b) * a * (a - 1) // 2)
+    return best
+
+
+def _kept_bytes(graph: CommGraph, n: int, b: np.ndarray) -> float | None:
+    """Most bytes ``n`` ranks can keep among themselves, where known (uniform pencils and small stencils)."""
+    prm = graph.params or {}
+    if not len(b) or not np.all(b == b[0]):
+        return None
+    if prm.get("pattern") == "pencils":
+        return 2.0 * float(b[0]) * rook_kept(int(prm["rows"]), int(prm["cols"]), min(n, graph.n))
+    if prm.get("pattern") == "stencil" and graph.grid is not None and n <= 8:
+        return float(b[0]) * float(kept_inside(tuple(graph.grid), n)[n])
+    return None
+
+
+def tree_levels_bound(graph: CommGraph, target: Target, max_nodes: int = 2048) -> float:
+    """Hop-bytes bound level by level on a tree (0 where hops do not follow the levels)."""
+    f = target.fabric
+    nodes = np.asarray(target.nodes)
+    if not f.levels or len(nodes) > max_nodes:
+        return 0.0
+    spn = np.asarray(target.slots_per_node, np.int64)
+    n = len(nodes)
+    hops = host_hops(f, np.repeat(nodes, n), np.tile(nodes, n)).reshape(n, n)
+    keys = [lv.key for lv in f.levels]
+    common = np.full((n, n), len(keys) + 1)                # lowest level holding both: 0 the node itself
+    for lvl in range(len(keys), 0, -1):
+        g = np.asarray(f.groups[keys[lvl - 1]])[nodes]
+        common[g[:, None] == g[None, :]] = lvl
+    np.fill_diagonal(common, 0)
+    cost = {}
+    for lvl in range(1, len(keys) + 2):
+        h = np.unique(hops[common == lvl])
+        if len(h) > 1:
+            return 0.0                                     # hops not set by the levels alone
+        if len(h):
+            cost[lvl] = float(h[0])
+    s, _, b = _edges(graph)
+    total = float(b.sum())
+    order = np.lexsort((-b, s))
+    first = np.searchsorted(s[order], s[order])
+    pos = np.arange(len(s)) - first
+    out = 0.0
+    prev = 0.0
+    for lvl in range(0, len(keys) + 1):                    # leaving level lvl's groups (0: nodes)
+        above = [c for k, c in cost.items() if k > lvl]
+        if not above:
+            break
+        step = min(above) - prev
+        if step < 0:
+            return 0.0
+        if lvl == 0:
+            caps = spn
+        else:
+            g = np.asarray(f.groups[keys[lvl - 1]])[nodes]
+            caps = np.bincount(np.unique(g, return_inverse=True)[1], weights=spn).astype(np.int64)
+        per_rank = float(b[order][pos >= int(caps.max()) - 1].sum())       # beyond each rank's heaviest
+        sizes, count = np.unique(caps, return_counts=True)
+        kept = [_kept_bytes(graph, int(c), b) for c in sizes]
+        leaving = per_rank if any(k is None for k in kept) else max(per_rank, total - float(np.dot(kept, count)))
+        out += step * max(0.0, leaving)
+        prev = min(above)
+    return out
+
+
 def bounds(graph: CommGraph, target: Target) -> Bounds:
     """The strongest of the bounds above that apply."""
     hb, link = hop_bytes_bound(graph, target), host_link_bound(graph, target)
+    hb = max(hb, tree_levels_bound(graph, target))
     st = stencil_bounds(graph, target)
     if st is not None:
         hb, link = max(hb, st.hop_bytes), max(link, st.busiest_host_link)
