@@ -26,6 +26,7 @@ def _host_link_peak(f, m, g):
     ("random:16,degree=5,seed=3", lambda: torus((4, 4)), 1),
     ("pencils:4x8", lambda: fat_tree(k=4, levels=3), 2),
     ("stencil2d:8x4", lambda: fat_tree(k=4, levels=3), 2),
+    ("stencil3d:4x4x8", lambda: fat_tree(k=4, levels=3), 8),     # leaves of 16 ranks, pods of 32
 ])
 def test_no_mapping_goes_below_the_bounds(comm, fabric, ppn):
     f = fabric()
@@ -87,3 +88,43 @@ def test_pencils_on_a_tree_reach_the_level_bound():
     g = load_comm("pencils:32x32")
     t = Target.whole(f, g.n, 8)
     assert bounds(g, t).hop_bytes == pytest.approx(evaluate(map_ranks(g, t, "block"), g, links=False).hop_bytes)
+
+
+def _most_kept_by_listing(g):
+    """The true most edges every q points of a small grid keep: every subset, counted at once."""
+    e = {(min(a, b), max(a, b)) for a, b in zip(g.src.tolist(), g.dst.tolist()) if a != b}
+    e = np.array(sorted(e))
+    masks = np.arange(1 << g.n)
+    bits = (masks[:, None] >> np.arange(g.n)) & 1
+    kept = (bits[:, e[:, 0]] & bits[:, e[:, 1]]).sum(axis=1)
+    best = np.zeros(g.n + 1, np.int64)
+    np.maximum.at(best, bits.sum(axis=1), kept)
+    return best
+
+
+@pytest.mark.parametrize("dims, periodic", [
+    ((3, 4), (True, True)), ((4, 4), (True, True)), ((2, 2, 4), (True, True, True)),
+    ((3, 5), (False, False)), ((3, 3), (True, False)), ((2, 7), (False, True)),
+])
+def test_layer_bound_equals_the_listed_optimum_on_small_grids(dims, periodic):
+    from fabscope.mapping.bounds import grid_kept
+    from fabscope.mapping.commgraph import stencil
+
+    g = stencil(dims, halo=1, periodic=periodic)
+    assert grid_kept(dims, periodic, g.n).astype(int).tolist() == _most_kept_by_listing(g).tolist()
+
+
+def test_layer_bound_knows_what_a_leaf_of_a_stencil_keeps(monkeypatch):
+    # 128 ranks, 8 per node, leaves of 2 nodes and pods of 4: the tile's nested blocks reach the bound,
+    # which the rank-by-rank share above 8 ranks (the bound before the layers) did not see
+    import fabscope.mapping.bounds as B
+
+    f = fat_tree(k=4, levels=3)
+    g = load_comm("stencil3d:4x4x8")
+    t = Target.whole(f, g.n, 8)
+    b = bounds(g, t)
+    m = map_ranks(g, t, "tile")
+    assert b.hop_bytes == pytest.approx(evaluate(m, g, links=False).hop_bytes)
+    listed_only = B._stencil_kept
+    monkeypatch.setattr(B, "_stencil_kept", lambda graph, q: listed_only(graph, q) if q <= 8 else None)
+    assert bounds(g, t).hop_bytes < 0.9 * b.hop_bytes
