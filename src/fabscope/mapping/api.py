@@ -206,7 +206,7 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
             m = refine_hops(m, graph, seed=seed, time_limit=time_limit / 2, link_tolerance=TOLERANCE,
                             start_link=known)
         else:
-            m = refine_links(m, graph, seed=seed, time_limit=time_limit / 2,
+            m = refine_links(m, graph, seed=seed, time_limit=time_limit / 2, hop_slack=TOLERANCE,
                              tries=2000 if graph.n <= 20000 else 300)
         if m is not stages[-1] and not np.array_equal(m.slot, stages[-1].slot):
             stages.append(m)
