@@ -73,6 +73,7 @@ def test_installed_wheel_is_used_not_the_checkout(fresh):
     assert (site / "fabscope" / "data" / "samples" / "ibnetdiscover.small.txt").is_file()
     assert (site / "fabscope" / "csrc" / "pmpi" / "fabscope_pmpi.h").is_file()          # the profiler builds
     assert (site / "fabscope" / "dynamic" / "flowsim.c").is_file()                      # the compiled engine
+    assert (site / "fabscope" / "mapping" / "algorithms" / "anneal.c").is_file()         # the mapper's annealing
     assert (site / "fabscope" / "report" / "templates").is_dir()
 
 

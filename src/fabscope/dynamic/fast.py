@@ -10,12 +10,8 @@ hold the compiled one to the Python reference.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shutil
 import signal
-import subprocess
-import tempfile
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
@@ -26,48 +22,18 @@ import numpy as np
 from fabscope.dynamic.engine import Outcome, _deadlock
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.resources import Paths
+from fabscope.cbuild import load_library
 from fabscope.errors import FabscopeError
 
 SOURCE = os.path.join(os.path.dirname(__file__), "flowsim.c")
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "fabscope")
-
-
 @lru_cache(maxsize=1)
 def _load() -> tuple[ctypes.CDLL | None, str]:
-    try:
-        with open(SOURCE, "rb") as fh:
-            src = fh.read()
-    except OSError as err:
-        return None, f"cannot read {SOURCE}: {err.strerror}"
-    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
-    if not cc:
-        return None, "no C compiler (gcc or cc) on PATH"
-    tag = hashlib.sha256(src).hexdigest()[:16]
-    out_dir = _cache_dir()
-    lib = os.path.join(out_dir, f"flowsim-{tag}.so")
-    if not os.path.exists(lib):
-        try:
-            os.makedirs(out_dir, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".flowsim-", suffix=".so", dir=out_dir)
-            os.close(fd)
-            p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", tmp, SOURCE, "-lm"],
-                               capture_output=True, text=True, timeout=120)
-            if p.returncode:
-                os.unlink(tmp)
-                return None, f"{cc} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}"
-            os.replace(tmp, lib)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            return None, f"cannot build the engine in {out_dir}: {err}"
-    try:
-        dll = ctypes.CDLL(lib)
-    except OSError as err:
-        return None, f"cannot load {lib}: {err}"
-    dll.fs_run.restype = ctypes.c_int
-    return dll, ""
+    dll, why = load_library(SOURCE, "flowsim")
+    if dll is not None:
+        dll.fs_run.restype = ctypes.c_int
+    return dll, why
 
 
 #: the engine's code for each way of sharing (engine.run_program's ``sharing``)

@@ -10,14 +10,15 @@ hier       recursive METIS partitioning along the fabric's levels
 fold       tile and fold the process grid onto a torus box (Rubik-like)
 tile       nested grid blocks per node and per leaf on trees, leaves by METIS
 topo       the best of fold / tile / hier (and Scotch with one seed for graphs
-           without a process grid, when pyscotch is installed), then swaps for hop-bytes, then
+           without a process grid, when pyscotch is installed), then (without a
+           process grid) simulated annealing of hop-bytes, swaps for hop-bytes,
            swaps for the busiest routed link; returns the best of these
            stages under the declared objective (the default)
 scotch     Scotch's static mapping (pyscotch), best of ``scotch_seeds`` seeds
 ========== ===============================================================
 
 A name may carry refinements: ``hier+swap``, ``hier+swap+links``,
-``scotch+links``.  No refinement worsens the metric it does not optimise by
+``scotch+links``, ``scotch+anneal``.  No refinement worsens the metric it does not optimise by
 more than :data:`~fabscope.mapping.algorithms.refine.TOLERANCE` (1 %).
 
 Objectives (``objective=``): ``hop-bytes``, ``busiest-link`` (bytes on the
@@ -41,6 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from fabscope.errors import MappingError
+from fabscope.mapping.algorithms.anneal import anneal
 from fabscope.mapping.algorithms.baselines import block, cyclic, random
 from fabscope.mapping.algorithms.hierarchical import hierarchical
 from fabscope.mapping.algorithms.refine import TOLERANCE, max_link_load, refine_hops, refine_links
@@ -53,7 +55,7 @@ from fabscope.mapping.targets import Mapping, Target
 __all__ = ["ALGORITHMS", "OBJECTIVES", "map_ranks", "compare"]
 
 ALGORITHMS = ("block", "cyclic", "random", "hier", "fold", "tile", "topo", "scotch")
-REFINEMENTS = ("swap", "links")
+REFINEMENTS = ("swap", "links", "anneal")
 OBJECTIVES = ("hop-bytes", "busiest-link", "time")
 
 
@@ -185,7 +187,8 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
         raise MappingError(f"--scotch-seeds must be at least 1, not {scotch_seeds}")
     topo = name == "topo" and not refs
     if topo:
-        refs = ["swap", "links"]
+        # without a process grid (no fold or tile to start from) annealing comes first
+        refs = (["swap"] if graph.grid else ["anneal", "swap"]) + ["links"]
     full = target
     io = np.unique(np.asarray(io_ranks, dtype=np.int64))
     if len(io):
@@ -205,6 +208,9 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
             known = scores._link.get(id(m))
             m = refine_hops(m, graph, seed=seed, time_limit=time_limit / 2, link_tolerance=TOLERANCE,
                             start_link=known)
+        elif r == "anneal":
+            m = anneal(m, graph, seed=seed, time_limit=time_limit / 2, link_tolerance=TOLERANCE,
+                       start_link=scores._link.get(id(m)))
         else:
             m = refine_links(m, graph, seed=seed, time_limit=time_limit / 2, hop_slack=TOLERANCE,
                              tries=2000 if graph.n <= 20000 else 300)

@@ -1,0 +1,55 @@
+"""C sources shipped with the package, built with the system C compiler on first use and loaded by ctypes.
+
+Each shared library goes to ``$XDG_CACHE_HOME/fabscope`` (default
+``~/.cache/fabscope``) under a name holding the source's hash, so an edited
+source is rebuilt.  Without a compiler the caller falls back to its
+pure-Python reference and can say why (the second value returned).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+__all__ = ["cache_dir", "load_library"]
+
+
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "fabscope")
+
+
+def load_library(source: str, stem: str) -> tuple[ctypes.CDLL | None, str]:
+    """``(library, "")`` built from ``source`` (cached by its hash), or ``(None, why not)``."""
+    try:
+        with open(source, "rb") as fh:
+            src = fh.read()
+    except OSError as err:
+        return None, f"cannot read {source}: {err.strerror}"
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        return None, "no C compiler (gcc or cc) on PATH"
+    tag = hashlib.sha256(src).hexdigest()[:16]
+    out_dir = cache_dir()
+    lib = os.path.join(out_dir, f"{stem}-{tag}.so")
+    if not os.path.exists(lib):
+        try:
+            os.makedirs(out_dir, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so", dir=out_dir)
+            os.close(fd)
+            p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", tmp, source, "-lm"],
+                               capture_output=True, text=True, timeout=120)
+            if p.returncode:
+                os.unlink(tmp)
+                return None, f"{cc} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}"
+            os.replace(tmp, lib)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return None, f"cannot build {stem} in {out_dir}: {err}"
+    try:
+        return ctypes.CDLL(lib), ""
+    except OSError as err:
+        return None, f"cannot load {lib}: {err}"
