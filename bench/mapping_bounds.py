@@ -9,6 +9,13 @@ of fabscope.mapping.bounds, which no mapping goes below.  The issue's goal,
 case where both bounds exceed 0.8 x Scotch's figures ("infeasible"); the
 busiest-link bound covers host links only, so it proves a case infeasible
 only where Scotch's busiest link is a host link.
+
+    .venv/bin/python bench/mapping_bounds.py --node-send 754,364 [--case I3]
+
+With ``--node-send R,...`` the busiest-host-link bound of a case is also
+raised to the exact least bytes the node holding rank R sends
+(``bounds.node_send_bound``, an integer programme: a minute or more per rank
+on the 1,024-rank mesh), and the set of ranks that reaches it is printed.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import argparse
 
 from bench_mapping import CASES, _scotch_ok, _setup
 from fabscope.mapping.api import map_ranks
-from fabscope.mapping.bounds import bounds
+from fabscope.mapping.bounds import Bounds, bounds, node_send_bound
 from fabscope.mapping.metrics import evaluate, link_loads
 
 
@@ -38,7 +45,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--scotch-seeds", type=int, default=5)
     ap.add_argument("--case")
+    ap.add_argument("--node-send", help="comma-separated ranks: exact bytes their node sends at least")
     a = ap.parse_args()
+    exact = [int(r) for r in a.node_send.split(",")] if a.node_send else []
+    sends: dict[tuple, float] = {}
     algs = ["topo"] + (["scotch"] if _scotch_ok() else [])
     print(f"{'case':<5} {'graph':<20} {'fabric':<24} {'alg':<7} {'hop-bytes':>10} {'bound':>10} {'gap':>6}"
           f" {'max link MB':>11} {'host link MB':>12} {'bound':>8} {'gap':>6}  verdict")
@@ -47,6 +57,16 @@ def main() -> None:
             continue
         f, g, t = _setup(comm, fabric, ppn)
         b = bounds(g, t)
+        spn = set(int(x) for x in t.slots_per_node)
+        if exact and len(spn) == 1 and t.n_slots == g.n:         # every node full: it holds exactly p ranks
+            for r in exact:
+                key = (comm, next(iter(spn)), r)
+                if key not in sends:
+                    value, members = node_send_bound(g, key[1], r)
+                    sends[key] = value
+                    print(f"# {cid}: the node holding rank {r} sends at least {value / 1e6:.3f} MB "
+                          f"(reached by ranks {', '.join(map(str, members))})", flush=True)
+                b = Bounds(b.hop_bytes, max(b.busiest_host_link, sends[key]))
         figs = {}
         for alg in algs:
             m = map_ranks(g, t, alg, scotch_seeds=a.scotch_seeds)

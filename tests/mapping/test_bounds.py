@@ -128,3 +128,26 @@ def test_layer_bound_knows_what_a_leaf_of_a_stencil_keeps(monkeypatch):
     listed_only = B._stencil_kept
     monkeypatch.setattr(B, "_stencil_kept", lambda graph, q: listed_only(graph, q) if q <= 8 else None)
     assert bounds(g, t).hop_bytes < 0.9 * b.hop_bytes
+
+
+@pytest.mark.parametrize("seed, both_ways", [(1, False), (2, False), (1, True), (3, True)])
+def test_node_send_bound_is_the_least_any_set_sends(seed, both_ways):
+    # every set of 4 ranks holding rank 3, listed: the integer programme finds the least they send
+    # (the same bytes both ways take the smaller programme, one variable per pair)
+    from itertools import combinations
+
+    from fabscope.mapping.bounds import node_send_bound
+    from fabscope.mapping.commgraph import CommGraph
+
+    g = load_comm(f"random:12,degree=3,seed={seed}")
+    if both_ways:
+        w = np.random.default_rng(seed).integers(1, 100, len(g.src)).astype(float)
+        g = CommGraph.from_coo("sym", 12, np.r_[g.src, g.dst], np.r_[g.dst, g.src], np.r_[w, w])
+    value, members = node_send_bound(g, 4, 3)
+    out = {}
+    for rest in combinations([r for r in range(12) if r != 3], 3):
+        s = np.isin(g.src, (3,) + rest) & ~np.isin(g.dst, (3,) + rest)
+        out[(3,) + rest] = float(g.bytes[s].sum())
+    assert value == pytest.approx(min(out.values()))
+    assert 3 in members and len(members) == 4
+    assert out[tuple(sorted(members.tolist(), key=lambda r: (r != 3, r)))] == pytest.approx(value)

@@ -362,6 +362,51 @@ def tree_levels_bound(graph: CommGraph, target: Target, max_nodes: int = 2048) -
     return out
 
 
+def node_send_bound(graph: CommGraph, p: int, rank: int) -> tuple[float, np.ndarray]:
+    """The least bytes any ``p`` ranks holding ``rank`` send to ranks outside them, and such a set.
+
+    Whatever the mapping, the node holding ``rank`` holds ``p`` ranks when
+    every node is full, so its host link carries at least this much: a lower
+    bound on the busiest host link where no rank-by-rank share sees it (a
+    cell of a mesh whose heavy neighbours have heavy neighbours).  Exact, by
+    an integer programme (SciPy's HiGHS): ``x_v`` says who is in the set,
+    ``z_uv >= x_u - x_v`` is a message leaving it; slow (seconds to minutes
+    on a 1,024-rank mesh), so it is not part of :func:`bounds`.
+
+    >>> from fabscope.mapping.commgraph import stencil
+    >>> value, members = node_send_bound(stencil((8, 8), halo=1), 4, 0)
+    >>> value, len(members), 0 in members               # a 2x2 block around rank 0: 8 halos leave it
+    (8.0, 4, True)
+    """
+    from scipy.optimize import Bounds as Box, LinearConstraint, milp
+    from scipy.sparse import coo_matrix, vstack
+
+    s, d, b = _edges(graph)
+    n = graph.n
+    back = {(int(x), int(y)): float(c) for x, y, c in zip(s, d, b)}
+    if all(back.get((int(y), int(x))) == float(c) for x, y, c in zip(s, d, b)):
+        # the same bytes both ways: one z per pair, z >= |x_u - x_v| (the smaller programme)
+        keep = s < d
+        s, d, b = s[keep], d[keep], b[keep]
+        s, d = np.r_[s, d], np.r_[d, s]
+        z = np.r_[np.arange(len(b)), np.arange(len(b))]
+    else:
+        z = np.arange(len(b))
+    m, rows = len(b), np.arange(len(s))
+    # z - x_s + x_d >= 0 for every message s -> d; sum x = p; x_rank = 1
+    leave = coo_matrix((np.r_[np.ones(len(s)), -np.ones(len(s)), np.ones(len(s))],
+                        (np.r_[rows, rows, rows], np.r_[n + z, s, d])), shape=(len(s), n + m))
+    size = coo_matrix((np.ones(n), (np.zeros(n, np.int64), np.arange(n))), shape=(1, n + m))
+    lo, hi = np.zeros(n + m), np.ones(n + m)
+    lo[rank] = 1
+    res = milp(np.r_[np.zeros(n), b], integrality=np.r_[np.ones(n), np.zeros(m)], bounds=Box(lo, hi),
+               constraints=LinearConstraint(vstack([leave, size]).tocsr(), np.r_[np.zeros(len(s)), p],
+                                            np.r_[np.full(len(s), np.inf), p]))
+    if res.status != 0:
+        raise ValueError(f"the integer programme for rank {rank} did not finish: {res.message}")
+    return float(np.rint(res.fun)), np.flatnonzero(res.x[:n] > 0.5)
+
+
 def bounds(graph: CommGraph, target: Target) -> Bounds:
     """The strongest of the bounds above that apply."""
     hb, link = hop_bytes_bound(graph, target), host_link_bound(graph, target)
