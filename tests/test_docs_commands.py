@@ -20,7 +20,8 @@ What is skipped, and why (:data:`SKIPS`)
     InfiniBand port (the ibsim tests cover it); ``sudo``: needs a cluster's
     admin (or root, for the testbed); a command on a testbed (``--fabric tb1``,
     ``--testbed``): needs the testbed those sudo lines make; ``--scheduler``: needs
-    a Slurm or PBS cluster; a pipe into a program that is not installed (Graphviz's ``dot``).
+    a Slurm or PBS cluster; a pipe into a program that is not installed (Graphviz's ``dot``);
+    ``report --images`` where no Chromium is installed (``.ci/run`` installs it).
 
 Placeholders (:data:`PLACEHOLDERS`, :func:`_prepare`)
     ``$PBS_NODEFILE``: a host file of Itasca's nodes, 8 lines each (1024 nodes
@@ -59,6 +60,8 @@ import subprocess
 import sys
 
 import pytest
+
+from fabscope.report.browser import find_browser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
@@ -140,6 +143,8 @@ def commands(path: pathlib.Path, fast: bool) -> list[tuple[int, str, str | None]
             m = re.search(r"--np\s+(\d+)", cmd)
             if reason is None and m and int(m.group(1)) > 4:
                 reason = f"{m.group(1)} ranks: needs a cluster"
+            if reason is None and "--images" in cmd and find_browser() is None:
+                reason = "--images needs Chromium (tests/report covers it where Chromium is installed)"
             pipe = re.search(r"\|\s*(\w+)", cmd)
             if reason is None and pipe and shutil.which(pipe.group(1)) is None:
                 reason = f"pipes into {pipe.group(1)!r}, which is not installed"
