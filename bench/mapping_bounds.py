@@ -10,12 +10,14 @@ case where both bounds exceed 0.8 x Scotch's figures ("infeasible"); the
 busiest-link bound covers host links only, so it proves a case infeasible
 only where Scotch's busiest link is a host link.
 
-    .venv/bin/python bench/mapping_bounds.py --node-send 754,364 [--case I3]
+    .venv/bin/python bench/mapping_bounds.py --node-send 364,754 --case T6,I3,F3
 
 With ``--node-send R,...`` the busiest-host-link bound of a case is also
 raised to the exact least bytes the node holding rank R sends
-(``bounds.node_send_bound``, an integer programme: a minute or more per rank
-on the 1,024-rank mesh), and the set of ranks that reaches it is printed.
+(``bounds.node_send_bound``, an integer programme: under a second to three
+minutes per rank on the 1,024-rank mesh; on a stencil, whose optima are
+many and alike, it can run for far longer, so name the cases), and the set
+of ranks that reaches it is printed.
 """
 
 from __future__ import annotations
