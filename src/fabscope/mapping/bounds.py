@@ -18,10 +18,11 @@ compromise between ranks.
   off-node; the busiest host link carries at least the mean of that over the
   job's nodes, and at least one rank's share.  Same for what nodes receive.
   Only counted where every host has one link (the bound is 0 otherwise).
-* **Stencils, a node at a time.**  For a stencil on a periodic grid (every
-  rank alike), the most halo bytes ``W(q)`` any ``q`` ranks can keep among
-  themselves is found by listing every connected set of ``q`` grid points
-  around one point (sets in pieces: the best sum of pieces).  Then the bytes
+* **Stencils, a node at a time.**  For a stencil (every rank alike), the
+  most halo bytes ``W(q)`` any ``q`` ranks can keep among themselves comes
+  from the layer bound below (on grids above 16,384 points, by listing every
+  connected set of up to 8 grid points around one point of the periodic
+  grid, sets in pieces being the best sum of pieces).  Then the bytes
   between nodes are at least the total less ``W(p)`` per node, each crossing
   at least the shortest hop between two nodes of the job; and a node of
   ``p`` ranks sends at least ``p`` halos less ``W(p)``.  Exact for the
@@ -46,6 +47,10 @@ compromise between ranks.
   every grid the tests try and the slab on 8x8x16 (128 points keep 320
   edges), and it is what lets the level bound see what a leaf or a pod of a
   stencil keeps.
+
+* **The node around one rank** (:func:`node_send_bound`, not part of
+  :func:`bounds`: an integer programme, seconds to minutes): the least bytes
+  any full node holding a given rank sends, found exactly.
 
 Hops are counted as the metrics count them (:func:`fabscope.mapping.metrics.host_hops`).
 
