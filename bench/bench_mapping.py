@@ -1,13 +1,14 @@
 """Mapping quality and time: topo against an honest Scotch, the busiest-link guard, 4K / 1M ranks.
 
     python bench/bench_mapping.py                       # every part (several minutes on 2 cores)
-    python bench/bench_mapping.py --part quality|objective|speed|scale [--scotch-seeds 5] [--case I2]
+    python bench/bench_mapping.py --part quality|objective|speed|anneal|scale [--scotch-seeds 5] [--case I2]
 
 quality:   case x algorithm: hop-bytes, max link MB, seconds, Scotch's seed and strategy; then topo
            against Scotch per case (goal: 20 % lower hop-bytes or max link, never worse on both).
 objective: the issue's case, pencils 64x64 on a 16x16x16 torus: fold, fold+swap without and with the
            busiest-link guard, and topo under each objective.
 speed:     topo on 4,096 ranks of a torus (the three cases of issue 9), seconds per stage.
+anneal:    the +anneal loop in C against its Python reference (steps per CPU second, same mapping).
 scale:     3D stencils to 1,048,576 ranks.
 
 Columns are `fabscope map`'s: hop-bytes in bytes (hops: router hops on tori, links crossed on trees),
@@ -150,6 +151,29 @@ def part_speed() -> None:
         print(f"{g.name:<20} {m.seconds:>7.2f} {c1 - c0:>8.2f} {m.algorithm:<14} {sc}")
 
 
+def part_anneal(steps_py: int = 200_000) -> None:
+    """The annealing loop, compiled against its Python reference on T4's mesh (same start, same seed)."""
+    from fabscope.mapping.algorithms.anneal import T_END, T_START, _compiled, _Problem, anneal_reference
+
+    f, g, t = _setup(MESH, "torus:8x8x16,cores=1", None)
+    m = map_ranks(g, t, "hier")
+    p = _Problem(m, g)
+    print("\nanneal: steps per second of the loop on T4 (mesh1024 on an 8x8x16 torus, 1 per node), from hier")
+    print(f"{'engine':<8} {'steps':>11} {'CPU s':>7} {'steps/s':>11} {'hop-bytes':>10}")
+    out = {}
+    for engine, steps in (("c", 20_000 * g.n), ("c", steps_py), ("python", steps_py)):
+        c0 = time.process_time()
+        if engine == "c":
+            hb, slot, done = _compiled(p, m.slot, T_START * p.unit, T_END * p.unit, steps, 0, 0.0)
+        else:
+            hb, slot = anneal_reference(p, m.slot, T_START * p.unit, T_END * p.unit, steps, 0)
+        cpu = time.process_time() - c0
+        out[(engine, steps)] = (cpu, slot)
+        print(f"{engine:<8} {steps:>11,} {cpu:>7.2f} {steps / cpu:>11,.0f} {hb:>10.4g}")
+    (cc, sc), (cp, sp) = out[("c", steps_py)], out[("python", steps_py)]
+    print(f"compiled / Python on {steps_py:,} steps: {cp / cc:,.0f}x faster, same mapping: {bool((sc == sp).all())}")
+
+
 def part_scale() -> None:
     print("\nscaling: 3D stencil on a torus, 'topo' (fold; refinement skipped when proven optimal)")
     print(f"  {'ranks':>9} {'torus':>10} {'ppn':>4} {'fabric s':>9} {'map s':>7} {'map cpu':>7} {'hops/edge':>9} {'eval s':>7}")
@@ -170,7 +194,7 @@ def part_scale() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("quality", "objective", "speed", "scale", "all"), default="all")
+    ap.add_argument("--part", choices=("quality", "objective", "speed", "anneal", "scale", "all"), default="all")
     ap.add_argument("--scotch-seeds", type=int, default=5)
     ap.add_argument("--case", help="comma-separated case ids of the quality part (T1..T6, I1..I3, F1..F3)")
     a = ap.parse_args()
@@ -180,6 +204,8 @@ def main() -> None:
         part_objective()
     if a.part in ("speed", "all"):
         part_speed()
+    if a.part in ("anneal", "all"):
+        part_anneal()
     if a.part in ("scale", "all"):
         part_scale()
 
