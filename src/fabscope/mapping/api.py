@@ -18,8 +18,9 @@ scotch     Scotch's static mapping (pyscotch), best of ``scotch_seeds`` seeds
 ========== ===============================================================
 
 A name may carry refinements: ``hier+swap``, ``hier+swap+links``,
-``scotch+links``, ``scotch+anneal``.  No refinement worsens the metric it does not optimise by
-more than :data:`~fabscope.mapping.algorithms.refine.TOLERANCE` (1 %).
+``scotch+links``, ``scotch+anneal``.  No refinement worsens the metric it
+does not optimise by more than
+:data:`~fabscope.mapping.algorithms.refine.TOLERANCE` (1 %).
 
 Objectives (``objective=``): ``hop-bytes``, ``busiest-link`` (bytes on the
 busiest directed link under the fabric's routing), ``time`` (one exchange of
