@@ -159,13 +159,19 @@ int main(int argc, char **argv)
     fb_ctx *c = &ctx;
     memset(c, 0, sizeof *c);
     if (fb_check_only(argc, argv)) {
-        /* fabscope checks every option this way before it launches a job: no MPI_Init */
+        /* fabscope checks every option this way before it launches a job, and --list-pairs
+         * prints the random schedules: no MPI_Init */
         char err[512] = {0};
         const char *names[FB_MAX_TESTS];
         int n = 0;
         int st = fb_parse_options(argc, argv, &c->o, err, sizeof err);
         if (st == FB_HELP) return 0;
         if (!st) st = expand_tests(&c->o, names, &n, err, sizeof err);
+        if (!st && c->o.list_ranks && !c->o.check_only) {
+            for (int i = 0; i < n; i++) c->o.tests[i] = names[i];
+            c->o.ntests = n;
+            st = fb_list_schedules(&c->o, stdout, err, sizeof err);
+        }
         if (st) fprintf(stderr, "fabscope-bench: error: %s\n", err);
         return st;
     }

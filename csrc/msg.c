@@ -44,22 +44,18 @@ int fb_random_msg(fb_ctx *c)
     int *to = malloc(sizeof(int) * (size_t)(it + w)), *from = malloc(sizeof(int) * (size_t)(it + w));
     int *slen = malloc(sizeof(int) * (size_t)(it + w)), *rlen = malloc(sizeof(int) * (size_t)(it + w));
     unsigned char s[1024], r[1024];
-    unsigned long long st8 = c->o.seed * 7919ULL + 17;
+    int *len = malloc(sizeof(int) * (size_t)n);
+    unsigned long long st8 = fb_msg_state(c->o.seed);
     double sent = 0;
-    /* the schedule is drawn before timing, identically on every rank */
+    /* the schedule is drawn before timing, identically on every rank (draws.c) */
     for (long i = 0; i < it + w; i++) {
-        for (int k = 0; k < n; k++) perm[k] = k;
-        fb_shuffle(perm, n, fb_rand(&st8));
+        fb_msg_round(n, &st8, i, 100, 1000, perm, len);
         for (int k = 0; k < n; k++) pos[perm[k]] = k;
         int me = pos[c->rank];
         to[i] = perm[(me + 1) % n];
         from[i] = perm[(me - 1 + n) % n];
-        unsigned long long sz = st8 ^ (unsigned long long)i * 0x9E37ULL;
-        for (int k = 0; k < n; k++) {
-            int len = 100 + (int)(fb_rand(&sz) % 901);
-            if (perm[k] == c->rank) slen[i] = len;
-            if (perm[(k + 1) % n] == c->rank) rlen[i] = len;
-        }
+        slen[i] = len[me];
+        rlen[i] = len[(me - 1 + n) % n];
         if (i >= w) sent += slen[i];
     }
     memset(s, 7, sizeof s);
@@ -73,7 +69,7 @@ int fb_random_msg(fb_ctx *c)
         MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
     }
     double t = MPI_Wtime() - t0;
-    free(perm); free(pos); free(to); free(from); free(slen); free(rlen);
+    free(perm); free(pos); free(to); free(from); free(slen); free(rlen); free(len);
     return report(c, "\"bytes\":550,\"min_bytes\":100,\"max_bytes\":1000", t, sent, it);
 }
 
@@ -123,8 +119,8 @@ static int ring(fb_ctx *c, int random_order)
     int n = c->size, st;
     if ((st = need2(c))) return st;
     int *perm = malloc(sizeof(int) * (size_t)n), me = 0;
-    for (int k = 0; k < n; k++) perm[k] = k;
-    if (random_order) fb_shuffle(perm, n, c->o.seed * 31ULL + 5);
+    if (random_order) fb_ring_order(n, c->o.seed, perm);
+    else for (int k = 0; k < n; k++) perm[k] = k;
     for (int k = 0; k < n; k++) if (perm[k] == c->rank) me = k;
     int left = perm[(me - 1 + n) % n], right = perm[(me + 1) % n];
     free(perm);

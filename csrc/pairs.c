@@ -67,9 +67,7 @@ int fb_random_pairs(fb_ctx *c)
     if ((st = fb_fail(c, n < 2 ? FB_ERR_SETUP : FB_OK, "needs at least 2 ranks, the job has %d", n))) return st;
     int *perm = malloc(sizeof(int) * (size_t)n), *partner = malloc(sizeof(int) * (size_t)n);
     for (int round = 0; round < c->o.rounds && !st; round++) {
-        for (int i = 0; i < n; i++) { perm[i] = i; partner[i] = -1; }
-        fb_shuffle(perm, n, c->o.seed * 1000003ULL + (unsigned long long)round);
-        for (int i = 0; i + 1 < n; i += 2) { partner[perm[i]] = perm[i + 1]; partner[perm[i + 1]] = perm[i]; }
+        fb_random_pairing(n, c->o.seed, round, perm, partner);
         st = fb_pair_run(c, partner, pair_size(c), pair_iters(c), pair_warm(c), round, NULL, NULL);
     }
     free(perm); free(partner);

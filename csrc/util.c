@@ -51,6 +51,7 @@ void fb_usage(FILE *fh)
           "         --window W --seed N --rounds N --offset K --leaf-size L --hops N\n"
           "         --dims AxBxC [--mesh] --topo FILE --per-rank --validate\n"
           "         --out FILE [--append] --progress --yield auto|on|off --stream-n N\n"
+          "         --list-pairs N (print the random schedules for N ranks and exit, no MPI)\n"
           "sizes: 8, 64KiB, 1MiB (binary), 4M, 1MB (decimal)\n", fh);
 }
 
@@ -108,6 +109,7 @@ int fb_parse_options(int argc, char **argv, fb_opts *o, char *err, size_t n)
         FLAG("--per-rank", per_rank)
         FLAG("--mesh", mesh)
         FLAG("--check-args", check_only)
+        LONGOPT("--list-pairs", list_ranks, 1)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) return FB_HELP;
         if (!strcmp(a, "--yield")) {
             if (need(i, argc, argv, err, n)) return FB_ERR_USAGE;
@@ -208,7 +210,7 @@ static double read_cpu_mhz(void)
 
 int fb_check_only(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--check-args")) return 1;
+    for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--check-args") || !strcmp(argv[i], "--list-pairs")) return 1;
     return 0;
 }
 
@@ -371,24 +373,6 @@ const char *fb_sj(char *buf, size_t cap, fb_stats s)
 {
     snprintf(buf, cap, "{\"min\":%.6g,\"median\":%.6g,\"max\":%.6g,\"avg\":%.6g}", s.min, s.median, s.max, s.avg);
     return buf;
-}
-
-/* ---- random numbers ---------------------------------------------------------- */
-unsigned long long fb_rand(unsigned long long *state)
-{
-    unsigned long long z = (*state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-void fb_shuffle(int *a, int n, unsigned long long seed)
-{
-    unsigned long long st = seed;
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)(fb_rand(&st) % (unsigned long long)(i + 1));
-        int t = a[i]; a[i] = a[j]; a[j] = t;
-    }
 }
 
 /* ---- output ------------------------------------------------------------------ */

@@ -43,6 +43,7 @@ typedef struct {
     int validate, progress, append;
     int yield_mode;
     int check_only;            /* --check-args: validate the options and exit, before MPI_Init */
+    int list_ranks;            /* --list-pairs N: print the random schedules for N ranks, no MPI */
     long stream_n;
 } fb_opts;
 
@@ -99,9 +100,20 @@ size_t fb_size1(const fb_ctx *c, size_t dflt);
 typedef struct { double min, median, max, avg; } fb_stats;
 fb_stats fb_stat(const double *v, int n);        /* ignores v[i] < 0 */
 
-/* ---- random numbers: splitmix64, the same on every platform ----------- */
+/* ---- random schedules (draws.c): splitmix64, the same on every platform and in
+ * fabscope's Python side (traffic/draws.py) ------------------------------- */
 unsigned long long fb_rand(unsigned long long *state);
 void fb_shuffle(int *a, int n, unsigned long long seed);
+/* random-pairs round `round`: partner[r] (-1 sits out); perm is scratch of n ints */
+void fb_random_pairing(int n, unsigned long long seed, int round, int *perm, int *partner);
+/* random-ring: the ring's order of ranks */
+void fb_ring_order(int n, unsigned long long seed, int *perm);
+/* random-msg: the state its rounds draw from, then round i's cycle perm[k] -> perm[k+1]
+ * and the length perm[k] sends, in [low, high] */
+unsigned long long fb_msg_state(unsigned long long seed);
+void fb_msg_round(int n, unsigned long long *state, long i, int low, int high, int *perm, int *len);
+/* --list-pairs N: print the random schedules of the tests for N ranks, no MPI (main.c) */
+int fb_list_schedules(const fb_opts *o, FILE *out, char *err, size_t errlen);
 
 /* ---- output (rank 0 writes; every line flushed as it completes) ------- */
 void fb_emit(fb_ctx *c, const char *fmt, ...);

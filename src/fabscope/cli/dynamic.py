@@ -56,7 +56,7 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
     if name == "trace":
         return [(pg.replay_trace(arg, n), None)], name
     if name == "random-messaging":
-        return [(pg.random_messaging(n, it or 10, seed=args.seed), None)], name
+        return [(pg.random_messaging(n, it or 10, seed=args.seed, warmup=args.warmup), None)], name
     if name == "bucket-brigade":
         return [(pg.bucket_brigade(n, size, it or 1), None)], name
     if name in ("natural-ring", "random-ring"):

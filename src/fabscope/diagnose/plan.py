@@ -30,35 +30,11 @@ import numpy as np
 from fabscope.errors import FabscopeError
 from fabscope.fabric.model import Fabric
 from fabscope.diagnose.pairmodel import PairModel
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
-
-def _splitmix(states: np.ndarray) -> np.ndarray:
-    z = states.copy()
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
-
+from fabscope.traffic.draws import shuffle
 
 def bench_shuffle(n: int, seed: int) -> np.ndarray:
-    """The permutation ``fb_shuffle`` (csrc/util.c) makes of 0..n-1 with this seed."""
-    a = np.arange(n)
-    if n < 2:
-        return a
-    k = np.arange(1, n, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        states = np.uint64(seed % 2**64) + k * _GOLDEN
-    draws = _splitmix(states)
-    bounds = np.arange(n, 1, -1, dtype=np.uint64)          # i + 1 for i = n-1 .. 1
-    js = (draws % bounds).astype(np.int64).tolist()
-    lst = a.tolist()
-    for i, j in zip(range(n - 1, 0, -1), js):
-        lst[i], lst[j] = lst[j], lst[i]
-    return np.array(lst)
+    """The permutation ``fb_shuffle`` (csrc/draws.c) makes of 0..n-1 with this seed."""
+    return shuffle(n, seed)
 
 
 def bench_random_pairs(n_ranks: int, seed: int, rounds: int, first_round: int = 0

@@ -21,6 +21,7 @@ import numpy as np
 
 from fabscope.dynamic.program import Program
 from fabscope.errors import TrafficError
+from fabscope.traffic.draws import msg_rounds, random_pairing, ring_order
 
 COLLECTIVES = {
     "allreduce": ("ring", "recursive-doubling"),
@@ -28,30 +29,11 @@ COLLECTIVES = {
     "bcast": ("binomial",),
 }
 
-_MASK = (1 << 64) - 1
-
-
-def _splitmix(state: int) -> tuple[int, int]:
-    state = (state + 0x9E3779B97F4A7C15) & _MASK
-    z = state
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-    return state, z ^ (z >> 31)
-
-
 def bench_pairing(n_ranks: int, seed: int = 1, round_: int = 0) -> np.ndarray:
-    """``partner[r]`` as fabscope-bench's random-pairs test draws it (csrc/pairs.c, fb_shuffle):
-    the same pairs as a measured run with the same ``--seed`` (its default is 1); -1 sits out."""
-    perm = list(range(n_ranks))
-    st = (seed * 1000003 + round_) & _MASK
-    for i in range(n_ranks - 1, 0, -1):
-        st, z = _splitmix(st)
-        j = z % (i + 1)
-        perm[i], perm[j] = perm[j], perm[i]
-    partner = np.full(n_ranks, -1, dtype=np.int64)
-    for i in range(0, n_ranks - 1, 2):
-        partner[perm[i]], partner[perm[i + 1]] = perm[i + 1], perm[i]
-    return partner
+    """``partner[r]`` as fabscope-bench's random-pairs test draws it (csrc/draws.c, one algorithm with
+    :mod:`fabscope.traffic.draws`): the same pairs as a measured run with the same ``--seed`` (its
+    default is 1); -1 sits out."""
+    return random_pairing(n_ranks, seed, round_)
 
 
 def _pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
@@ -94,15 +76,15 @@ def window(a, b, size: float, iterations: int, window: int = 64, warmup: int = 2
     return Program.from_rounds("bw", n, rounds, iterations=iterations, warmup=warmup, window=window, size=size)
 
 
-def random_messaging(n_ranks: int, iterations: int, seed: int = 0, low: int = 100, high: int = 1000) -> Program:
-    """Seed 004's Random Messaging as fabscope-bench runs it: each iteration the ranks form a
-    random cycle; each sends a message of random size in [low, high] to its successor."""
-    rng = np.random.default_rng(seed)
-    rounds = []
-    for _ in range(iterations):
-        perm = rng.permutation(n_ranks)
-        rounds.append((perm, np.roll(perm, -1), rng.integers(low, high + 1, n_ranks).astype(float)))
-    return Program.from_rounds("random-messaging", n_ranks, rounds, iterations=iterations, seed=seed)
+def random_messaging(n_ranks: int, iterations: int, seed: int = 0, low: int = 100, high: int = 1000,
+                     warmup: int = 0) -> Program:
+    """Seed 004's Random Messaging as fabscope-bench runs it: each iteration (``warmup`` untimed
+    ones first) the ranks form a random cycle; each sends a message of random size in [low, high]
+    to its successor.  The cycles and sizes are the benchmark's with the same ``--seed``."""
+    rounds = [(o, np.roll(o, -1), b.astype(float))
+              for o, b in msg_rounds(n_ranks, seed, warmup + iterations, low, high)]
+    return Program.from_rounds("random-messaging", n_ranks, rounds, iterations=iterations, warmup=warmup,
+                               seed=seed)
 
 
 def bucket_brigade(n_ranks: int, size: float, iterations: int = 1) -> Program:
@@ -118,7 +100,7 @@ def bucket_brigade(n_ranks: int, size: float, iterations: int = 1) -> Program:
 
 def ring(n_ranks: int, size: float, iterations: int = 1, order: str = "natural", seed: int = 0) -> Program:
     """HPCC rings (seed 001): every rank exchanges with both neighbours at once, per iteration."""
-    p = np.arange(n_ranks) if order == "natural" else np.random.default_rng(seed).permutation(n_ranks)
+    p = np.arange(n_ranks) if order == "natural" else ring_order(n_ranks, seed)
     src = np.r_[p, p]
     dst = np.r_[np.roll(p, -1), np.roll(p, 1)]
     return Program.from_rounds(f"{order}-ring", n_ranks, [(src, dst, size)] * iterations,

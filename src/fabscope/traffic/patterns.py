@@ -6,6 +6,8 @@ hosts.  Randomness comes only through ``seed``.
 >>> t = random_pairs(8, size=1e6, seed=7)
 >>> t.n_flows, sorted(set(t.src.tolist())) == list(range(8))
 (8, True)
+>>> random_pairs(10, 1e6, seed=1).src[:5].tolist()   # as fabscope-bench random-pairs --seed 1 pairs them
+[0, 1, 2, 3, 7]
 """
 
 from __future__ import annotations
@@ -19,19 +21,26 @@ import numpy as np
 from fabscope.errors import TrafficError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
+from fabscope.traffic.draws import msg_rounds, random_pairs_rounds, ring_order
 from fabscope.traffic.flows import Traffic
 
 
-def random_pairs(n_ranks: int, size: float, seed: int = 0) -> Traffic:
+def random_pairs(n_ranks: int, size: float, seed: int = 0, rounds: int = 1) -> Traffic:
     """Seed 000: ranks paired at random, each pair ping-pongs (both directions).
 
-    With an odd count the last rank of the shuffle sits out.
+    The pairs and rounds are fabscope-bench's random-pairs test's with the same
+    ``--seed`` and ``--rounds`` (:mod:`.draws`); each round is a scenario.  With
+    an odd count one rank sits out.
     """
     if n_ranks < 2:
         raise TrafficError(f"random-pairs needs at least 2 ranks, got {n_ranks}")
-    perm = np.random.default_rng(seed).permutation(n_ranks)
-    m = n_ranks // 2
-    return Traffic.build("random-pairs", perm[0:2 * m:2], perm[1:2 * m:2], size, pingpong=True, seed=seed)
+    if rounds < 1:
+        raise TrafficError(f"random-pairs needs rounds >= 1, got {rounds}")
+    drawn = random_pairs_rounds(n_ranks, seed, rounds)
+    src = np.concatenate([a for a, _ in drawn])
+    dst = np.concatenate([b for _, b in drawn])
+    scen = np.repeat(np.arange(rounds), [len(a) for a, _ in drawn])
+    return Traffic.build("random-pairs", src, dst, size, pingpong=True, scenario=scen, seed=seed, rounds=rounds)
 
 
 def _leaves(fabric: Fabric, placement: Placement, nodes_per_leaf: int, pattern: str) -> list[np.ndarray]:
@@ -193,8 +202,8 @@ def all_to_all(n_ranks: int, size: float) -> Traffic:
 
 def ring(n_ranks: int, size: float, order: str = "natural", seed: int = 0) -> Traffic:
     """HPCC ring (seed 001): each rank exchanges with both neighbours of a ring in
-    natural rank order or a random order."""
-    p = np.arange(n_ranks) if order == "natural" else np.random.default_rng(seed).permutation(n_ranks)
+    natural rank order or a random order (fabscope-bench's random-ring order, :mod:`.draws`)."""
+    p = np.arange(n_ranks) if order == "natural" else ring_order(n_ranks, seed)
     return Traffic.build(f"{order}-ring", np.r_[p, p], np.r_[np.roll(p, -1), np.roll(p, 1)], size,
                          order=order, seed=seed)
 
@@ -206,11 +215,13 @@ def bucket_brigade(n_ranks: int, size: float) -> Traffic:
 
 
 def random_messaging(n_ranks: int, seed: int = 0, low: int = 100, high: int = 1000) -> Traffic:
-    """Seed 004: each rank sends a message of a random size in [low, high] bytes to a random other rank."""
-    rng = np.random.default_rng(seed)
-    s = np.arange(n_ranks)
-    d = (s + rng.integers(1, n_ranks, n_ranks)) % n_ranks
-    return Traffic.build("random-messaging", s, d, rng.integers(low, high + 1, n_ranks), seed=seed)
+    """Seed 004: the ranks form a random cycle, each sends a message of a random size in
+    [low, high] bytes to its successor: the first iteration of fabscope-bench's random-msg
+    with the same ``--seed`` (:mod:`.draws`)."""
+    if n_ranks < 2:
+        raise TrafficError(f"random-messaging needs at least 2 ranks, got {n_ranks}")
+    order, size = next(msg_rounds(n_ranks, seed, 1, low, high))
+    return Traffic.build("random-messaging", order, np.roll(order, -1), size, seed=seed)
 
 
 def stencil(dims: Sequence[int], size: float, periodic: bool = True) -> Traffic:

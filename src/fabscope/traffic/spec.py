@@ -50,7 +50,7 @@ def _stencil(nd: int) -> Callable[..., Traffic]:
 
 
 PATTERNS: dict[str, Callable[..., Traffic]] = {
-    "random-pairs": lambda f, p, size, seed: pt.random_pairs(p.n_ranks, size, seed),
+    "random-pairs": lambda f, p, size, seed, rounds=1: pt.random_pairs(p.n_ranks, size, seed, int(rounds)),
     "leaf-offset": lambda f, p, size, seed, offset=1, nodes_per_leaf=8: pt.leaf_offset(
         f, p, int(offset), size, int(nodes_per_leaf)),
     "leaf-pairs": lambda f, p, size, seed, nodes_per_leaf=8, concurrent="1": pt.leaf_pairs(
@@ -70,7 +70,7 @@ PATTERNS: dict[str, Callable[..., Traffic]] = {
 }
 
 _POSITIONAL = {"stencil2d": "dims", "stencil3d": "dims", "leaf-offset": "offset", "partner-hops": "hops",
-               "shift": "k"}
+               "shift": "k", "random-pairs": "rounds"}
 
 
 def make_traffic(spec: str, fabric: Fabric, placement: Placement, size: float, seed: int = 0,
