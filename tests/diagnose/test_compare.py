@@ -32,10 +32,12 @@ def test_real_run_compared_round_by_round(real_run, tmp_path, capsys):
     fpath = tmp_path / "fabric.json"
     write_json(fabric, fpath)
     out = tmp_path / "cmp.json"
-    assert main(["compare", str(real_run), "--fabric", str(fpath), "-o", str(out)]) == 0
+    assert main(["compare", str(real_run), "--fabric", str(fpath), "-o", str(out), "--model", "static"]) == 0
     text = capsys.readouterr().out
     assert "Same Node" in text and "pairs furthest from the model" in text
+    assert "model: static: the snapshot" in text
     res = Result.read_json(out)
+    assert res.meta["model"] == "static"
     recs = _lines(real_run)
     assert res.meta["kind"] == "compare" and res.n_pairs == len(recs) == 6 + 2
     assert sorted(res.meta["tests"]) == ["leaf-offset", "random-pairs"]
@@ -55,6 +57,42 @@ def test_real_run_compared_round_by_round(real_run, tmp_path, capsys):
     cls = res.extra["compare"]["classes"]
     assert [c["label"] for c in cls] == ["Same Node"] and cls[0]["pairs"] == 8
     assert cls[0]["measured_avg"] == pytest.approx(np.mean([r["bandwidth"] for r in recs]))
+
+
+@pytest.mark.mpi
+def test_real_run_compared_in_time_by_default(real_run, tmp_path, capsys):
+    """The default model is the program the run ran: its pairs, rounds, size, 20 iterations and
+    2 warm-up ones, ping-pong turns; each round as `simulate --dynamic` runs it alone."""
+    from fabscope.dynamic.programs import pingpong
+    from fabscope.dynamic.results import pingpong_result
+    from fabscope.dynamic.run import run_program_on
+
+    run = read_run(real_run)
+    fabric = named_fabric(run.ranks["host"][0])
+    fpath = tmp_path / "fabric.json"
+    write_json(fabric, fpath)
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(real_run), "--fabric", str(fpath), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "model: dynamic: the program the benchmark ran, in time (max-min sharing, 20 timed iterations" in text
+    res = Result.read_json(out)
+    assert res.meta["model"] == "dynamic" and res.meta["model_info"]["iterations"] == [20]
+    assert res.meta["model_info"]["warmup"] == [2]
+    place = Placement(np.zeros(4, np.int32), np.arange(4, dtype=np.int32))
+    for key in set(zip(res.pairs["test"].tolist(), res.pairs["scenario"].tolist())):
+        sel = (res.pairs["test"] == key[0]) & (res.pairs["scenario"] == key[1])
+        prog = pingpong(res.pairs["src"][sel], res.pairs["dst"][sel], 65536.0, 20, 2, n_ranks=4)
+        alone = pingpong_result(fabric, run_program_on(fabric, place, prog, "minhop"))
+        got = dict(zip(zip(res.pairs["src"][sel].tolist(), res.pairs["dst"][sel].tolist()),
+                       res.pairs["modeled"][sel].tolist()))
+        want = dict(zip(zip(alone.pairs["src"].tolist(), alone.pairs["dst"].tolist()),
+                        alone.pairs["bandwidth"].tolist()))
+        assert got.keys() == want.keys()
+        np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=1e-9)
+    # on one host, two ping-pong pairs in lock-step copy one way at a time: the snapshot halves them
+    static = compare(load_measured([str(real_run)], fabric), "minhop", model="static")
+    rp = res.pairs["test"] == "random-pairs"
+    assert np.all(res.pairs["modeled"][rp] > 1.5 * static.pairs["modeled"][rp])
 
 
 @pytest.mark.mpi
@@ -85,8 +123,33 @@ def test_against_a_modeled_result(real_run, tmp_path, capsys):
     assert main(["compare", str(real_run), "--model", str(model), "-o", str(out)]) == 0
     res = Result.read_json(out)
     m = Result.read_json(model)
-    assert res.meta["kind"] == "compare" and res.n_pairs == 8
+    assert res.meta["kind"] == "compare" and res.n_pairs == 8 and res.meta["model"] == "static"
     assert set(res.pairs["modeled"].tolist()) <= set(m.pairs["bandwidth"].tolist())
+    # a --dynamic result of the same pairs and rounds (the run's --seed 1, 3 rounds, 20 iterations)
+    dyn = tmp_path / "dyn.json"
+    assert main(["simulate", "--fabric", str(fpath), "--pattern", "random-pairs:rounds=3", "--seed", "1",
+                 "--ranks", "4", "--ppn", "4", "--size", "65536", "--dynamic", "--iterations", "20",
+                 "-o", str(dyn)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(real_run), "--model", str(dyn), "-o", str(out)]) == 0
+    assert "model: dynamic" in capsys.readouterr().out
+    res = Result.read_json(out)
+    rp = res.pairs["test"] == "random-pairs"
+    d = Result.read_json(dyn)
+    want = {(int(s), int(t), int(sc)): bw for s, t, sc, bw in zip(d.pairs["src"], d.pairs["dst"],
+                                                                     d.pairs["scenario"], d.pairs["bandwidth"])}
+    got = [want[(int(s), int(t), int(sc))] for s, t, sc in zip(res.pairs["src"][rp], res.pairs["dst"][rp],
+                                                                 res.pairs["scenario"][rp])]
+    np.testing.assert_allclose(res.pairs["modeled"][rp], got)
+    assert res.meta["model"] == "dynamic"
+    # refused before any work: --model FILE with --fabric, an unknown --model
+    for argv, msg in ((["--model", str(dyn), "--fabric", str(fpath)], "not both"),
+                      (["--model", "nosuch"], "neither dynamic nor static"),
+                      (["--model", "static"], "needs --fabric")):
+        assert main(["compare", str(real_run), *argv, "-o", str(tmp_path / "x.json")]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0], err
+        assert not (tmp_path / "x.json").exists()
 
 
 def test_concurrency_decides_sharing(tmp_path):
@@ -101,13 +164,32 @@ def test_concurrency_decides_sharing(tmp_path):
                              "cls": np.zeros(2), "bytes": np.full(2, 1e7), "bandwidth": np.full(2, 0.5 * cap),
                              "scenario": np.array(scen)})
 
-    together = compare(load_measured([measured([0, 0])], f))
-    apart = compare(load_measured([measured([0, 1])], f))
-    # leaf0 -> spine carries both flows: 0.5 GB/s each when together (hand: 1e9 / 2)
-    np.testing.assert_allclose(together.pairs["modeled"], 0.5 * cap, rtol=1e-3)
-    np.testing.assert_allclose(apart.pairs["modeled"], cap, rtol=1e-3)
-    np.testing.assert_allclose(together.pairs["ratio"], 1.0, rtol=1e-3)
-    assert "spine" in together.pairs["limit"][0] and together.class_labels[together.pairs["cls"][0]] == "Far"
+    for model in ("static", "dynamic"):
+        together = compare(load_measured([measured([0, 0])], f), model=model)
+        apart = compare(load_measured([measured([0, 1])], f), model=model)
+        # leaf0 -> spine carries both flows: 0.5 GB/s each when together (hand: 1e9 / 2); in time too,
+        # both lower ranks sit on leaf0 and send first, in step
+        np.testing.assert_allclose(together.pairs["modeled"], 0.5 * cap, rtol=1e-3)
+        np.testing.assert_allclose(apart.pairs["modeled"], cap, rtol=1e-3)
+        np.testing.assert_allclose(together.pairs["ratio"], 1.0, rtol=1e-3)
+        assert "spine" in together.pairs["limit"][0] and together.class_labels[together.pairs["cls"][0]] == "Far"
+
+
+def test_ping_pong_turns_decide_sharing_in_time():
+    """Two pairs across one spine cable whose lower ranks sit on different leaves: in time they
+    send in opposite directions at once and never share; the snapshot halves both."""
+    f = named_fabric("a", others=3, capacity=1e9)
+    r = Result(meta={"kind": "measure", "test": "random-pairs"}, class_labels=("x",),
+               pairs={"src": np.array([0, 1]), "dst": np.array([2, 3]),
+                      "src_host": np.array(["a", "n3"]), "dst_host": np.array(["n2", "n1"]),
+                      "cls": np.zeros(2), "bytes": np.full(2, 1e7), "bandwidth": np.full(2, 0.9e9),
+                      "scenario": np.array([0, 0])})
+    m = load_measured([r], f)
+    np.testing.assert_allclose(compare(m, model="static").pairs["modeled"], 0.5e9, rtol=1e-3)
+    dyn = compare(m, model="dynamic")
+    np.testing.assert_allclose(dyn.pairs["modeled"], 1e9, rtol=1e-3)
+    assert dyn.meta["model_info"]["iterations"] == [100]       # fabscope-bench's default, no argv given
+    assert compare(m, model="dynamic", iterations=3).meta["model_info"]["iterations"] == [3]
 
 
 def test_bad_inputs_one_line_nothing_written(tmp_path, capsys):

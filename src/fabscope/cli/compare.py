@@ -13,9 +13,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "modeled and their ratio, the pairs furthest from the model first.")
     p.add_argument("files", nargs="+", metavar="MEASURED",
                    help="fabscope-bench output (.jsonl) or a measured result (.json)")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed name")
-    src.add_argument("--model", help="a modeled result (fabscope simulate -o) of the same hosts")
+    p.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed name")
+    p.add_argument("--model", default="dynamic", metavar="dynamic|static|FILE",
+                   help="dynamic (default): the program the benchmark ran, in time; static: the snapshot, every "
+                        "pair of a round sharing links all the time; FILE: a modeled result of the same hosts "
+                        "(fabscope simulate -o, with or without --dynamic)")
+    p.add_argument("--model-iterations", type=int, metavar="N",
+                   help="dynamic: model N timed iterations instead of the measured count (faster)")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
     p.add_argument("--top", type=int, default=15, help="pairs to list (default 15)")
@@ -59,18 +63,39 @@ def check_outputs(*paths: str | None) -> None:
             raise FabscopeError(f"cannot write {p}: no folder {os.path.dirname(os.path.abspath(p))}")
 
 
+def model_choice(args: argparse.Namespace) -> str:
+    """``--model``: dynamic, static or a file; refused before any work where it cannot be used."""
+    from fabscope.diagnose.timemodel import MODELS
+    from fabscope.errors import FabscopeError
+
+    model = args.model
+    if model in MODELS:
+        if not args.fabric:
+            raise FabscopeError(f"--model {model} needs --fabric (the fabric to model), or give --model FILE")
+    elif not os.path.isfile(model):
+        raise FabscopeError(f"--model {model!r}: neither {' nor '.join(MODELS)} nor a readable modeled result")
+    if getattr(args, "model_iterations", None) is not None and args.model_iterations < 1:
+        raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
+    return model
+
+
 def run(args: argparse.Namespace) -> int:
     from fabscope.diagnose.compare import compare, compare_lines, compare_with_model
     from fabscope.diagnose.measured import load_measured
+    from fabscope.diagnose.timemodel import MODELS
+    from fabscope.errors import FabscopeError
     from fabscope.result import Result
 
     check_outputs(args.output, args.csv)
-    if args.model:
-        res = compare_with_model(list(args.files), Result.read_json(args.model))
+    model = model_choice(args)
+    if model not in MODELS:
+        if args.fabric:
+            raise FabscopeError("give --fabric or --model FILE, not both: a modeled result names its fabric")
+        res = compare_with_model(list(args.files), Result.read_json(model))
     else:
         fabric = resolve_fabric(args.fabric)
         measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
-        res = compare(measured, args.routing)
+        res = compare(measured, args.routing, model=model, iterations=args.model_iterations)
     print("\n".join(compare_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)

@@ -18,6 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fabscope-bench output (.jsonl) or measured results (.json); several runs are combined")
     p.add_argument("--fabric", required=True, help="fabric spec, fabric JSON, or a testbed name")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
+    p.add_argument("--model", choices=("dynamic", "static"), default="dynamic",
+                   help="the healthy fabric's prediction: dynamic (default), the program the benchmark ran in "
+                        "time; static, the snapshot (the capacities are fitted on the snapshot either way)")
+    p.add_argument("--model-iterations", type=int, metavar="N",
+                   help="dynamic: model N timed iterations instead of the measured count (faster)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
     p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas (default 3)")
     p.add_argument("--penalty", type=float, help="evidence a suspect must bring, in noise variances (default: "
@@ -58,12 +63,17 @@ def run(args: argparse.Namespace) -> int:
         raise FabscopeError("diagnose needs measured runs (MEASURED files), or --plan")
     from fabscope.diagnose.measured import load_measured
     from fabscope.diagnose.report import diagnosis_lines
+    from fabscope.diagnose.timemodel import nominal_model
     from fabscope.diagnose.tomography import diagnose
 
+    if args.model_iterations is not None and args.model_iterations < 1:
+        raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
     fabric = resolve_fabric(args.fabric)
     measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
+    nominal, how = nominal_model(measured, args.routing, args.model, iterations=args.model_iterations)
     d = diagnose(measured, args.routing, sigmas=args.sigmas, penalty=args.penalty,
-                 calibrate=not args.no_calibrate)
+                 calibrate=not args.no_calibrate, nominal=nominal,
+                 meta={"model": how["model"], "model_info": how})
     res = d.to_result()
     print("\n".join(diagnosis_lines(res, args.top)))
     if args.output:

@@ -1,7 +1,9 @@
 """Measured beside modeled: the same pairs, on the same routes, at the same time.
 
 :func:`compare` models every measured pair with the concurrency it ran with
-(:mod:`.measured`) on the fabric's routes (:mod:`.pairmodel`) and returns a
+(:mod:`.measured`) on the fabric's routes, by default as the program it ran in
+time (:mod:`.timemodel`), with ``model="static"`` as the snapshot
+(:mod:`.pairmodel`), and returns a
 result of kind ``"compare"``: pair columns ``measured``, ``modeled`` (bytes/s)
 and ``ratio`` (measured / modeled), the link that limits each pair in the
 model (``limit``), and ``extra["compare"]["classes"]``, the averages per class.
@@ -16,7 +18,7 @@ written (``fabscope simulate -o``), matching pairs by their hosts.
 ...               pairs={"src_host": np.array(["h0000", "h0001"]), "dst_host": np.array(["h0002", "h0003"]),
 ...                      "cls": np.array([0, 0]), "bytes": np.array([1e6, 1e6]),
 ...                      "bandwidth": np.array([0.5 * cap, 0.99 * cap]), "scenario": np.array([0, 0])})
->>> c = compare(load_measured([meas], f), routing="dmodk")
+>>> c = compare(load_measured([meas], f), routing="dmodk", model="static")
 >>> [round(float(x), 2) for x in c.pairs["ratio"]]
 [0.5, 1.0]
 >>> c.extra["compare"]["classes"][0]["label"], round(c.extra["compare"]["classes"][0]["ratio"], 2)
@@ -33,8 +35,9 @@ from fabscope.fabric.model import MB
 from fabscope.result import Result
 from fabscope.diagnose.measured import DiagnoseError, Measured, load_measured, read_source
 from fabscope.diagnose.pairmodel import PairModel
+from fabscope.diagnose.timemodel import MODELS, dynamic_bandwidth, model_line
 
-__all__ = ["compare", "compare_with_model", "class_rows", "compare_lines", "load_measured"]
+__all__ = ["compare", "compare_with_model", "class_rows", "compare_lines", "load_measured", "model_line"]
 
 
 def class_rows(labels: tuple[str, ...], cls: np.ndarray, measured: np.ndarray, modeled: np.ndarray) -> list[dict[str, Any]]:
@@ -51,13 +54,27 @@ def class_rows(labels: tuple[str, ...], cls: np.ndarray, measured: np.ndarray, m
     return rows
 
 
-def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None = None) -> Result:
-    """Model ``measured``'s pairs on ``routing`` (default: the fabric's own) and set them side by side."""
+def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None = None, *,
+            model: str = "dynamic", iterations: int | None = None, engine: str = "auto") -> Result:
+    """Model ``measured``'s pairs on ``routing`` (default: the fabric's own) and set them side by side.
+
+    ``model="dynamic"`` (the default) runs the program the benchmark ran in time
+    (:mod:`.timemodel`); ``"static"`` takes the snapshot, every pair of a concurrent set
+    sharing links for the whole run (:mod:`.pairmodel`).  The limiting link named per pair
+    is the snapshot's either way.
+    """
+    if model not in MODELS:
+        raise DiagnoseError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
     f = measured.fabric
-    model = PairModel(f, measured.hs, measured.hd, measured.scenario, measured.pingpong, measured.bytes, routing)
-    rate = model.flow_rates()
-    modeled = model.pair_bandwidth(rate)
-    limit = _pair_limits(model, rate)
+    pm = PairModel(f, measured.hs, measured.hd, measured.scenario, measured.pingpong, measured.bytes, routing)
+    rate = pm.flow_rates()
+    modeled = pm.pair_bandwidth(rate)
+    limit = _pair_limits(pm, rate)
+    how: dict[str, Any] = {"model": "static", "sharing": "maxmin"}
+    if model == "dynamic":
+        pred = dynamic_bandwidth(measured, pm.router, iterations=iterations, engine=engine)
+        modeled = pred.bandwidth
+        how = pred.info
     ratio = measured.bandwidth / modeled
     cls = f.classify(measured.hs, measured.hd)
     names = np.array(f.host_names, dtype=object)
@@ -66,8 +83,8 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
              "bandwidth": measured.bandwidth, "time": measured.time, "scenario": measured.scenario,
              "test": measured.test, "measured": measured.bandwidth, "modeled": modeled, "ratio": ratio,
              "limit": limit}
-    m = {"kind": "compare", "fabric": f.name, "fabric_params": dict(f.params), "routing": model.router.name,
-         "model": "maxmin", "sources": list(measured.sources), "tests": sorted(set(measured.test.tolist())),
+    m = {"kind": "compare", "fabric": f.name, "fabric_params": dict(f.params), "routing": pm.router.name,
+         "model": how["model"], "model_info": how, "sources": list(measured.sources), "tests": sorted(set(measured.test.tolist())),
          "scenarios": measured.n_scenarios, "concurrent_sets": [list(k) for k in measured.scenario_key],
          **(meta or {})}
     extra = {"compare": {"classes": class_rows(f.class_labels, cls, measured.bandwidth, modeled)}}
@@ -96,20 +113,27 @@ def _pair_limits(model: PairModel, rate: np.ndarray) -> np.ndarray:
 
 def compare_with_model(sources: list[Any], model: Result, meta: dict[str, Any] | None = None) -> Result:
     """Measured pairs beside a modeled result's pairs of the same hosts (and round, where both have one)."""
-    if model.meta.get("kind") != "model":
-        raise DiagnoseError(f"--model needs a modeled result (kind 'model'), got kind {model.meta.get('kind')!r}")
+    kind = model.meta.get("kind")
+    if kind not in ("model", "dynamic"):
+        raise DiagnoseError(f"--model needs a modeled result (fabscope simulate -o, with or without --dynamic: "
+                            f"kind 'model' or 'dynamic'), got kind {kind!r}")
     mp = model.pairs
     for col in ("src_host", "dst_host"):
         if col not in mp:
             raise DiagnoseError(f"the modeled result has no {col!r} column; write it with 'fabscope simulate -o'")
-    key_bw: dict[tuple[str, str, int], tuple[float, int]] = {}
-    key2: dict[tuple[str, str], tuple[float, int]] = {}
+    # matched by ranks, hosts and round; else hosts and round; else hosts
+    key_r: dict[tuple, tuple[float, int]] = {}
+    key_bw: dict[tuple, tuple[float, int]] = {}
+    key2: dict[tuple, tuple[float, int]] = {}
     scen = mp.get("scenario", np.zeros(model.n_pairs, dtype=np.int64))
-    for s, d, sc, bw, c in zip(mp["src_host"].tolist(), mp["dst_host"].tolist(), np.asarray(scen).tolist(),
-                               mp["bandwidth"].tolist(), mp["cls"].tolist()):
-        for key, table in (((s, d, int(sc)), key_bw), ((s, d), key2)):
-            table.setdefault(key, (bw, c))  # type: ignore[arg-type]
-            table.setdefault(key[1::-1] + key[2:], (bw, c))  # type: ignore[arg-type, operator]
+    ranks = (np.asarray(mp["src"]).tolist(), np.asarray(mp["dst"]).tolist()) if "src" in mp and "dst" in mp else (
+        [None] * model.n_pairs, [None] * model.n_pairs)
+    for s, d, sc, bw, c, rs, rd in zip(mp["src_host"].tolist(), mp["dst_host"].tolist(), np.asarray(scen).tolist(),
+                                       mp["bandwidth"].tolist(), mp["cls"].tolist(), *ranks):
+        for key, table in (((s, d, int(sc), rs, rd), key_r), ((s, d, int(sc)), key_bw), ((s, d), key2)):
+            table.setdefault(key, (bw, c))
+            rev = (key[1], key[0]) + key[2:3] + ((key[4], key[3]) if len(key) == 5 else ())
+            table.setdefault(rev, (bw, c))
     cols: dict[str, list[Any]] = {k: [] for k in ("src", "dst", "src_host", "dst_host", "bytes", "bandwidth",
                                                  "time", "scenario", "test", "modeled", "cls")}
     names = []
@@ -118,7 +142,8 @@ def compare_with_model(sources: list[Any], model: Result, meta: dict[str, Any] |
         for test, c, _ in read_source(src):
             for j in range(len(c["src"])):
                 s, d, sc = str(c["src_host"][j]), str(c["dst_host"][j]), int(c["scenario"][j])
-                hit = key_bw.get((s, d, sc)) or key2.get((s, d))
+                hit = (key_r.get((s, d, sc, int(c["src"][j]), int(c["dst"][j]))) or key_bw.get((s, d, sc))
+                       or key2.get((s, d)))
                 if hit is None:
                     raise DiagnoseError(f"the modeled result has no pair {s} -> {d} (measured in {src}); "
                                         "model the same hosts, or compare with --fabric")
@@ -135,8 +160,11 @@ def compare_with_model(sources: list[Any], model: Result, meta: dict[str, Any] |
     arr["measured"] = arr["bandwidth"].astype(float)
     arr["modeled"] = arr["modeled"].astype(float)
     arr["ratio"] = arr["measured"] / arr["modeled"]
+    how = ({"model": "dynamic", "sharing": "count" if model.meta.get("model") == "congestion" else "maxmin",
+            "engine": model.meta.get("engine"), "iterations": [model.meta.get("program_params", {}).get("iterations")]}
+           if kind == "dynamic" else {"model": "static", "sharing": model.meta.get("model")})
     m = {"kind": "compare", "fabric": model.meta.get("fabric"), "routing": model.meta.get("routing"),
-         "model": model.meta.get("model"), "sources": names, "against": "modeled result",
+         "model": how["model"], "model_info": how, "sources": names, "against": "modeled result",
          "tests": sorted(set(arr["test"].tolist())), **(meta or {})}
     extra = {"compare": {"classes": class_rows(model.class_labels, arr["cls"], arr["measured"], arr["modeled"])}}
     return Result(meta=m, class_labels=model.class_labels, pairs=arr, extra=extra)
@@ -149,6 +177,7 @@ def compare_lines(result: Result, top: int = 15) -> list[str]:
     out = [f"{m.get('fabric')}, routing {m.get('routing')}: {len(p['ratio'])} measured pairs"
            + (f" in {m['scenarios']} concurrent sets" if m.get("scenarios") else "")
            + f" ({', '.join(m.get('tests') or [])})",
+           f"model: {model_line(m)}",
            f"{'class':<14}{'pairs':>7}{'measured':>11}{'modeled':>11}{'ratio':>7}{'min':>7}{'max':>7}   [MB/s]"]
     for r in result.extra["compare"]["classes"]:
         out.append(f"{r['label']:<14}{r['pairs']:>7}{r['measured_avg'] / MB:11.1f}{r['modeled_avg'] / MB:11.1f}"

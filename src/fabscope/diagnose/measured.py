@@ -66,6 +66,10 @@ class Measured:
     sources: tuple[str, ...] = ()
     #: (source index, test, scenario in that test) of each global scenario
     scenario_key: tuple[tuple[int, str, int], ...] = field(default=())
+    #: timed iterations and untimed warm-up ones each pair ran (None: not known; the model of the
+    #: program in time then takes fabscope-bench's defaults)
+    iters: np.ndarray | None = None
+    warmup: np.ndarray | None = None
 
     @property
     def n_pairs(self) -> int:
@@ -86,7 +90,9 @@ class Measured:
         used, scen = np.unique(self.scenario[idx], return_inverse=True)
         return Measured(self.fabric, self.src[idx], self.dst[idx], self.hs[idx], self.hd[idx], self.bytes[idx],
                         self.bandwidth[idx], self.time[idx], scen.astype(np.int64), self.pingpong[idx],
-                        self.test[idx], self.sources, tuple(self.scenario_key[i] for i in used))
+                        self.test[idx], self.sources, tuple(self.scenario_key[i] for i in used),
+                        None if self.iters is None else self.iters[idx],
+                        None if self.warmup is None else self.warmup[idx])
 
 
 def host_resolver(fabric: Fabric, hostmap: Any = None):
@@ -111,6 +117,28 @@ def host_resolver(fabric: Fabric, hostmap: Any = None):
     return resolve
 
 
+def run_iterations(test: str, argv: Any) -> tuple[int, int]:
+    """Timed and warm-up iterations of a pair test, from the run's command line (csrc/pairs.c's
+    defaults where it gives none: 100 and 2, all-pairs 20 and 2).
+
+    >>> run_iterations("random-pairs", ["fabscope-bench", "random-pairs", "--iterations", "20"])
+    (20, 2)
+    >>> run_iterations("all-pairs", None)
+    (20, 2)
+    """
+    it, w = (20 if test == "all-pairs" else 100), 2
+    args = [str(a) for a in argv] if isinstance(argv, list) else []
+    for i, a in enumerate(args[:-1]):
+        try:
+            if a == "--iterations":
+                it = max(int(args[i + 1]), 1)
+            elif a == "--warmup":
+                w = max(int(args[i + 1]), 0)
+        except ValueError:
+            pass
+    return it, w
+
+
 def _from_bench(path: str) -> list[tuple[str, dict[str, np.ndarray], str | None]]:
     """Per pair test of a fabscope-bench file: (test, columns, fabric named in the header)."""
     from fabscope.measure.parse import read_run
@@ -132,6 +160,9 @@ def _from_bench(path: str) -> list[tuple[str, dict[str, np.ndarray], str | None]
                 "bandwidth": np.array([float(r.get("bandwidth") or 0.0) for r in recs]),
                 "time": np.array([float(r.get("time") or 0.0) for r in recs]),
                 "scenario": np.array([int(r.get("scenario", 0)) for r in recs], dtype=np.int64)}
+        it, w = run_iterations(test, run.header.get("argv"))
+        cols["iters"] = np.array([int(r.get("iters") or it) for r in recs], dtype=np.int64)
+        cols["warmup"] = np.full(len(recs), w, dtype=np.int64)
         out.append((test, cols, run.header.get("fabric") or run.header.get("testbed")))
     return out
 
@@ -153,6 +184,9 @@ def _from_result(res: Result, origin: str) -> list[tuple[str, dict[str, np.ndarr
             "bandwidth": np.asarray(p["bandwidth"], dtype=float),
             "time": np.asarray(p.get("time", np.zeros(n)), dtype=float),
             "scenario": np.asarray(p.get("scenario", np.zeros(n)), dtype=np.int64)}
+    it, w = run_iterations(test, res.meta.get("argv"))
+    cols["iters"] = np.asarray(p.get("iters", np.full(n, it)), dtype=np.int64)
+    cols["warmup"] = np.full(n, w, dtype=np.int64)
     return [(test, cols, res.meta.get("fabric"))]
 
 
@@ -198,7 +232,8 @@ def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any 
     if not blocks:
         raise DiagnoseError(f"{', '.join(names)}: no pair measurements (tests {', '.join(PAIR_TESTS)})")
     cols_all: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "dst", "hs", "hd", "bytes", "bandwidth",
-                                                             "time", "scenario", "pingpong", "test")}
+                                                             "time", "scenario", "pingpong", "test", "iters",
+                                                             "warmup")}
     keys: dict[tuple[int, str, int], int] = {}
     cache: dict[str, int] = {}
     for i, test, c in blocks:
@@ -223,6 +258,8 @@ def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any 
         cols_all["scenario"].append(np.array(sc, dtype=np.int64))
         cols_all["pingpong"].append(np.full(n, test not in ONE_WAY_TESTS))
         cols_all["test"].append(np.full(n, test, dtype=object))
+        cols_all["iters"].append(c["iters"])
+        cols_all["warmup"].append(c["warmup"])
     cat = {k: np.concatenate(v) for k, v in cols_all.items()}
     bad = np.flatnonzero(~(cat["bandwidth"] > 0))
     if len(bad):
@@ -231,4 +268,5 @@ def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any 
                             f"{cat['bandwidth'][j]}; every measured pair needs a positive bandwidth")
     return Measured(fabric, cat["src"], cat["dst"], cat["hs"], cat["hd"], cat["bytes"], cat["bandwidth"],
                     cat["time"], cat["scenario"], cat["pingpong"].astype(bool), cat["test"].astype(str),
-                    tuple(names), tuple(sorted(keys, key=keys.get)))
+                    tuple(names), tuple(sorted(keys, key=keys.get)), cat["iters"].astype(np.int64),
+                    cat["warmup"].astype(np.int64))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabscope.diagnose.timemodel import model_line
 from fabscope.fabric.model import MB
 from fabscope.result import Result
 
@@ -14,6 +15,7 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
     ex = x["explained"]
     out = [f"{m['fabric']}, routing {m['routing']}: {n} inter-node pairs in {m['scenarios']} concurrent sets "
            f"({', '.join(m['tests'])})",
+           f"model: {model_line(m)}",
            f"measured/modeled: median {m['efficiency']:.3f} (the share of the model's rate the MPI gets), "
            f"noise sigma {100 * m['noise_sigma']:.1f}% (pairs more than {100 * m['threshold']:.0f}% below count as slow)",
            f"model fit, rms log error: {m['rms_log_error_before']:.3f} with nominal capacities, "

@@ -127,7 +127,7 @@ class Diagnosis:
         links = {"cable": covered, "link": 2 * covered, "capacity": f.link_capacity[2 * covered],
                  "estimate": f.link_capacity[2 * covered] * self.factor[covered], "pairs": cov_c[covered]}
         meta = {"kind": "diagnose", "fabric": f.name, "fabric_params": dict(f.params),
-                "routing": self.model.router.name, "model": "maxmin", "sources": list(m.sources),
+                "routing": self.model.router.name, "model": "static", "sources": list(m.sources),
                 "tests": sorted(set(m.test.tolist())), "scenarios": m.n_scenarios,
                 "efficiency": self.efficiency, "noise_sigma": self.sigma, "threshold": self.threshold,
                 "rms_log_error_before": self.rms_before, "rms_log_error_after": self.rms_after,
@@ -236,8 +236,13 @@ class _Fit:
 
 def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, penalty: float | None = None,
              max_suspects: int = 40, calibrate: bool = True, screen: int = 256, min_sigma: float = 0.01,
-             meta: dict[str, Any] | None = None) -> Diagnosis:
-    """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring)."""
+             meta: dict[str, Any] | None = None, nominal: np.ndarray | None = None) -> Diagnosis:
+    """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring).
+
+    ``nominal``: each measured pair's prediction by another model of the healthy fabric (the
+    program in time, :mod:`.timemodel`).  The fit then runs on the snapshot with each pair's
+    ratio nominal / snapshot held fixed (:mod:`.pairmodel` stays the inner loop).
+    """
     t0 = time.perf_counter()
     inter = measured.inter
     if not inter.any():
@@ -248,7 +253,9 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     pm = PairModel(f, m.hs, m.hd, m.scenario, m.pingpong, m.bytes, routing)
     rate0 = pm.flow_rates()
     bw0 = pm.pair_bandwidth(rate0)
-    log_meas = np.log(m.bandwidth)
+    # in-time correction of the snapshot, per pair (0 without another nominal model)
+    adjust = np.zeros(pm.n_pairs) if nominal is None else np.log(np.asarray(nominal, float)[inter] / bw0)
+    log_meas = np.log(m.bandwidth) - adjust
     y = log_meas - np.log(bw0)
     log_eff = float(np.median(y)) if calibrate else 0.0
     e0 = y - log_eff
@@ -366,8 +373,8 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             s["separate_by"] = _separating_pairs(pm, c, [x for x in group if x != c], crossing)
         suspects.append(s)
     rms = lambda e: float(np.sqrt(np.mean(e * e)))  # noqa: E731
-    return Diagnosis(m, pm, bw0, bw, float(np.exp(log_eff)), sigma, thr, factor, label, limit, suspects,
-                     ties, uncovered, rms(e0), rms(e_after), time.perf_counter() - t0,
+    return Diagnosis(m, pm, bw0 * np.exp(adjust), bw * np.exp(adjust), float(np.exp(log_eff)), sigma, thr,
+                     factor, label, limit, suspects, ties, uncovered, rms(e0), rms(e_after), time.perf_counter() - t0,
                      {"penalty": lam, **(meta or {})})
 
 
