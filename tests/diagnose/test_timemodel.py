@@ -1,0 +1,75 @@
+"""diagnose's nominal model is the program in time: a fault on an oversubscribed tree that the
+snapshot cannot see, found when the measurements come from the program in time."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from fabscope.cli import main
+from fabscope.diagnose.measured import Measured
+from fabscope.diagnose.timemodel import dynamic_bandwidth, nominal_model
+from fabscope.diagnose.tomography import cable_name, diagnose
+from fabscope.fabric.io import load_fabric
+from fabscope.result import Result
+from fabscope.traffic.draws import random_pairs_rounds
+
+SPEC = "fat-tree:k=4,levels=2,up=2"        # leaves 2:1 oversubscribed
+ROUNDS, ITERS = 16, 10
+
+
+def _pairs(f):
+    hs, hd, sc = [], [], []
+    for r, (a, b) in enumerate(random_pairs_rounds(f.n_hosts, 3, ROUNDS)):
+        hs += a.tolist()
+        hd += b.tolist()
+        sc += [r] * len(a)
+    return np.array(hs), np.array(hd), np.array(sc)
+
+
+def _measured(f, hs, hd, sc, bw):
+    k = len(hs)
+    return Measured(f, hs, hd, hs, hd, np.full(k, 1e6), bw, np.zeros(k), sc, np.ones(k, bool),
+                    np.full(k, "random-pairs"), ("x",), tuple(("x", "random-pairs", r) for r in range(ROUNDS)),
+                    np.full(k, ITERS), np.full(k, 2))
+
+
+def test_fault_measured_in_time_is_found_with_the_model_in_time(tmp_path, capsys):
+    f = load_fabric(SPEC)
+    hs, hd, sc = _pairs(f)
+    inner = int(np.flatnonzero((f.link_src[0::2] >= f.n_hosts) & (f.link_dst[0::2] >= f.n_hosts))[3])
+    cap = f.link_capacity.copy()
+    cap[[2 * inner, 2 * inner + 1]] *= 0.4
+    faulty = dataclasses.replace(f, link_capacity=cap)
+    # "measured": the benchmark's program run in time on the faulty fabric, 3% noise
+    bw = dynamic_bandwidth(_measured(faulty, hs, hd, sc, np.ones(len(hs)))).bandwidth
+    bw = bw * np.exp(np.random.default_rng(0).normal(0, 0.03, len(hs)))
+    m = _measured(f, hs, hd, sc, bw)
+    nominal, how = nominal_model(m)
+    assert how["model"] == "dynamic" and how["iterations"] == [ITERS] and how["warmup"] == [2]
+    d = diagnose(m, nominal=nominal)
+    assert [s["cable"] for s in d.suspects] == [cable_name(f, inner)]
+    assert abs(d.suspects[0]["factor"] - 0.4) < 0.1
+    np.testing.assert_allclose(d.modeled, nominal)          # the model of record is the program in time
+    # the snapshot, for the same measurements, names nothing
+    assert diagnose(m).suspects == []
+    # the CLI says which model, in its output and in the result
+    p = m.fabric.host_names
+    meas = Result(meta={"kind": "measure", "test": "random-pairs", "argv": ["fabscope-bench", "--iterations",
+                                                                         str(ITERS)]},
+                  class_labels=("x",), pairs={"src": hs, "dst": hd, "src_host": np.array(p)[hs],
+                                              "dst_host": np.array(p)[hd], "cls": np.zeros(len(hs)),
+                                              "bytes": np.full(len(hs), 1e6), "bandwidth": bw, "scenario": sc})
+    path, out = tmp_path / "m.json", tmp_path / "d.json"
+    meas.write_json(path)
+    assert main(["diagnose", str(path), "--fabric", SPEC, "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "model: dynamic: the program the benchmark ran, in time (max-min sharing, 10 timed iterations" in text
+    assert cable_name(f, inner) in text
+    res = Result.read_json(out)
+    assert res.meta["model"] == "dynamic" and res.meta["model_info"]["iterations"] == [ITERS]
+    assert main(["diagnose", str(path), "--fabric", SPEC, "--model", "static", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "model: static" in text and "no suspect" in text
+    assert Result.read_json(out).meta["model"] == "static"
