@@ -104,12 +104,19 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
             if scenario is not None and len(progs) > 1:
                 r.pairs["scenario"] = np.full(r.n_pairs, scenario)
             results.append(r)
-    result = results[0] if len(results) == 1 else Result(
-        meta={**results[0].meta, "scenarios": len(results),
-              "makespan": max(r.meta["makespan"] for r in results),
-              "events": sum(r.meta["events"] for r in results)},
-        class_labels=results[0].class_labels,
-        pairs={k: np.concatenate([r.pairs[k] for r in results]) for k in results[0].pairs})
+    if len(results) == 1:
+        result = results[0]
+    else:
+        from fabscope.dynamic.results import merge_link_loads
+
+        links, hot = merge_link_loads(results, fabric)
+        result = Result(
+            meta={**results[0].meta, "scenarios": len(results),
+                  "makespan": max(r.meta["makespan"] for r in results),
+                  "events": sum(r.meta["events"] for r in results)},
+            class_labels=results[0].class_labels,
+            pairs={k: np.concatenate([r.pairs[k] for r in results]) for k in results[0].pairs},
+            links=links, extra={"hot_links": hot})
     with all_or_none():
         if args.output:
             result.write_json(args.output)
