@@ -1,10 +1,15 @@
 """Criticality: every cable cut (or degraded) in turn, ranked by the bandwidth a pattern loses.
 
 For each cable, :func:`criticality` reroutes as the fabric's routing would
-(the what-if module's :func:`cut_cables`; the same engine on the cut
-fabric, min-hop standing in for a subnet manager where the fabric carries
-imported tables, and for engines that cannot route a cut fabric, such as D-mod-K), reruns the flow model and records the aggregate
-bandwidth the pattern's pairs lose and how many pairs lose.  Cutting a
+(the what-if module's :func:`cut_cables` and :func:`~fabscope.whatif.cuts.reroute`:
+the same engine on the cut fabric; for imported tables the engine that
+reproduces them, else min-hop; D-mod-K, which cannot route a cut tree, hands
+over to OpenSM's ftree, which falls back to min-hop; each row says which),
+reruns the flow model and records the aggregate bandwidth the pattern's
+pairs lose and how many pairs lose, twice: with the whole fabric rerouted
+(``lost``), and with only the flows that crossed the cut cable moved to
+their new paths, every other flow on its old route (``lost_own``: the
+cable's own loss, apart from what rerouting everyone else does).  Cutting a
 host's only cable disconnects the host: its pairs lose everything and the
 others keep their routes.  With ``mode="degrade"`` the cable keeps its
 routes (static routing does not see a slower cable) at ``factor`` of its
@@ -59,44 +64,54 @@ def _pair_bandwidth(fabric: Fabric, placement: Placement, traffic: Traffic, rout
 
 
 def sweep_chunk(fabric: Fabric, placement: Placement, traffic: Traffic, routing: str, mode: str, factor: float,
-                cables: Sequence[int], before: np.ndarray) -> list[tuple[int, float, int, float]]:
-    """(cable, bandwidth lost, pairs losing, worst pair's loss) for each cable: one worker's share."""
+                cables: Sequence[int], before: np.ndarray, reroute_engine: str | None = None
+                ) -> list[tuple[int, float, int, float, float, str]]:
+    """(cable, bandwidth lost, pairs losing, worst pair's loss, bandwidth lost with only the cut cable's
+    flows moved, which engine rerouted) for each cable: one worker's share.
+
+    ``reroute_engine``: the engine that routes the cut fabric (default ``routing``; for imported
+    tables, the engine that reproduces them).
+    """
     from fabscope.routing import make_routing
+    from fabscope.whatif.cuts import KeptRoutes, link_map, reroute
 
     out = []
     pid, first = np.unique(traffic.pair, return_index=True)
     hs = placement.host[traffic.src[first]]
     hd = placement.host[traffic.dst[first]]
+    check = (placement.host[traffic.src].astype(np.int64), placement.host[traffic.dst].astype(np.int64))
     host_only = np.bincount(fabric.link_src[fabric.link_src < fabric.n_hosts], minlength=fabric.n_hosts) == 1
-    router = make_routing(fabric, routing) if mode == "degrade" else None
+    router = make_routing(fabric, routing)
+    engine = reroute_engine or routing
     for c in cables:
         c = int(c)
         ends = (int(fabric.link_src[2 * c]), int(fabric.link_dst[2 * c]))
         host = next((e for e in ends if e < fabric.n_hosts), -1)
+        label = ""
         if mode == "cut" and host >= 0 and host_only[host]:
-            after = np.where((hs == host) | (hd == host), 0.0, before)
+            after = own = np.where((hs == host) | (hd == host), 0.0, before)
+            label = "none (the host is cut off)"
         elif mode == "cut":
             g, _ = cut_cables(fabric, [_cable_spec(fabric, c)])
-            engine = "minhop" if routing == "tables" and g.lft is None else routing
             try:
-                after = _pair_bandwidth(g, placement, traffic, make_routing(g, engine))
-            except FabscopeError:
-                # the engine cannot route the cut fabric (D-mod-K needs a whole tree): a subnet manager
-                # would reroute; min-hop stands in for it, as in the what-if module
-                try:
-                    after = _pair_bandwidth(g, placement, traffic, make_routing(g, "minhop"))
-                except FabscopeError:    # no route left for some pair: the pattern loses everything
-                    after = np.zeros_like(before)
+                new, label = reroute(g, engine, check)
+                after = _pair_bandwidth(g, placement, traffic, new)
+                own = _pair_bandwidth(g, placement, traffic, KeptRoutes(router, new, link_map(fabric, g)))
+            except FabscopeError as err:    # no route left for some pair: the pattern loses everything
+                after = own = np.zeros_like(before)
+                label = f"none ({err})"
         else:
             cap = fabric.link_capacity.copy()
             cap[[2 * c, 2 * c + 1]] *= factor
             from dataclasses import replace
 
             g = replace(fabric, link_capacity=cap)
-            after = _pair_bandwidth(g, placement, traffic, router)
+            after = own = _pair_bandwidth(g, placement, traffic, router)
+            label = "none (a degraded cable keeps its routes)"
         loss = np.maximum(before - after, 0.0)
         rel = np.where(before > 0, loss / before, 0.0)
-        out.append((c, float(before.sum() - after.sum()), int(np.sum(rel > 1e-6)), float(rel.max(initial=0.0))))
+        out.append((c, float(before.sum() - after.sum()), int(np.sum(rel > 1e-6)), float(rel.max(initial=0.0)),
+                    float(before.sum() - own.sum()), label))
     return out
 
 
@@ -172,19 +187,31 @@ def criticality(fabric: Fabric, placement: Placement, traffic: Traffic, routing:
         raise FabscopeError(f"cables to sweep must be among 0..{fabric.n_links // 2 - 1} of {fabric.name!r}")
     base = simulate(fabric, placement, traffic, make_routing(fabric, name))
     before = np.asarray(base.pairs["bandwidth"], float)
+    engine = name
+    if name.split(":")[0] == "tables":
+        from fabscope.whatif.cuts import tables_engine
+
+        engine = tables_engine(fabric) or "minhop"     # the subnet manager reruns its own engine
     if workers == 0 and cluster is None:
-        rows = sweep_chunk(fabric, placement, traffic, name, mode, factor, todo, before)
+        rows = sweep_chunk(fabric, placement, traffic, name, mode, factor, todo, before, engine)
         used = "serial"
     else:
         rows, used = _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, workers, cluster,
-                              jobs, chunks)
+                              jobs, chunks, engine)
     rows.sort(key=lambda r: (-r[1], r[0]))
     total = float(before.sum())
     table = [{"cable": _name(fabric, c), "links": [2 * c, 2 * c + 1], "lost": lost, "losing_pairs": n,
-              "lost_fraction": lost / total if total else 0.0, "worst_pair_loss": worst}
-             for c, lost, n, worst in rows[:top]]
+              "lost_fraction": lost / total if total else 0.0, "worst_pair_loss": worst,
+              "lost_own": own, "lost_own_fraction": own / total if total else 0.0, "rerouted_by": label}
+             for c, lost, n, worst, own, label in rows[:top]]
+    from fabscope.whatif.cuts import short_label
+
+    labels: dict[str, int] = {}
+    for r in rows:
+        labels[short_label(r[5])] = labels.get(short_label(r[5]), 0) + 1
     meta = {**base.meta, "kind": "critical", "mode": mode, "factor": factor if mode == "degrade" else 0.0,
-            "cables": int(len(todo)), "executor": used, "sweep_seconds": round(time.perf_counter() - t0, 3)}
+            "cables": int(len(todo)), "executor": used, "sweep_seconds": round(time.perf_counter() - t0, 3),
+            "rerouted_by": labels}
     return Result(meta=meta, class_labels=base.class_labels, pairs=base.pairs, links=base.links,
                   extra={"criticality": table, "aggregate_before": total})
 
@@ -195,7 +222,8 @@ def _name(f: Fabric, c: int) -> str:
     return cable_name(f, c)
 
 
-def _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, workers, cluster, jobs, chunks):
+def _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, workers, cluster, jobs, chunks,
+             engine=None):
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as err:
@@ -220,7 +248,7 @@ def _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, worke
             parts = [p for p in np.array_split(todo, min(n_chunks, len(todo))) if len(p)]
             args = client.scatter([fabric, placement, traffic, before], broadcast=True)
             futs = [client.submit(sweep_chunk, args[0], args[1], args[2], name, mode, factor, p, args[3],
-                                  pure=False) for p in parts]
+                                  engine, pure=False) for p in parts]
             rows = [r for fut in client.gather(futs) for r in fut]
     finally:
         if own:
@@ -234,9 +262,15 @@ def critical_lines(result: Result, top: int = 15) -> list[str]:
     what = "cut" if m.get("mode") == "cut" else f"degraded to {m.get('factor')}"
     out = [f"{m.get('fabric')}, routing {m.get('routing')}, {m.get('pattern')}: {m.get('cables')} cables {what} "
            f"in turn ({m.get('executor')}, {m.get('sweep_seconds')} s)",
-           f"aggregate before: {result.extra['aggregate_before'] / 1e9:.1f} GB/s",
-           f"{'rank':>4}  {'cable':<40}{'lost GB/s':>10}{'lost %':>8}{'pairs':>7}{'worst':>7}"]
+           f"aggregate before: {result.extra['aggregate_before'] / 1e9:.1f} GB/s"]
+    for label, n in sorted((m.get("rerouted_by") or {}).items(), key=lambda x: -x[1]):
+        out.append(f"rerouted by {label}: {n} cables")
+    out.append("lost %: the whole fabric rerouted after the cut; own %: only the cut cable's flows moved to "
+               "their new paths, the rest kept")
+    out.append(f"{'rank':>4}  {'cable':<40}{'lost GB/s':>10}{'lost %':>8}{'own %':>8}{'pairs':>7}{'worst':>7}")
     for i, r in enumerate(rows[:top], 1):
+        own = r.get("lost_own_fraction")
         out.append(f"{i:>4}  {r['cable']:<40}{r['lost'] / 1e9:10.2f}{100 * r['lost_fraction']:8.2f}"
-                   f"{r['losing_pairs']:>7}{100 * r['worst_pair_loss']:6.0f}%")
+                   + (f"{100 * own:8.2f}" if own is not None else f"{'':8}")
+                   + f"{r['losing_pairs']:>7}{100 * r['worst_pair_loss']:6.0f}%")
     return out

@@ -91,6 +91,26 @@ def cut_cables(fabric: Fabric, cuts: Sequence[str]) -> tuple[Fabric, list[str]]:
     return g, gone
 
 
+def link_map(fabric: Fabric, cut: Fabric) -> np.ndarray:
+    """``new[i]``: the id in ``cut`` (made by :func:`cut_cables` from ``fabric``) of link ``i``, -1 if cut.
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> f = fat_tree(k=2, levels=2)
+    >>> g, _ = cut_cables(f, ["s1-0000[3]"])
+    >>> m = link_map(f, g)
+    >>> int((m < 0).sum()), bool(np.all(g.link_src[m[m >= 0]] == f.link_src[m >= 0]))
+    (2, True)
+    """
+    # the cut fabric keeps the other links, ends and ports unchanged: match them by those
+    key = lambda f: (f.link_src.astype(np.int64) * f.n_nodes + f.link_dst) * 4096 + f.link_src_port  # noqa: E731
+    new_keys = key(cut)
+    order = np.argsort(new_keys, kind="stable")
+    old = key(fabric)
+    pos = np.clip(np.searchsorted(new_keys[order], old), 0, len(order) - 1)
+    found = new_keys[order][pos] == old
+    return np.where(found, order[pos], -1)
+
+
 def _cable_name(f: Fabric, i: int) -> str:
     a, b = f.node_names[f.link_src[i]], f.node_names[f.link_dst[i]]
     return f"{a}[{int(f.link_src_port[i])}] -- {b}[{int(f.link_dst_port[i])}]"
@@ -105,6 +125,8 @@ class WhatIf:
     #: per pair (same order in both results): bandwidth before and after, bytes/s
     bw_before: np.ndarray
     bw_after: np.ndarray
+    #: per pair, after the cut with only the cut cables' flows moved to their new paths (None: not known)
+    bw_own: np.ndarray | None = None
 
     @property
     def loss(self) -> np.ndarray:
@@ -129,6 +151,13 @@ class WhatIf:
         loss = self.loss
         out.append(f"{self.n_losing} of {len(loss)} pairs lose bandwidth"
                    + (f"; worst loses {100 * self.worst_loss:.0f}%" if self.n_losing else ""))
+        total = float(self.bw_before.sum())
+        if self.bw_own is not None and total > 0:
+            own = 1 - float(self.bw_own.sum()) / total
+            whole = 1 - float(self.bw_after.sum()) / total
+            out.append(f"aggregate lost: {100 * own:.2f}% with only the cut cables' flows moved to their new "
+                       f"paths (the cut's own loss), {100 * whole:.2f}% with the whole fabric rerouted "
+                       f"({100 * (whole - own):+.2f}% from rerouting the rest)")
         p = self.before.pairs
         for i in np.argsort(-loss, kind="stable")[:top]:
             if loss[i] <= 1e-6:
@@ -170,15 +199,104 @@ def tables_engine(fabric: Fabric) -> str | None:
     return None
 
 
-def reroute(fabric: Fabric, name: str):
-    """The routing OpenSM's engine ``name`` gives the (cut) fabric, and a label saying which it is."""
-    from fabscope.routing import make_routing
+#: a computed engine's subnet-manager counterpart, which reroutes a fabric it cannot route
+SM_COUNTERPART = {"dmodk": "ftree"}
+
+
+def reroute(fabric: Fabric, name: str, check: tuple[np.ndarray, np.ndarray] | None = None):
+    """The routing OpenSM's engine ``name`` gives the (cut) fabric, and a label saying which it is.
+
+    ``check``: (source hosts, destination hosts) the routing must route.  An engine that cannot
+    route the cut fabric hands over as a subnet manager would: D-mod-K (computed, on whole trees
+    only) to OpenSM's ftree, and ftree, on what is no longer a pure fat tree, to min-hop.
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> g, _ = cut_cables(fat_tree(k=4, levels=2), ["s1-0000[5]"])
+    >>> r, label = reroute(g, "dmodk", (np.arange(16), np.arange(16)[::-1]))
+    >>> r.name, label.split(" (")[0]
+    ('minhop', 'minhop')
+    >>> print(label)
+    minhop (dmodk cannot route the cut fabric, and OpenSM's ftree, its subnet-manager counterpart, falls back to minhop: switch s2-0000 has no route to h0000 (from h0015); not a pure fat tree: s1-0001 has 4 up port groups where s1-0000 has 3)
+    """
+    from fabscope.errors import RoutingError
+    from fabscope.routing import make_routing, parse_engine
     from fabscope.routing.ftree import FtreeRefused
 
     try:
-        return make_routing(fabric, name), name
+        r = make_routing(fabric, name)
+        if check is not None:
+            r.routes(*check)
+        return r, name
     except FtreeRefused as err:
         return make_routing(fabric, "minhop"), f"minhop (OpenSM's ftree falls back: {err.why})"
+    except RoutingError as err:
+        base = parse_engine(name)[0]
+        why = str(err).removeprefix(f"{base}: ")
+        nxt = SM_COUNTERPART.get(base)
+        if nxt is None:
+            return make_routing(fabric, "minhop"), (f"minhop (standing in for the subnet manager: {base} "
+                                                    f"cannot route the cut fabric: {why})")
+        r, label = reroute(fabric, nxt, check)
+        if r.name == nxt:
+            return r, f"{nxt} (the subnet manager's counterpart of {base}, which cannot route the cut fabric: {why})"
+        return r, (f"{r.name} ({base} cannot route the cut fabric, and OpenSM's {nxt}, its subnet-manager "
+                   f"counterpart, falls back to {r.name}: {why}; " + label.split(": ", 1)[-1].rstrip(")") + ")")
+
+
+def short_label(label: str) -> str:
+    """A :func:`reroute` label without the reasons, to count cables by how they were rerouted.
+
+    >>> short_label("minhop (OpenSM's ftree falls back: not a pure fat tree: s1 has 4 up port groups)")
+    "minhop (OpenSM's ftree falls back)"
+    >>> short_label("dmodk")
+    'dmodk'
+    """
+    head = label.split(":", 1)[0]
+    return head + ")" if "(" in head and ":" in label else head
+
+
+class KeptRoutes:
+    """Routing of a cut fabric that keeps every flow's route from before the cut, except the flows
+    that crossed a cut cable: those take ``after``'s routes.  What the cut cable's own flows lose,
+    apart from what rerouting the whole fabric does to everyone else.
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> from fabscope.routing import make_routing
+    >>> f = fat_tree(k=4, levels=2)
+    >>> g, _ = cut_cables(f, ["s1-0000[5]"])
+    >>> kept = KeptRoutes(make_routing(f, "dmodk"), make_routing(g, "minhop"), link_map(f, g))
+    >>> r = kept.routes(np.array([0, 4]), np.array([5, 9]))
+    >>> bool(np.all(r.link >= 0)), r.n_flows
+    (True, 2)
+    """
+
+    def __init__(self, before, after, new_id: np.ndarray) -> None:
+        self.before, self.after, self.new_id = before, after, new_id
+        self.name = f"{after.name} for the cut cables' flows, the rest as before"
+
+    def routes(self, src: np.ndarray, dst: np.ndarray):
+        from fabscope.routing.routes import Routes
+
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        rb = self.before.routes(src, dst)
+        nl = self.new_id[rb.link]
+        hit = np.zeros(len(src), bool)
+        hit[rb.flow[nl < 0]] = True
+        keep = ~hit[rb.flow]
+        moved = np.flatnonzero(hit)
+        flow, link, weight = [rb.flow[keep]], [nl[keep]], [rb.weight[keep]]
+        hops = np.asarray(rb.hops, dtype=float).copy()
+        if len(moved):
+            ra = self.after.routes(src[moved], dst[moved])
+            flow.append(moved[ra.flow])
+            link.append(ra.link)
+            weight.append(ra.weight)
+            hops[moved] = ra.hops
+        f = np.concatenate(flow)
+        order = np.argsort(f, kind="stable")           # each flow's hops stay in order
+        return Routes(len(src), f[order], np.concatenate(link)[order].astype(np.int64),
+                      np.concatenate(weight)[order], hops.astype(rb.hops.dtype))
 
 
 def whatif(fabric: Fabric, cuts: Sequence[str], placement: Placement, traffic: Traffic,
@@ -210,10 +328,16 @@ def whatif(fabric: Fabric, cuts: Sequence[str], placement: Placement, traffic: T
                 if not reroute_with:
                     label += " (the engine that reproduces the imported tables)"
     else:
-        router, label = reroute(after_f, name)
-    before = simulate(fabric, placement, traffic, make_routing(fabric, name))
-    if fabric_after is not None:     # same hosts by name, maybe in another fabric: place ranks by name
+        check = (placement.host[traffic.src].astype(np.int64), placement.host[traffic.dst].astype(np.int64))
+        router, label = reroute(after_f, name, check)
+    before_router = make_routing(fabric, name)
+    before = simulate(fabric, placement, traffic, before_router)
+    own = None
+    if fabric_after is None:
+        kept = KeptRoutes(before_router, router, link_map(fabric, after_f))
+        own = np.asarray(simulate(after_f, placement, traffic, kept).pairs["bandwidth"], float)
+    else:                            # same hosts by name, maybe in another fabric: place ranks by name
         placement = Placement.from_hostlist(after_f, [fabric.host_names[h] for h in placement.host])
-    after = simulate(after_f, placement, traffic, router)
+    after = simulate(after_f, placement, traffic, router, meta={"rerouted_by": label})
     return WhatIf(before, after, gone, label, np.asarray(before.pairs["bandwidth"], float),
-                  np.asarray(after.pairs["bandwidth"], float))
+                  np.asarray(after.pairs["bandwidth"], float), own)
