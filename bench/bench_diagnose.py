@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_diagnose.py                 # everything, 50 trials per setting
     .venv/bin/python bench/bench_diagnose.py --trials 10 --parts accuracy
     .venv/bin/python bench/bench_diagnose.py --parts routing,speed,critical --critical-cables 200
+    .venv/bin/python bench/bench_diagnose.py --parts models,nominal     # the program in time vs the snapshot
 
 Accuracy: on Itasca (min-hop) and a 3-level fat tree of 2,197 hosts (k=13,
 D-mod-K), the pairs the plan (``make_plan``, budget 10 min) chooses are
@@ -134,6 +135,76 @@ def speed(n_rounds: int = 50, seed: int = 3) -> None:
         f"{len(found & set(faults))} of {len(faults)} faults found, {len(found - set(faults))} false")
 
 
+MODEL_FABRICS = ("fat-tree:k=4,levels=2,up=2", "fat-tree:k=8,levels=2", "fat-tree:k=13,levels=3", "itasca",
+                 "torus:4x4x4")
+
+
+def _bench_measured(f, rounds: int, iters: int, seed: int = 1):
+    """fabscope-bench's random pairs at one rank per node, as a Measured (bandwidth: placeholder)."""
+    from fabscope.traffic.draws import random_pairs_rounds
+
+    hs, hd, sc = [], [], []
+    for r, (a, b) in enumerate(random_pairs_rounds(f.n_hosts, seed, rounds)):
+        hs += a.tolist()
+        hd += b.tolist()
+        sc += [r] * len(a)
+    hs, hd, sc = np.array(hs), np.array(hd), np.array(sc)
+    k = len(hs)
+    return Measured(f, hs, hd, hs, hd, np.full(k, float(1 << 20)), np.ones(k), np.zeros(k), sc, np.ones(k, bool),
+                    np.full(k, "random-pairs"), ("bench",), tuple(("bench", "random-pairs", r) for r in range(rounds)),
+                    np.full(k, iters), np.full(k, 2))
+
+
+def models(rounds: int = 4, iters: int = 20) -> None:
+    from fabscope.diagnose.timemodel import dynamic_bandwidth
+
+    say(f"\n== the program in time vs the snapshot: random pairs, 1 rank per node, --seed 1, {rounds} rounds, "
+        f"1 MiB, {iters} + 2 iterations (MB/s, class averages)")
+    say(f"{'fabric':<28}{'class':<14}{'pairs':>6}{'snapshot':>10}{'in time':>10}{'ratio':>7}{'dyn s':>7}")
+    for spec in MODEL_FABRICS:
+        f = load_fabric(spec)
+        m = _bench_measured(f, rounds, iters)
+        st = PairModel(f, m.hs, m.hd, m.scenario, bytes=m.bytes).bandwidth()
+        t0 = time.perf_counter()
+        dyn = dynamic_bandwidth(m).bandwidth
+        dt = time.perf_counter() - t0
+        cls = f.classify(m.hs, m.hd)
+        for c, label in enumerate(f.class_labels):
+            sel = cls == c
+            if sel.any():
+                say(f"{f.name:<28}{label:<14}{int(sel.sum()):>6}{st[sel].mean() / 1e6:10.0f}"
+                    f"{dyn[sel].mean() / 1e6:10.0f}{dyn[sel].mean() / st[sel].mean():7.2f}{dt:7.2f}")
+    f = load_fabric("fat-tree:k=13,levels=3")
+    m = _bench_measured(f, 1, 100)
+    ref = dynamic_bandwidth(m).bandwidth
+    for it in (20, 5, 2):
+        t0 = time.perf_counter()
+        bw = dynamic_bandwidth(m, iterations=it).bandwidth
+        e = np.log(bw / ref)
+        say(f"{f.name}, one round of {m.n_pairs} pairs: {it} modeled iterations against 100: rms |log ratio| "
+            f"{np.sqrt(np.mean(e * e)):.3f}, worst {np.abs(e).max():.3f} ({time.perf_counter() - t0:.2f} s)")
+
+
+def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3) -> None:
+    from fabscope.diagnose.timemodel import nominal_model
+
+    f = load_fabric("fat-tree:k=13,levels=3")
+    s, dd, r = bench_random_pairs(f.n_hosts, 1, n_rounds)
+    s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, n_rounds)
+    hs, hd, rr = np.r_[s, s2], np.r_[dd, d2], np.r_[r, r2 + n_rounds]
+    syn = synthetic(f, hs, hd, rr, random_faults(f, 3, 1, seed=seed), 0.05, seed=seed)
+    m = Measured(f, syn.src, syn.dst, syn.hs, syn.hd, syn.bytes, syn.bandwidth, syn.time, syn.scenario, syn.pingpong,
+                 syn.test, syn.sources, syn.scenario_key, np.full(syn.n_pairs, iters), np.full(syn.n_pairs, 2))
+    t0 = time.perf_counter()
+    nom, info = nominal_model(m)
+    t1 = time.perf_counter()
+    d = diagnose(m, nominal=nom)
+    t2 = time.perf_counter()
+    say(f"\n== nominal in time: {m.n_pairs} pairs in {m.n_scenarios} rounds on {f.name}, {iters} + 2 iterations: "
+        f"dynamic model {t1 - t0:.1f} s ({info['events']:,} events, engine {info['engine']}), then the fit "
+        f"{t2 - t1:.1f} s; {len(d.suspects)} suspects")
+
+
 def critical(n_cables: int, workers_list) -> None:
     from fabscope.diagnose.critical import criticality
     from fabscope.fabric.placement import Placement
@@ -177,6 +248,10 @@ def main() -> int:
                      [float(x) for x in a.noise.split(",")])
     if "critical" in parts:
         critical(a.critical_cables, [int(x) for x in a.workers.split(",")])
+    if "models" in parts:
+        models()
+    if "nominal" in parts:
+        nominal()
     return 0
 
 
