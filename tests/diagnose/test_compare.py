@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fabscope.cli import main
-from fabscope.diagnose.compare import compare
+from fabscope.diagnose.compare import compare, compare_lines
 from fabscope.diagnose.measured import DiagnoseError, load_measured
 from fabscope.fabric.io import write_json
 from fabscope.fabric.placement import Placement
@@ -190,6 +190,9 @@ def test_ping_pong_turns_decide_sharing_in_time():
     np.testing.assert_allclose(dyn.pairs["modeled"], 1e9, rtol=1e-3)
     assert dyn.meta["model_info"]["iterations"] == [100]       # fabscope-bench's default, no argv given
     assert compare(m, model="dynamic", iterations=3).meta["model_info"]["iterations"] == [3]
+    off = compare(m, model="dynamic", iterations=3, start_offset=1e-3)
+    assert off.meta["model_info"]["start_offset"] == 1e-3
+    assert "pairs started out of phase by up to 1000 us" in "\n".join(compare_lines(off))
 
 
 def test_bad_inputs_one_line_nothing_written(tmp_path, capsys):

@@ -20,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(fabscope simulate -o, with or without --dynamic)")
     p.add_argument("--model-iterations", type=int, metavar="N",
                    help="dynamic: model N timed iterations instead of the measured count (faster)")
+    p.add_argument("--start-offset", type=float, default=0.0, metavar="SECONDS",
+                   help="dynamic: each pair's first ping waits a time drawn uniformly in [0, SECONDS), so the "
+                        "modeled pairs start out of phase (default 0: lock-step)")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
     p.add_argument("--top", type=int, default=15, help="pairs to list (default 15)")
@@ -74,6 +77,9 @@ def model_choice(args: argparse.Namespace) -> str:
             raise FabscopeError(f"--model {model} needs --fabric (the fabric to model), or give --model FILE")
     elif not os.path.isfile(model):
         raise FabscopeError(f"--model {model!r}: neither {' nor '.join(MODELS)} nor a readable modeled result")
+    off = getattr(args, "start_offset", 0.0)
+    if not off >= 0 or off == float("inf"):
+        raise FabscopeError(f"--start-offset must be a time >= 0 in seconds, got {off}")
     if getattr(args, "model_iterations", None) is not None and args.model_iterations < 1:
         raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
     return model
@@ -95,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         fabric = resolve_fabric(args.fabric)
         measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
-        res = compare(measured, args.routing, model=model, iterations=args.model_iterations)
+        res = compare(measured, args.routing, model=model, iterations=args.model_iterations,
+                      start_offset=args.start_offset)
     print("\n".join(compare_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)

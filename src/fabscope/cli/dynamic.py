@@ -34,6 +34,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--warmup", type=int, default=2, help="--dynamic: untimed ping-pong iterations (default 2)")
     g.add_argument("--engine", choices=("auto", "python", "c"), default="auto",
                    help="--dynamic: compiled engine or the pure-Python reference (default: auto)")
+    g.add_argument("--jitter", type=float, default=0.0, metavar="SECONDS",
+                   help="--dynamic ping-pongs: each ping waits a time drawn uniformly in [0, SECONDS), seeded by "
+                        "--seed (default 0: lock-step); paid in every iteration")
+    g.add_argument("--start-offset", type=float, default=0.0, metavar="SECONDS",
+                   help="--dynamic ping-pongs: each pair's first ping waits a time drawn uniformly in "
+                        "[0, SECONDS): the pairs start out of phase (default 0: lock-step)")
 
 
 def _program(args, fabric: Fabric, placement: Placement, size: float):
@@ -69,7 +75,8 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
             sel = np.flatnonzero(traffic.scenario == s)
             _, first = np.unique(traffic.pair[sel], return_index=True)
             f = sel[first]
-            out.append((pg.pingpong(traffic.src[f], traffic.dst[f], size, it or 100, args.warmup, n_ranks=n), s))
+            out.append((pg.pingpong(traffic.src[f], traffic.dst[f], size, it or 100, args.warmup, n_ranks=n,
+                                    jitter=args.jitter, seed=args.seed + s, start_offset=args.start_offset), s))
         return out, traffic.name
     from fabscope.dynamic.program import Program
 
@@ -86,6 +93,9 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     sharing = "count" if args.model == "congestion" else "maxmin"
+    for opt, v in (("--jitter", args.jitter), ("--start-offset", args.start_offset)):
+        if not v >= 0 or v == float("inf"):
+            raise TrafficError(f"{opt} must be a time >= 0 in seconds, got {v}")
     progs, pattern = _program(args, fabric, placement, size)
     results = []
     bar = Progress(TextColumn("{task.description}"), BarColumn(),

@@ -55,7 +55,8 @@ def class_rows(labels: tuple[str, ...], cls: np.ndarray, measured: np.ndarray, m
 
 
 def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None = None, *,
-            model: str = "dynamic", iterations: int | None = None, engine: str = "auto") -> Result:
+            model: str = "dynamic", iterations: int | None = None, engine: str = "auto",
+            start_offset: float = 0.0) -> Result:
     """Model ``measured``'s pairs on ``routing`` (default: the fabric's own) and set them side by side.
 
     ``model="dynamic"`` (the default) runs the program the benchmark ran in time
@@ -72,7 +73,8 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
     limit = _pair_limits(pm, rate)
     how: dict[str, Any] = {"model": "static", "sharing": "maxmin"}
     if model == "dynamic":
-        pred = dynamic_bandwidth(measured, pm.router, iterations=iterations, engine=engine)
+        pred = dynamic_bandwidth(measured, pm.router, iterations=iterations, engine=engine,
+                                 start_offset=start_offset)
         modeled = pred.bandwidth
         how = pred.info
     ratio = measured.bandwidth / modeled

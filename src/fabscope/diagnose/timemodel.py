@@ -39,6 +39,7 @@ import numpy as np
 
 from fabscope.diagnose.measured import Measured, run_iterations
 from fabscope.dynamic.program import Program
+from fabscope.dynamic.programs import with_jitter
 from fabscope.dynamic.run import run_program_on
 from fabscope.fabric.placement import Placement
 
@@ -95,11 +96,14 @@ def _timed(prog: Program, end: np.ndarray, ranks: np.ndarray, last_round: int, w
 
 
 def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: int | None = None,
-                      engine: str = "auto", sharing: str = "maxmin", seed: int = 0) -> TimePrediction:
+                      engine: str = "auto", sharing: str = "maxmin", seed: int = 0,
+                      start_offset: float = 0.0) -> TimePrediction:
     """Every measured pair's bandwidth in the dynamic model of the program it ran (module docstring).
 
     ``iterations`` replaces the measured count of timed iterations (fewer is faster; the warm-up
-    stays as measured).
+    stays as measured).  ``start_offset`` (seconds): each ping-pong pair's first ping waits a time
+    drawn uniformly in [0, start_offset) (seeded by ``seed`` and the set), so the pairs start out
+    of phase (:func:`fabscope.dynamic.programs.pingpong`); 0: lock-step.
     """
     t_start = time.perf_counter()
     m = measured
@@ -122,6 +126,8 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
         pingpong = bool(m.pingpong[sel[0]])
         a, b, host = _ranks(m.src[sel], m.dst[sel], m.hs[sel], m.hd[sel])
         prog = _program(a, b, m.bytes[sel], it, w, pingpong, len(host))
+        if start_offset > 0 and pingpong:
+            prog = with_jitter(prog, start_offset, seed + 7919 * s, prog.step_round[prog.send_step] == 0)
         # the ranks sat where they were measured: no check against the fabric's cores per host
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
         run = run_program_on(f, pl, prog, routing, seed=seed, engine=engine, sharing=sharing)
@@ -137,6 +143,7 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
     info = {"model": "dynamic", "sharing": sharing, "engine": "+".join(sorted(engines)),
             "iterations": sorted(its), "warmup": sorted(warms), "events": events,
             "concurrent_sets": int(len(np.unique(m.scenario))),
+            **({"start_offset": start_offset, "phase_seed": seed} if start_offset > 0 else {}),
             "seconds": round(time.perf_counter() - t_start, 3)}
     return TimePrediction(bw, info)
 
@@ -156,7 +163,9 @@ def model_line(meta: dict[str, Any]) -> str:
         its = [str(i) for i in info.get("iterations") or [] if i is not None]
         return (f"dynamic: the program the benchmark ran, in time ({share}"
                 + (f", {'/'.join(its)} timed iterations" if its else "")
-                + (f", engine {info['engine']}" if info.get("engine") else "") + ")")
+                + (f", engine {info['engine']}" if info.get("engine") else "")
+                + (f", pairs started out of phase by up to {info['start_offset'] * 1e6:.0f} us"
+                   if info.get("start_offset") else "") + ")")
     return f"static: the snapshot, every pair of a concurrent set sharing links all the time ({share})"
 
 

@@ -48,19 +48,57 @@ def _pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
     return np.minimum(a, b), np.maximum(a, b)
 
 
-def pingpong(a, b, size: float, iterations: int, warmup: int = 2, n_ranks: int | None = None) -> Program:
+def pingpong(a, b, size: float, iterations: int, warmup: int = 2, n_ranks: int | None = None,
+             jitter: float = 0.0, seed: int = 0, start_offset: float = 0.0) -> Program:
     """Pairs ``(a[i], b[i])`` ping-pong ``warmup + iterations`` times, all at once, the lower rank
-    sending first (fabscope-bench's pair kernel: csrc/pairs.c, fb_pair_run)."""
+    sending first (fabscope-bench's pair kernel: csrc/pairs.c, fb_pair_run).
+
+    ``jitter`` (seconds): before each of its pings the lower rank waits a time drawn uniformly
+    in [0, jitter) (seeded by ``seed``), its first one included: noise that keeps real pairs
+    from running in lock-step (system noise, MPI progress), paid in every iteration's time.
+    ``start_offset`` (seconds): only the first ping waits, uniformly in [0, start_offset): the
+    pairs start out of phase (as real ones, released by a barrier, do not start at once) and
+    keep whatever phases the sharing leaves them.  Both 0: lock-step.
+    """
     if iterations < 1 or warmup < 0:
         raise TrafficError(f"ping-pong needs iterations >= 1 and warmup >= 0, got {iterations}, {warmup}")
+    for name, v in (("jitter", jitter), ("start offset", start_offset)):
+        if not v >= 0 or not np.isfinite(v):
+            raise TrafficError(f"ping-pong {name} must be a finite time >= 0, got {v}")
     first, second = _pairs(a, b)
     n = int(max(first.max(), second.max())) + 1 if n_ranks is None else n_ranks
     k = 2 * (iterations + warmup)
     rnd = np.repeat(np.arange(k), len(first))
     odd = (rnd % 2).astype(bool)
     f, s = np.tile(first, k), np.tile(second, k)
-    return Program.from_arrays("ping-pong", n, np.where(odd, s, f), np.where(odd, f, s), np.full(len(rnd), size),
-                               rnd, iterations=iterations, warmup=warmup, size=size, pairs=len(first))
+    extra = {k: v for k, v in (("jitter", float(jitter)), ("start_offset", float(start_offset))) if v > 0}
+    if extra:
+        extra["phase_seed"] = seed
+    prog = Program.from_arrays("ping-pong", n, np.where(odd, s, f), np.where(odd, f, s), np.full(len(rnd), size),
+                               rnd, iterations=iterations, warmup=warmup, size=size, pairs=len(first), **extra)
+    if jitter > 0:
+        prog = with_jitter(prog, jitter, seed, ~odd)
+    if start_offset > 0:
+        prog = with_jitter(prog, start_offset, seed + 1, rnd == 0, add=True)
+    return prog
+
+
+def with_jitter(prog: Program, jitter: float, seed: int, which: np.ndarray, add: bool = False) -> Program:
+    """``prog`` with a delay drawn uniformly in [0, jitter) before the sending step of each message
+    ``which`` selects (the sender waits that long after its previous step ends; ``add``: on top of
+    the delay it has).
+
+    >>> p = with_jitter(pingpong([0], [1], 1e6, 2, 0), 1e-3, 7, np.array([True, False] * 2))
+    >>> int((p.step_delay > 0).sum()), bool(p.step_delay.max() < 1e-3)
+    (2, True)
+    """
+    from dataclasses import replace
+
+    delay = np.array(prog.step_delay, dtype=float)
+    steps = prog.send_step[np.asarray(which, bool)]
+    draw = np.random.default_rng(seed).uniform(0.0, jitter, len(steps))
+    delay[steps] = delay[steps] + draw if add else draw
+    return replace(prog, step_delay=delay)
 
 
 def window(a, b, size: float, iterations: int, window: int = 64, warmup: int = 2,
