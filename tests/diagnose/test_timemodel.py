@@ -73,3 +73,20 @@ def test_fault_measured_in_time_is_found_with_the_model_in_time(tmp_path, capsys
     text = capsys.readouterr().out
     assert "model: static" in text and "no suspect" in text
     assert Result.read_json(out).meta["model"] == "static"
+
+
+def test_bad_model_options_are_one_line(tmp_path, capsys):
+    out = tmp_path / "d.json"
+    for argv, msg in ((["diagnose", "x.json", "--fabric", SPEC, "--model-iterations", "0"], "at least 1"),
+                      (["diagnose", "x.json", "--fabric", SPEC, "--model", "sometimes"], "invalid choice"),
+                      (["compare", "x.json", "--fabric", SPEC, "--model-iterations", "0"], "at least 1"),
+                      (["compare", "x.json", "--fabric", SPEC, "--start-offset", "-1"], "--start-offset")):
+        code = None
+        try:
+            code = main(argv + ["-o", str(out)])
+        except SystemExit as e:          # argparse's own refusal
+            code = e.code
+        assert code not in (0, None)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert msg in err[-1], err
+        assert not out.exists()

@@ -84,15 +84,15 @@ def test_listed_pairs_are_the_pairs_a_real_run_measures(bench):
     assert len({tuple(sorted((s, d))) for _, s, d in measured}) > 1   # the rounds differ
 
 
-@pytest.mark.parametrize("ppn", [1, 2])
-def test_measure_and_simulate_list_the_same_pairs(tmp_path, mpi, capsys, ppn):
+@pytest.mark.parametrize("np_,ppn,seed", [(4, 1, 5), (4, 2, 11), (3, 1, 2), (3, 3, 9)])
+def test_measure_and_simulate_list_the_same_pairs(tmp_path, mpi, capsys, np_, ppn, seed):
     """`fabscope measure random-pairs --seed S --rounds R` beside `fabscope simulate --pattern
     random-pairs:rounds=R --seed S` (static and --dynamic): the same pairs in the same rounds."""
     out, sim, dyn = tmp_path / "m.jsonl", tmp_path / "s.json", tmp_path / "d.json"
-    assert main(["measure", "--np", "4", "--timeout", "60", "random-pairs", "--size", "4096", "--iterations", "2",
-                 "--seed", "5", "--rounds", "3", "--out", str(out)]) == 0
+    assert main(["measure", "--np", str(np_), "--timeout", "60", "random-pairs", "--size", "4096", "--iterations",
+                 "2", "--seed", str(seed), "--rounds", "3", "--out", str(out)]) == 0
     measured = [(r["scenario"], r["src"], r["dst"]) for r in read_run(out).of("random-pairs", "pair")]
-    common = ["--fabric", "fat-tree:k=4,levels=2", "--ranks", "4", "--ppn", str(ppn), "--seed", "5",
+    common = ["--fabric", "fat-tree:k=4,levels=2", "--ranks", str(np_), "--ppn", str(ppn), "--seed", str(seed),
               "--pattern", "random-pairs:rounds=3", "--size", "4096"]
     assert main(["simulate", *common, "-o", str(sim)]) == 0
     assert main(["simulate", *common, "--dynamic", "--iterations", "2", "-o", str(dyn)]) == 0
@@ -104,7 +104,8 @@ def test_measure_and_simulate_list_the_same_pairs(tmp_path, mpi, capsys, ppn):
         got = sorted(zip(np.asarray(p["scenario"])[keep].tolist(), np.asarray(p["src"])[keep].tolist(),
                          np.asarray(p["dst"])[keep].tolist()))
         assert got == sorted(measured), path
+        assert len(got) == 3 * (np_ // 2)
     # and the ranks sit where --ppn puts them
     f = fat_tree(k=4, levels=2)
-    pl = Placement.block(f, 4, ppn)
-    assert len(set(pl.host.tolist())) == 4 // ppn
+    pl = Placement.block(f, np_, ppn)
+    assert len(set(pl.host.tolist())) == np_ // ppn
