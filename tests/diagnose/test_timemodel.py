@@ -90,3 +90,29 @@ def test_bad_model_options_are_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert msg in err[-1], err
         assert not out.exists()
+
+
+def test_all_pairs_shift_is_modeled_one_way_in_time():
+    """all-pairs sends one way per shift, every rank sending and receiving at once: 4 hosts on two
+    leaves under one spine, shift 1: every directed link carries one flow, so each at line rate;
+    shift 2: two flows cross the spine each way, half each."""
+    from .conftest import named_fabric
+    from fabscope.diagnose.compare import compare
+    from fabscope.diagnose.measured import load_measured
+
+    f = named_fabric("a", others=3, capacity=1e9)          # a, n1 | n2, n3
+    hosts = np.array(["a", "n1", "n2", "n3"])
+    src = np.r_[np.arange(4), np.arange(4)]
+    dst = np.r_[(np.arange(4) + 1) % 4, (np.arange(4) + 2) % 4]
+    r = Result(meta={"kind": "measure", "test": "all-pairs", "argv": ["fabscope-bench", "--iterations", "5"]},
+               class_labels=("x",), pairs={"src": src, "dst": dst, "src_host": hosts[src], "dst_host": hosts[dst],
+                                           "cls": np.zeros(8), "bytes": np.full(8, 1e7),
+                                           "bandwidth": np.full(8, 5e8), "scenario": np.r_[[1] * 4, [2] * 4]})
+    m = load_measured([r], f)
+    assert not m.pingpong.any() and m.iters.tolist() == [5] * 8
+    dyn = compare(m, model="dynamic")
+    assert dyn.meta["model_info"]["iterations"] == [5]
+    np.testing.assert_allclose(dyn.pairs["modeled"][:4], 1e9, rtol=2e-3)
+    crossing = np.flatnonzero((np.isin(src, [0, 1]) != np.isin(dst, [0, 1])) & (np.arange(8) >= 4))
+    np.testing.assert_allclose(dyn.pairs["modeled"][crossing], 0.5e9, rtol=2e-3)
+    np.testing.assert_allclose(compare(m, model="static").pairs["modeled"], dyn.pairs["modeled"], rtol=2e-3)
