@@ -69,6 +69,12 @@ def test_fault_measured_in_time_is_found_with_the_model_in_time(tmp_path, capsys
     assert cable_name(f, inner) in text
     res = Result.read_json(out)
     assert res.meta["model"] == "dynamic" and res.meta["model_info"]["iterations"] == [ITERS]
+    # refined: the program in time rerun with the first fit's estimate, then a second fit
+    assert res.meta["model_info"]["refined"] is True
+    (s0,) = res.extra["suspects"]
+    assert abs(s0["factor"] - 0.4) < abs(d.suspects[0]["factor"] - 0.4) + 1e-9
+    assert res.meta["rms_log_error_after"] < d.rms_after
+    np.testing.assert_allclose(res.pairs["modeled"], nominal)
     assert main(["diagnose", str(path), "--fabric", SPEC, "--model", "static", "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "model: static" in text and "no suspect" in text

@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "time; static, the snapshot (the capacities are fitted on the snapshot either way)")
     p.add_argument("--model-iterations", type=int, metavar="N",
                    help="dynamic: model N timed iterations instead of the measured count (faster)")
+    p.add_argument("--no-refine", action="store_true",
+                   help="dynamic: fit once (default: where suspects are found, run the program in time again "
+                        "with their estimated capacities and fit a second time)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
     p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas (default 3)")
     p.add_argument("--penalty", type=float, help="evidence a suspect must bring, in noise variances (default: "
@@ -71,9 +74,17 @@ def run(args: argparse.Namespace) -> int:
     fabric = resolve_fabric(args.fabric)
     measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
     nominal, how = nominal_model(measured, args.routing, args.model, iterations=args.model_iterations)
-    d = diagnose(measured, args.routing, sigmas=args.sigmas, penalty=args.penalty,
-                 calibrate=not args.no_calibrate, nominal=nominal,
-                 meta={"model": how["model"], "model_info": how})
+    kw = dict(sigmas=args.sigmas, penalty=args.penalty, calibrate=not args.no_calibrate)
+    d = diagnose(measured, args.routing, nominal=nominal, meta={"model": how["model"], "model_info": how}, **kw)
+    if nominal is not None and d.suspects and not args.no_refine:
+        from fabscope.diagnose.timemodel import refined_nominal
+
+        again = refined_nominal(measured, d.factor, args.routing, iterations=args.model_iterations)
+        first = d
+        d = diagnose(measured, args.routing, nominal=again,
+                     meta={"model": how["model"], "model_info": {**how, "refined": True}}, **kw)
+        # the healthy fabric's prediction stays the model of record
+        d.modeled, d.rms_before = first.modeled, first.rms_before
     res = d.to_result()
     print("\n".join(diagnosis_lines(res, args.top)))
     if args.output:

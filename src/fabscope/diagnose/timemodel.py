@@ -165,7 +165,9 @@ def model_line(meta: dict[str, Any]) -> str:
                 + (f", {'/'.join(its)} timed iterations" if its else "")
                 + (f", engine {info['engine']}" if info.get("engine") else "")
                 + (f", pairs started out of phase by up to {info['start_offset'] * 1e6:.0f} us"
-                   if info.get("start_offset") else "") + ")")
+                   if info.get("start_offset") else "")
+                + ("; fitted again with it rerun under the suspects' estimates" if info.get("refined") else "")
+                + ")")
     return f"static: the snapshot, every pair of a concurrent set sharing links all the time ({share})"
 
 
@@ -185,3 +187,27 @@ def nominal_model(measured: Measured, routing: Any = None, model: str = "dynamic
     bw = np.full(measured.n_pairs, np.nan)
     bw[sel] = pred.bandwidth
     return bw, pred.info
+
+
+def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None, *,
+                    iterations: int | None = None, engine: str = "auto") -> np.ndarray:
+    """The nominal prediction for a second fit: the snapshot of the healthy fabric times each pair's
+    ratio in time / snapshot on the fabric with the first fit's capacity ``factor`` per cable.
+
+    The first fit holds each pair's in-time ratio at its healthy value; a slow cable changes how
+    pairs crossing it overlap in time, so the ratio is taken again where the faults are.
+    """
+    import dataclasses
+
+    from fabscope.diagnose.pairmodel import PairModel
+
+    sel = measured.inter
+    m = measured.subset(sel) if not sel.all() else measured
+    f = m.fabric
+    cap = f.link_capacity * np.repeat(np.asarray(factor, float), 2)
+    faulty = dataclasses.replace(m, fabric=dataclasses.replace(f, link_capacity=cap))
+    dyn = dynamic_bandwidth(faulty, routing, iterations=iterations, engine=engine).bandwidth
+    pm = PairModel(f, m.hs, m.hd, m.scenario, m.pingpong, m.bytes, routing)
+    out = np.full(measured.n_pairs, np.nan)
+    out[sel] = pm.bandwidth() * dyn / pm.bandwidth(cap)
+    return out
