@@ -86,7 +86,8 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
              "test": measured.test, "measured": measured.bandwidth, "modeled": modeled, "ratio": ratio,
              "limit": limit}
     m = {"kind": "compare", "fabric": f.name, "fabric_params": dict(f.params), "routing": pm.router.name,
-         "model": how["model"], "model_info": how, "sources": list(measured.sources), "tests": sorted(set(measured.test.tolist())),
+         "model": how["model"], "model_info": how, "sources": list(measured.sources),
+         "tests": sorted(set(measured.test.tolist())),
          "scenarios": measured.n_scenarios, "concurrent_sets": [list(k) for k in measured.scenario_key],
          **(meta or {})}
     extra = {"compare": {"classes": class_rows(f.class_labels, cls, measured.bandwidth, modeled)}}
