@@ -20,6 +20,10 @@ tests compare the two through ``fabscope-bench --list-pairs N``):
 splitmix64's outputs do not depend on each other, only on the state, so a
 whole shuffle's draws are computed at once with NumPy's wrapping ``uint64``.
 
+Patterns fabscope-bench does not run (``bisection``, ``permutation``,
+``partner-hops``: its ``hops`` test pairs deterministically) keep drawing
+with NumPy's generator; the mapping module's figures rest on those draws.
+
 >>> random_pairing(10, seed=1).tolist()            # partner of each rank (csrc: --list-pairs 10)
 [6, 5, 8, 4, 3, 1, 0, 9, 2, 7]
 >>> ring_order(5, seed=1).tolist()
