@@ -109,3 +109,25 @@ def test_measure_and_simulate_list_the_same_pairs(tmp_path, mpi, capsys, np_, pp
     f = fat_tree(k=4, levels=2)
     pl = Placement.block(f, np_, ppn)
     assert len(set(pl.host.tolist())) == np_ // ppn
+
+
+@pytest.mark.parametrize("dims,spec,hops", [("2x2", "torus:2x2", 1), ("2x2", "torus:2x2", 2),
+                                            ("4", "torus:4", 2), ("4", "mesh:4", 3)])
+def test_partner_hops_in_bench_order_are_the_pairs_hops_ran(bench, dims, spec, hops):
+    """fabscope-bench's hops test pairs deterministically (csrc/pairs.c); partner-hops:order=bench
+    makes the same pairs on the fabric its --dims describe (ranks laid out row-major, as the
+    fabrics number their hosts)."""
+    from fabscope.fabric.io import load_fabric
+    from fabscope.traffic.spec import make_traffic
+
+    args = ["hops", "--size", "4096", "--iterations", "2", "--per-rank", "--dims", dims, "--hops", str(hops)]
+    if spec.startswith("mesh"):
+        args.append("--mesh")
+    p, out = bench.run(4, *args)
+    assert p.returncode == 0, p.stderr
+    measured = sorted((r["src"], r["dst"]) for r in read_run(out).of("hops", "pair"))
+    f = load_fabric(spec)
+    t = make_traffic(f"partner-hops:hops={hops},order=bench", f, Placement.block(f, 4, 1), 4096.0)
+    half = t.n_flows // 2
+    assert sorted(zip(t.src[:half].tolist(), t.dst[:half].tolist())) == measured
+    assert measured

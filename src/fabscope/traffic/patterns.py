@@ -138,27 +138,52 @@ def host_hops(fabric: Fabric, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return switch_distances(fabric)[fabric.host_switch[a] - h, fabric.host_switch[b] - h].astype(np.int64)
 
 
-def partner_hops(fabric: Fabric, placement: Placement, hops: int, size: float, seed: int = 0) -> Traffic:
+def partner_hops(fabric: Fabric, placement: Placement, hops: int, size: float, seed: int = 0,
+                 order: str = "random") -> Traffic:
     """Seed 002: pair every rank with a partner ``hops`` router hops away (as many as a
-    random greedy matching finds), all pairs ping-pong at once."""
+    greedy matching finds), all pairs ping-pong at once.
+
+    ``order="random"``: ranks in a random order, each with a random free partner at that
+    distance.  ``order="bench"``: fabscope-bench's ``hops`` test (csrc/pairs.c): in rank order,
+    each free rank with the first free higher rank at that distance, so that ``simulate`` models
+    the pairs ``measure hops`` ran (on a torus or mesh whose hosts are numbered as its ``--dims``
+    lay nodes out, row-major: the fabrics' own numbering).
+    """
+    if order not in ("random", "bench"):
+        raise TrafficError(f"partner-hops order must be random or bench, got {order!r}")
     n = placement.n_ranks
-    rng = np.random.default_rng(seed)
     free = np.ones(n, bool)
     src, dst = [], []
-    for r in rng.permutation(n):
-        if not free[r]:
-            continue
-        cand = np.flatnonzero(free & (host_hops(fabric, placement.host[np.full(n, r)], placement.host) == hops))
-        cand = cand[cand != r]
-        if len(cand):
-            p = int(rng.choice(cand))
-            free[[r, p]] = False
-            src.append(r)
-            dst.append(p)
+    if order == "bench":
+        for r in range(n):
+            if not free[r]:
+                continue
+            rest = np.arange(r + 1, n)
+            rest = rest[free[rest]]
+            if not len(rest):
+                continue
+            near = rest[host_hops(fabric, placement.host[np.full(len(rest), r)], placement.host[rest]) == hops]
+            if len(near):
+                p = int(near[0])
+                free[[r, p]] = False
+                src.append(r)
+                dst.append(p)
+    else:
+        rng = np.random.default_rng(seed)
+        for r in rng.permutation(n):
+            if not free[r]:
+                continue
+            cand = np.flatnonzero(free & (host_hops(fabric, placement.host[np.full(n, r)], placement.host) == hops))
+            cand = cand[cand != r]
+            if len(cand):
+                p = int(rng.choice(cand))
+                free[[r, p]] = False
+                src.append(r)
+                dst.append(p)
     if not src:
         raise TrafficError(f"no two ranks of the job are {hops} hops apart")
     return Traffic.build("partner-hops", src, dst, size, pingpong=True, hops=hops, seed=seed,
-                         unmatched=int(free.sum()))
+                         unmatched=int(free.sum()), order=order)
 
 
 def bisection(n_ranks: int, size: float, seed: int = 0, samples: int = 1) -> Traffic:

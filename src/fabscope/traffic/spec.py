@@ -55,7 +55,8 @@ PATTERNS: dict[str, Callable[..., Traffic]] = {
         f, p, int(offset), size, int(nodes_per_leaf)),
     "leaf-pairs": lambda f, p, size, seed, nodes_per_leaf=8, concurrent="1": pt.leaf_pairs(
         f, p, size, int(nodes_per_leaf), concurrent=str(concurrent) not in ("0", "false", "no")),
-    "partner-hops": lambda f, p, size, seed, hops=1: pt.partner_hops(f, p, int(hops), size, seed),
+    "partner-hops": lambda f, p, size, seed, hops=1, order="random": pt.partner_hops(f, p, int(hops), size, seed,
+                                                                                    str(order)),
     "bisection": lambda f, p, size, seed, samples=10: pt.bisection(p.n_ranks, size, seed, int(samples)),
     "shift": lambda f, p, size, seed, k=1: pt.shift(p.n_ranks, size, int(k)),
     "permutation": lambda f, p, size, seed: pt.permutation(p.n_ranks, size, seed),
