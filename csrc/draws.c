@@ -3,8 +3,12 @@
  * very same (src/fabscope/traffic/draws.py, tested equal through --list-pairs).
  *
  * The generator is splitmix64 (Steele, Lea, Flood 2014) and the shuffle is
- * Fisher-Yates from the top, j = next() mod (i + 1).  The modulo bias (below
- * 2^-40 for any job size) is kept: it is part of the specification. */
+ * Fisher-Yates from the top, j = next() mod (i + 1).  The modulo bias (about
+ * n / 2^64: below 2^-40 up to 16 million ranks) is kept: it is part of the
+ * specification. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "util.h"
 
 unsigned long long fb_rand(unsigned long long *state)
@@ -48,8 +52,6 @@ void fb_msg_round(int n, unsigned long long *state, long i, int low, int high, i
 }
 
 /* ---- --list-pairs N: what the random tests would run on N ranks, without MPI ---- */
-#include <stdlib.h>
-#include <string.h>
 
 static void int_list(FILE *f, const int *v, int n)
 {
