@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from fabscope.fabric_arg import resolve_fabric
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="measured pairs beside the model of the same pairs on the same routes",
@@ -14,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("files", nargs="+", metavar="MEASURED",
                    help="fabscope-bench output (.jsonl) or a measured result (.json)")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed name")
+    src.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed: tb1 (as built) or tb1:now (with its faults)")
     src.add_argument("--model", help="a modeled result (fabscope simulate -o) of the same hosts")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
@@ -22,24 +24,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare)")
     p.add_argument("--csv", help="write the per-pair table as CSV")
     p.set_defaults(func=run)
-
-
-def resolve_fabric(spec: str):
-    """A fabric spec or file, else the fabric of a testbed of that name (when fabscope.testbed exists)."""
-    from fabscope.errors import FabricError
-    from fabscope.fabric.io import load_fabric
-
-    try:
-        return load_fabric(spec)
-    except FabricError as err:
-        try:
-            from fabscope.testbed.state import load_fabric as testbed_fabric  # type: ignore[import-not-found]
-        except ImportError:
-            raise err from None
-        try:
-            return testbed_fabric(spec)
-        except Exception:
-            raise err from None
 
 
 def load_hostmap(path: str | None):

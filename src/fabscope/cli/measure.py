@@ -31,8 +31,8 @@ def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
                    help=f"run more than {OVERSUBSCRIBE_FACTOR} ranks per CPU this job may use on this host")
     p.add_argument("--launcher-arg", action="append", default=d([]), help="extra option for the launcher (repeatable)")
     p.add_argument("--testbed", metavar="NAME", default=d(None),
-                   help="run on testbed NAME (see 'fabscope testbed'): its hosts, its fabric, ranks launched "
-                        "into its namespaces")
+                   help="run on testbed NAME (see 'fabscope testbed'): its hosts (or --hostfile's, named as on "
+                        "the testbed), its fabric, --ppn ranks per host, launched into its namespaces")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,16 +86,16 @@ def run(args: argparse.Namespace) -> int:
         _check_output(args.output, "-o")
     fabric = None
     if args.fabric:
-        from fabscope.fabric.io import load_fabric
-        fabric = load_fabric(args.fabric)
+        from fabscope.fabric_arg import resolve_fabric
+        fabric = resolve_fabric(args.fabric)
     out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
     launcher, hostfile, launcher_args, oversubscribe = args.launcher, args.hostfile, list(args.launcher_arg), args.oversubscribe
     if args.testbed:
         from fabscope.testbed.launch import job as testbed_job
 
-        if args.fabric or args.hostfile:
-            con.print("fabscope: note: --testbed gives the fabric and hosts; --fabric/--hostfile ignored")
-        fabric, hostfile, tb_args, np_all = testbed_job(args.testbed, out, args.ppn)
+        if args.fabric:
+            con.print("fabscope: note: --testbed gives the fabric (as built); --fabric ignored")
+        fabric, hostfile, tb_args, np_all = testbed_job(args.testbed, out, args.ppn, args.hostfile)
         launcher, launcher_args = "mpich", tb_args + launcher_args
         args.np = args.np or np_all
         oversubscribe = True  # every emulated host is a namespace of this machine; its ranks wait on shaped links

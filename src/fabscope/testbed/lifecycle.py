@@ -226,8 +226,11 @@ def up(name: str, spec: str, rate: float, routing: str | None = None, say: Say =
             down(name)
         finally:
             raise
+    from dataclasses import replace
+
     st = state.State(name=name, spec=spec, routing=engine, rate=rate, mgmt_subnet=subnet,
-                     fabric=to_dict(plan.fabric), scale=plan.scale, efficiency=plan.efficiency)
+                     fabric=to_dict(plan.fabric), scale=plan.scale, efficiency=plan.efficiency,
+                     nominal=to_dict(replace(plan.fabric, lft=lft)))
     state.save(st)
     say(f"testbed {name}: {plan.fabric.n_hosts} hosts, {plan.fabric.n_switches} switches, "
         f"{plan.fabric.n_links // 2} cables up in {time.monotonic() - t0:.1f} s")
