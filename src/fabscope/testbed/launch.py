@@ -46,7 +46,9 @@ def mpi_env() -> dict[str, str]:
 
 def write_launcher(name: str) -> Path:
     """The launcher script of testbed ``name``, in the state folder (executable, owner only)."""
-    p = state.state_dir() / f"{name}-launch.sh"
+    from fabscope.testbed.lifecycle import launcher_path
+
+    p = launcher_path(name)
     p.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(p) as fh:
         fh.write(launcher_script(name))
