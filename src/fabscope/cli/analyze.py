@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs({"-o/--output": args.output, "--csv": args.csv})
     fabric = None
     if args.fabric:
-        from fabscope.fabric_arg import resolve_fabric
+        from fabscope.resolver import resolve_fabric
         fabric = resolve_fabric(args.fabric)
     runs = [read_run(f) for f in args.files]
     if args.host_map:

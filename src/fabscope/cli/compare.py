@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from fabscope.fabric_arg import resolve_fabric
+from fabscope.resolver import resolve_fabric
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -32,7 +32,7 @@ def add_parser(fs: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fabscope.cli.compare import check_outputs
-    from fabscope.fabric_arg import resolve_fabric
+    from fabscope.resolver import resolve_fabric
     from fabscope.diagnose.critical import critical_lines, criticality, jobqueue_cluster
     from fabscope.errors import FabscopeError
     from fabscope.fabric.placement import Placement

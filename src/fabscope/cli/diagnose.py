@@ -6,7 +6,7 @@ import argparse
 import re
 
 from fabscope.cli.compare import check_outputs, load_hostmap
-from fabscope.fabric_arg import resolve_fabric
+from fabscope.resolver import resolve_fabric
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,7 +86,7 @@ def _plan(args: argparse.Namespace) -> int:
     from fabscope.units import parse_size
 
     from fabscope.errors import FabscopeError
-    from fabscope.fabric_arg import testbed_ref
+    from fabscope.resolver import testbed_ref
     from fabscope.measure.launchers import get_launcher
 
     budget = parse_duration(args.budget)

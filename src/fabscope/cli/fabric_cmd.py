@@ -107,7 +107,7 @@ def _example(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from fabscope.fabric.exporters import export_fabric
-    from fabscope.fabric_arg import resolve_fabric
+    from fabscope.resolver import resolve_fabric
 
     check_output(args.output, "-o/--output")
     export_fabric(resolve_fabric(args.fabric), args.format, args.output)
@@ -115,7 +115,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _whatif(args: argparse.Namespace) -> int:
-    from fabscope.fabric_arg import resolve_fabric
+    from fabscope.resolver import resolve_fabric
     from fabscope.fabric.placement import Placement
     from fabscope.whatif import whatif
     from fabscope.traffic.spec import make_traffic

@@ -14,7 +14,7 @@ import sys
 
 from fabscope.atomic import all_or_none, atomic_open, check_outputs
 from fabscope.cli.options import require_positive
-from fabscope.fabric_arg import resolve_fabric
+from fabscope.resolver import resolve_fabric
 from fabscope.mapping.outputs import FORMATS, launch_command, write
 
 

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         _check_output(args.output, "-o")
     fabric = None
     if args.fabric:
-        from fabscope.fabric_arg import resolve_fabric
+        from fabscope.resolver import resolve_fabric
         fabric = resolve_fabric(args.fabric)
     out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
     launcher, hostfile, launcher_args, oversubscribe = args.launcher, args.hostfile, list(args.launcher_arg), args.oversubscribe

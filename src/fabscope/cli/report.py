@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     fabric = None
     if args.fabric:
-        from fabscope.fabric_arg import resolve_fabric
+        from fabscope.resolver import resolve_fabric
 
         fabric = resolve_fabric(args.fabric)
     check_output(args.output)

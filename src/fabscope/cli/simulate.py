@@ -9,7 +9,7 @@ from rich.console import Console
 from fabscope.atomic import all_or_none, check_outputs
 from fabscope.cli.options import require_positive
 from fabscope.errors import PlacementError
-from fabscope.fabric_arg import resolve_fabric
+from fabscope.resolver import resolve_fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.simulate import MODELS, simulate
 from fabscope.routing import ENGINES

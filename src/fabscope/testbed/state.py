@@ -8,7 +8,7 @@ faults.  ``down`` does not need it: the names of what was made say whose it is.
 the fabric as built (recorded at ``up``: the nominal fabric a fault is found
 against), with ``now=True`` the fabric as it runs now (degraded rates, cut
 cables, rerouted tables).  ``--fabric`` reaches it through
-:func:`fabscope.fabric_arg.resolve_fabric` (``tb1``, ``tb1:now``).
+:func:`fabscope.resolver.resolve_fabric` (``tb1``, ``tb1:now``).
 """
 
 from __future__ import annotations
