@@ -19,7 +19,7 @@ The fabric returned says which it is in its name (``testbed tb1 as built
 (...)``), which ``compare`` and ``diagnose`` print first.
 
 >>> resolve_fabric("fat-tree:k=2,levels=2").n_hosts
-8
+4
 >>> testbed_ref("tb1"), testbed_ref("tb1:now"), testbed_ref("fat-tree:k=2"), testbed_ref("torus:now")
 (('tb1', False), ('tb1', True), None, None)
 """
