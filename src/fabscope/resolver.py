@@ -20,7 +20,7 @@ The fabric returned says which it is in its name (``testbed tb1 as built
 
 >>> resolve_fabric("fat-tree:k=2,levels=2").n_hosts
 4
->>> testbed_ref("tb1"), testbed_ref("tb1:now"), testbed_ref("fat-tree:k=2"), testbed_ref("torus:now")
+>>> named_testbed("tb1"), named_testbed("tb1:now"), named_testbed("fat-tree:k=2"), named_testbed("torus:now")
 (('tb1', False), ('tb1', True), None, None)
 """
 
@@ -37,7 +37,7 @@ from fabscope.fabric.model import Fabric
 _REF = re.compile(r"([a-z][a-z0-9]{0,7})(?::(now|built))?")
 
 
-def testbed_ref(text: str) -> tuple[str, bool] | None:
+def named_testbed(text: str) -> tuple[str, bool] | None:
     """``(testbed name, now)`` if ``text`` names a testbed rather than a fabric spec or file, else None."""
     m = _REF.fullmatch(text.strip())
     if not m or m.group(1) in GENERATORS or m.group(1) in PRESETS or os.path.exists(text):
@@ -47,7 +47,7 @@ def testbed_ref(text: str) -> tuple[str, bool] | None:
 
 def resolve_fabric(text: str) -> Fabric:
     """The fabric ``--fabric TEXT`` names; FabricError (one line) if it names none."""
-    ref = testbed_ref(text)
+    ref = named_testbed(text)
     if ref is None:
         return load_fabric(text)
     name, now = ref

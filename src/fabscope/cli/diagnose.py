@@ -86,11 +86,11 @@ def _plan(args: argparse.Namespace) -> int:
     from fabscope.units import parse_size
 
     from fabscope.errors import FabscopeError
-    from fabscope.resolver import testbed_ref
+    from fabscope.resolver import named_testbed
     from fabscope.measure.launchers import get_launcher
 
     budget = parse_duration(args.budget)
-    ref = testbed_ref(args.fabric)
+    ref = named_testbed(args.fabric)
     testbed = args.testbed or (ref[0] if ref and not args.launcher else None)
     if args.launcher:
         get_launcher(args.launcher)  # an unknown launcher is refused before the plan is made
