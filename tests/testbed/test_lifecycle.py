@@ -112,6 +112,47 @@ def test_down_without_state_file_and_with_a_process_inside():
             inside.kill()
 
 
+@pytest.mark.mpi
+def test_sigkill_of_measure_leaves_no_mpiexec_after_down(tmp_path):
+    """measure --testbed SIGKILLed while its job runs: its mpiexec (in this namespace) outlives it, and
+    down ends it with the testbed."""
+    from fabscope.testbed.lifecycle import launcher_path
+
+    up("cilost", SMALL, 1e6, calibrate=False)
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "fabscope.cli", "measure", "--testbed", "cilost", "random-pairs",
+                              "--size", "4MiB", "--iterations", "50", "--out", str(tmp_path / "k.jsonl")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not launchers("cilost"):
+            time.sleep(0.1)
+        assert launchers("cilost"), "the job never started"
+        time.sleep(1)
+        p.kill()                               # fabscope only: its mpiexec stays behind
+        p.wait()
+        assert launchers("cilost")
+    finally:
+        down("cilost")
+    assert not launchers("cilost") and not launcher_path("cilost").exists()
+
+
+def launchers(name: str) -> list[int]:
+    """Processes of this machine whose command line names testbed ``name``'s launcher script."""
+    from pathlib import Path
+
+    from fabscope.testbed.lifecycle import launcher_path
+
+    mark = str(launcher_path(name)).encode()
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and mark in (d / "cmdline").read_bytes().split(b"\0"):
+                out.append(int(d.name))
+        except OSError:
+            pass
+    return out
+
+
 def test_measure_without_testbed_is_one_line(tmp_path, capsys):
     rc = main(["measure", "--testbed", "ci9", "pingpong", "--out", str(tmp_path / "x.jsonl")])
     err = capsys.readouterr().err.strip().splitlines()

@@ -26,6 +26,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def warn_not_link_bound(files: list[str]) -> None:
+    """A testbed run whose links did not set the pace measured the machine's CPUs, not the fabric: say so."""
+    import sys
+
+    from fabscope.testbed.linkbound import records
+
+    for f in files:
+        for r in records(f) if f.endswith(".jsonl") else []:
+            if not r.get("link_bound", True):
+                print(f"fabscope: warning: {f} was not link-bound on testbed {r.get('testbed')}: {r.get('why')} "
+                      f"(CPUs: {r.get('cpu')}); its pairs measure the machine more than the fabric", file=sys.stderr)
+
+
 def load_hostmap(path: str | None):
     if not path:
         return None
@@ -56,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
         res = compare(measured, args.routing)
     print("\n".join(compare_lines(res, args.top)))
+    warn_not_link_bound(args.files)
     if args.output:
         res.write_json(args.output)
     if args.csv:

@@ -103,11 +103,23 @@ def run(args: argparse.Namespace) -> int:
     job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
                ppn=args.ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
     con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
+    watch = None
+    if args.testbed:
+        from fabscope.testbed.linkbound import Watch
+
+        watch = Watch.start(args.testbed)  # the shapers' counters and the CPUs around the run
     with con.status(f"fabscope-bench {args.test} on {args.np} ranks") as status:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = execute(job, timeout=args.timeout, progress=progress if con.is_terminal else None)
     print("\n".join(report(result, fabric)))
+    if watch is not None:
+        from fabscope.testbed.linkbound import append
+
+        rec = watch.finish(out)
+        append(out, rec)
+        print(f"testbed {args.testbed}: {'link-bound' if rec['link_bound'] else 'NOT LINK-BOUND'}: {rec['why']} "
+              f"(CPUs: {rec['cpu']}; load average {rec['loadavg']:.1f} on {rec['cores']} cores)")
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
         to_result(result, None, fabric).write_json(args.output)
