@@ -2,7 +2,8 @@
 benchmark under MPICH, and ``fabscope compare`` against the model of the same testbed.
 
 16 hosts on a 2-level fat tree (4 leaves of 4 hosts, 4 spines, D-mod-K), then the
-same fabric routed by OpenSM on ibsim.  Links shaped at 40 Mbit: the run is
+same fabric routed by OpenSM on ibsim.  Links shaped at 40 Mbit, or lower where the calibration at
+``up`` finds that this machine forwards less now (``up(..., None, max_rate=40 Mbit)``): the run is
 link-bound even on a shared 2-core machine (checked: the shapers' overlimits).
 """
 
@@ -137,7 +138,10 @@ def run_plan(name: str, tmp, cab: int) -> None:
 
 def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: bool = True,
                plan: bool = False, capsys=None) -> None:
-    up(name, spec, parse_rate(RATE))
+    # the rate this machine forwards now, at most 40 Mbit: the tests hold on a busy machine
+    rate = up(name, spec, None, max_rate=parse_rate(RATE)).rate
+    print(f"{name}: {rate * 8 / 1e6:g}Mbit, the machine forwarded {state.load(name).calibration['forwarding'] / 1e6:.0f} "
+          f"MB/s x hop at up")
     try:
         assert state.load(name).routing == routing
         # the route of a few pairs, hop by hop, is the model's
@@ -192,7 +196,7 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
 
         # one cable degraded to a quarter: its pairs drop as the model says, the others do not
         st = state.load(name)
-        rc = main(["testbed", "degrade", name, degrade_link, "--rate", f"{parse_rate(RATE) / 4 * 8}bit"])
+        rc = main(["testbed", "degrade", name, degrade_link, "--rate", f"{rate / 4 * 8}bit"])
         assert rc == 0
         cab = state.cable_of(st.base_fabric(), degrade_link)
         lp2 = measure(name, tmp, "after", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
@@ -249,7 +253,7 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
         lp4 = measure(name, tmp, "uncut", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
         uncut = compare(name, tmp, "uncut", lp4)
         assert crossing(name, uncut, cab).any()
-        check_classes(uncut, 0.15)
+        check_classes(uncut, 0.15, need=("Diff Leafs",))
     finally:
         down(name)
 

@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--fabric", required=True, help="fabric spec or JSON file (e.g. fat-tree:k=4,levels=2)")
     u.add_argument("--rate", default="100Mbit",
                    help="rate of the fabric's fastest link here; every link is scaled by the same factor "
-                        "(default: 100Mbit); 'auto': the highest (up to 100Mbit) this machine forwards now")
+                        "(default: 100Mbit); 'auto': the highest this machine forwards now, up to 100Mbit "
+                        "(auto:40Mbit: up to 40Mbit)")
     u.add_argument("--no-calibrate", action="store_true",
                    help="do not measure what this machine forwards now (a second) to check --rate against it")
     u.add_argument("--routing", help="routing engine (default: the fabric's own; tables for imported ones)")
@@ -54,8 +55,13 @@ def _up(args: argparse.Namespace) -> int:
     from fabscope.testbed.lifecycle import up
     from fabscope.testbed.names import parse_rate
 
-    rate = None if args.rate.strip().lower() == "auto" else parse_rate(args.rate)
-    st = up(args.name, args.fabric, rate, args.routing, say=_say, calibrate=not args.no_calibrate)
+    from fabscope.testbed.lifecycle import AUTO_MAX_RATE
+
+    text = args.rate.strip().lower()
+    auto = text == "auto" or text.startswith("auto:")
+    rate = None if auto else parse_rate(args.rate)
+    cap = parse_rate(text[5:]) if text.startswith("auto:") else AUTO_MAX_RATE
+    st = up(args.name, args.fabric, rate, args.routing, say=_say, calibrate=not args.no_calibrate, max_rate=cap)
     print(st.name)
     return 0
 

@@ -71,13 +71,15 @@ def fit_rate(measured: float, hosts: int, hops: float) -> float:
     return HEADROOM * measured / (hosts * hops)
 
 
-def check_rate(rate: float, measured: float, hosts: int, hops: float) -> str | None:
-    """None if ``rate`` (payload bytes/s of the fastest link) fits what the machine forwards, else why not."""
+def check_rate(rate: float, measured: float, hosts: int, hops: float, wire: float | None = None) -> str | None:
+    """None if ``rate`` (payload bytes/s of a host's cable) fits what the machine forwards, else why not.
+    ``wire``: the ``--rate`` given (wire rate of the fastest link), to name in the message."""
     need = hosts * rate * hops
     if need <= HEADROOM * measured:
         return None
-    top = fit_rate(measured, hosts, hops)
-    return (f"{hosts} hosts at {rate * 8 / 1e6:g}Mbit over {hops:.1f} links on average need {need / 1e6:.0f} MB/s x "
+    wire = rate if wire is None else wire
+    top = fit_rate(measured, hosts, hops) * wire / rate
+    return (f"{hosts} hosts at {wire * 8 / 1e6:g}Mbit over {hops:.1f} links on average need {need / 1e6:.0f} MB/s x "
             f"hop; this machine forwards about {measured / 1e6:.0f} MB/s x hop now (measured at up), of which a "
             f"testbed may plan on {HEADROOM:.0%}: lower --rate to at most {int(top * 8 / 1e6)}Mbit, or use --rate auto")
 

@@ -231,10 +231,10 @@ def _host_rate(f: Fabric) -> float:
 
 
 def up(name: str, spec: str, rate: float | None, routing: str | None = None, say: Say = _quiet,
-       calibrate: bool = True) -> state.State:
+       calibrate: bool = True, max_rate: float = AUTO_MAX_RATE) -> state.State:
     """Make testbed ``name`` from fabric ``spec`` with its fastest link shaped to ``rate`` bytes/s.
 
-    ``rate`` None (``--rate auto``): the highest rate, up to :data:`AUTO_MAX_RATE` in whole Mbit, at
+    ``rate`` None (``--rate auto``): the highest rate, up to ``max_rate`` in whole Mbit, at
     which this machine, as measured now (:mod:`fabscope.testbed.calibrate`), keeps the testbed link-bound.
     With ``calibrate`` (the default) a rate the machine cannot forward now is refused with the rate
     that would fit.
@@ -274,7 +274,7 @@ def up(name: str, spec: str, rate: float | None, routing: str | None = None, say
         share = _host_rate(plan.fabric) / (plan.efficiency * (rate or 1e5))
         if rate is None:
             top = cal.fit_rate(calib["forwarding"], n, hops) / (plan.efficiency * share)
-            rate = min(AUTO_MAX_RATE, np.floor(top * 8 / 1e6) * 1e6 / 8)
+            rate = float(min(max_rate, np.floor(top * 8 / 1e6) * 1e6 / 8))
             if rate < 1e6 / 8:
                 raise TestbedError(f"--rate auto: this machine forwards about {calib['forwarding'] / 1e6:.0f} MB/s x "
                                    f"hop now; {n} hosts over {hops:.1f} links would get less than 1 Mbit each")
@@ -282,7 +282,7 @@ def up(name: str, spec: str, rate: float | None, routing: str | None = None, say
                 f"--rate auto picks {rate * 8 / 1e6:g}Mbit")
             plan, lft, engine = prepare(name, spec, rate, routing)
         else:
-            why = cal.check_rate(rate * plan.efficiency * share, calib["forwarding"], n, hops)
+            why = cal.check_rate(rate * plan.efficiency * share, calib["forwarding"], n, hops, wire=rate)
             if why:
                 raise TestbedError(f"testbed {name}: {why}")
         calib.update(mean_hops=round(hops, 3), rate=rate)
