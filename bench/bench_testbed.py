@@ -18,7 +18,7 @@ Needs root.  Runs, in order:
    and leaf pairs measured, then ``fabscope compare`` (as it is) of each: measured vs
    modeled per class, the worst pair, and whether the run was link-bound.
 
-    sudo .venv/bin/python bench/bench_testbed.py --shapes [--rate 40Mbit]
+    sudo .venv/bin/python bench/bench_testbed.py --shapes [--rate auto:40Mbit]
 
 Figures are taken on whatever else the machine is running; say so when quoting them.
 """
@@ -144,14 +144,14 @@ def compare_classes(name: str, tmp: str, tag: str, *files: str) -> tuple[list[di
     return r.extra["compare"]["classes"], worst
 
 
-def one_shape(i: int, label: str, spec: str, leaf: int, rate: float, tmp: str) -> None:
+def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp: str, cap: float) -> None:
     from fabscope.testbed.linkbound import records
 
     name = f"bs{i}"
     if spec == "opensm":
         spec = opensm_fabric(tmp)
     try:
-        st = up(name, spec, rate)
+        st = up(name, spec, rate, max_rate=cap)
     except TestbedError as err:
         print(f"{label}: {err}")
         return
@@ -191,14 +191,15 @@ def run() -> int:
     if why:
         print(f"bench_testbed: {why}", file=sys.stderr)
         return 1
-    rate = parse_rate(a.rate)
+    auto = a.rate.startswith("auto:")  # the rate this machine forwards now, at most the one given
+    rate = parse_rate(a.rate[5:] if auto else a.rate)
     print(f"fabscope testbed bench, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start, "
           f"links shaped to {a.rate}")
     with tempfile.TemporaryDirectory(prefix="bench-testbed-") as tmp:
         os.environ["FABSCOPE_TESTBED_DIR"] = os.path.join(tmp, "state")
         if a.shapes:
             for i, (label, spec, leaf) in enumerate(SHAPES):
-                one_shape(i, label, spec, leaf, rate, tmp)
+                one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate)
             return 0
         if not a.skip_forwarding:
             forwarding_rate(tmp)
