@@ -258,11 +258,11 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
         down(name)
 
 
-def test_fat_tree_dmodk(tmp_path, capsys):
-    run_fabric("ci1", FABRIC, tmp_path, "s1-0000[5]", "dmodk", plan=True, capsys=capsys)
+def test_fat_tree_dmodk(work, capsys):
+    run_fabric("ci1", FABRIC, work, "s1-0000[5]", "dmodk", plan=True, capsys=capsys)
 
 
-def test_fat_tree_opensm_tables(tmp_path):
+def test_fat_tree_opensm_tables(work):
     from fabscope.fabric.exporters import write_ibsim
     from fabscope.fabric.ibtools import IbSim, have_ibsim
     from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, read_lfts
@@ -271,17 +271,17 @@ def test_fat_tree_opensm_tables(tmp_path):
     if not have_ibsim():
         pytest.skip("needs ibsim-utils, opensm and infiniband-diags")
     f = load_fabric(FABRIC)
-    net = tmp_path / "fabric.net"
+    net = work / "fabric.net"
     write_ibsim(f, net)
-    with IbSim(net, workdir=str(tmp_path / "sim")) as sim:
+    with IbSim(net, workdir=str(work / "sim")) as sim:
         dump = sim.opensm("ftree")
         topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout, "ibnetdiscover")
     g = build_fabric(topo, read_lfts(dump), name="fat tree under opensm ftree")
-    spec = tmp_path / "opensm.json"
+    spec = work / "opensm.json"
     write_json(g, spec)
     assert g.lft is not None
     # the testbed's switches hold OpenSM's tables: its routes are OpenSM's for every pair
     leaf = g.node_names[int(g.host_switch[0])]
     up_port = sorted(int(g.link_src_port[l]) for l in np.flatnonzero(g.link_src == g.node_index[leaf])
                      if g.link_dst[l] >= g.n_hosts)[0]
-    run_fabric("ci2", str(spec), tmp_path, f"{leaf}[{up_port}]", "tables", cut=False)
+    run_fabric("ci2", str(spec), work, f"{leaf}[{up_port}]", "tables", cut=False)

@@ -113,7 +113,7 @@ def test_down_without_state_file_and_with_a_process_inside():
 
 
 @pytest.mark.mpi
-def test_sigkill_of_measure_leaves_no_mpiexec_after_down(tmp_path):
+def test_sigkill_of_measure_leaves_no_mpiexec_after_down(work):
     """measure --testbed SIGKILLed while its job runs: its mpiexec (in this namespace) outlives it, and
     down ends it with the testbed."""
     from fabscope.testbed.lifecycle import launcher_path
@@ -121,7 +121,7 @@ def test_sigkill_of_measure_leaves_no_mpiexec_after_down(tmp_path):
     up("cilost", SMALL, 1e6, calibrate=False)
     try:
         p = subprocess.Popen([sys.executable, "-m", "fabscope.cli", "measure", "--testbed", "cilost", "random-pairs",
-                              "--size", "4MiB", "--iterations", "50", "--out", str(tmp_path / "k.jsonl")],
+                              "--size", "4MiB", "--iterations", "50", "--out", str(work / "k.jsonl")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not launchers("cilost"):
@@ -153,11 +153,11 @@ def launchers(name: str) -> list[int]:
     return out
 
 
-def test_measure_without_testbed_is_one_line(tmp_path, capsys):
-    rc = main(["measure", "--testbed", "ci9", "pingpong", "--out", str(tmp_path / "x.jsonl")])
+def test_measure_without_testbed_is_one_line(work, capsys):
+    rc = main(["measure", "--testbed", "ci9", "pingpong", "--out", str(work / "x.jsonl")])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and "no testbed 'ci9' is up" in err[0], err
-    assert not list(tmp_path.iterdir())
+    assert not list(work.iterdir())
 
 
 @pytest.mark.skipif(system.which("setpriv") is None, reason="needs setpriv (util-linux) to drop root")
