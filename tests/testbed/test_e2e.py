@@ -285,3 +285,23 @@ def test_fat_tree_opensm_tables(work):
     up_port = sorted(int(g.link_src_port[l]) for l in np.flatnonzero(g.link_src == g.node_index[leaf])
                      if g.link_dst[l] >= g.n_hosts)[0]
     run_fabric("ci2", str(spec), work, f"{leaf}[{up_port}]", "tables", cut=False)
+
+
+def test_several_ranks_per_host_and_a_host_file(work):
+    """--ppn 2 puts two ranks in each emulated host; --hostfile picks the hosts and their order (named as in
+    the fabric the testbed was built from, or as on the testbed)."""
+    up("ci3", "fat-tree:k=2,levels=2", None, max_rate=parse_rate("20Mbit"))
+    try:
+        hosts = work / "hosts"
+        hosts.write_text("h0003\nfstb-ci3-h1\n")             # the original name of host 3, the testbed's of host 1
+        out = str(work / "ppn.jsonl")
+        assert main(["measure", "--testbed", "ci3", "--hostfile", str(hosts), "--ppn", "2", "--timeout", "120",
+                     "random-pairs", "--size", "256KiB", "--iterations", "2", "--rounds", "3", "--out", out]) == 0
+        run = read_run(out)
+        assert run.ranks["host"] == ["fstb-ci3-h3", "fstb-ci3-h3", "fstb-ci3-h1", "fstb-ci3-h1"]
+        assert run.ranks["wait"] == ["yield"] * 4 or (os.cpu_count() or 1) >= 4
+        res = compare("ci3", work, "ppn", out)
+        # 3 rounds of 2 pairs on 4 ranks; ranks of one host pair up over TCP loopback (Same Node: not emulated)
+        assert len(res.pairs["src"]) <= 6 and set(by_class(res)) <= {"Same Node", "Diff Leafs"}
+    finally:
+        down("ci3")
