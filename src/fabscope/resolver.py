@@ -60,5 +60,8 @@ def resolve_fabric(text: str) -> Fabric:
     try:
         return testbed_fabric(name, now=now)
     except TestbedError as err:
-        kinds = ", ".join(sorted(GENERATORS) + sorted(PRESETS))
-        raise FabricError(f"--fabric {text}: not a fabric ({kinds}, or a .json file), and {err}") from None
+        why = str(err)
+    try:
+        return load_fabric(text)  # not a testbed: say what is wrong with it as a fabric, and as a testbed
+    except FabricError as err:
+        raise FabricError(f"{err}; and {why}") from None

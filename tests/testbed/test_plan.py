@@ -134,4 +134,4 @@ def test_every_fabric_option_takes_a_testbed_as_built_or_now(tmp_path, monkeypat
     capsys.readouterr()
     assert main(["simulate", "--fabric", "ci8", "--ppn", "1"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "not a fabric" in err[0] and "no testbed 'ci8' is up" in err[0], err
+    assert len(err) == 1 and "unknown fabric 'ci8'" in err[0] and "no testbed 'ci8' is up" in err[0], err
