@@ -11,7 +11,14 @@ Needs root.  Runs, in order:
    shapers' drops, until a size is not link-bound any more (a class more than 15% off
    the model) or ``up`` refuses it as too big.
 
-    sudo .venv/bin/python bench/bench_testbed.py [--rate 40Mbit] [--k 4,6,8,10]
+    sudo .venv/bin/python bench/bench_testbed.py [--rate 40Mbit] [--sizes SPEC ...]
+
+3. with ``--shapes``, instead: on fabrics the tests do not use (a 3-level tree, a 2:1
+   oversubscribed tree, a torus, a fabric imported with OpenSM's tables), random pairs
+   and leaf pairs measured, then ``fabscope compare`` (as it is) of each: measured vs
+   modeled per class, the worst pair, and whether the run was link-bound.
+
+    sudo .venv/bin/python bench/bench_testbed.py --shapes [--rate auto:40Mbit]
 
 Figures are taken on whatever else the machine is running; say so when quoting them.
 """
@@ -51,7 +58,7 @@ def forwarding_rate(tmp: str) -> None:
     name = "bfwd"
     os.environ["FABSCOPE_TESTBED_CORE_RATE"] = "1e15"
     try:
-        up(name, "fat-tree:k=2,levels=2", parse_rate("40Gbit"))
+        up(name, "fat-tree:k=2,levels=2", parse_rate("40Gbit"), calibrate=False)
         out = measure(name, tmp, "random-pairs", "--size", "8MiB", "--iterations", "10")
         res = os.path.join(tmp, "fwd.json")
         quiet(["compare", out, "--fabric", name, "-o", res])
@@ -74,7 +81,8 @@ def one_size(i: int, spec: str, rate: float, tmp: str) -> tuple[bool, int]:
     name = f"b{i}"
     t0 = time.monotonic()
     try:
-        st = up(name, spec, rate)
+        # --ignore-budget: past both the fixed budget and the calibration at up (to check them)
+        st = up(name, spec, rate, calibrate="FABSCOPE_TESTBED_CORE_RATE" not in os.environ)
     except TestbedError as err:
         print(f"{spec}: {err}")
         return False, 0
@@ -106,11 +114,76 @@ def one_size(i: int, spec: str, rate: float, tmp: str) -> tuple[bool, int]:
     return ok, hosts
 
 
+#: (label, fabric spec or "opensm", hosts per leaf for leaf-pairs)
+SHAPES = [("3-level tree", "xgft:m=4x2x2,w=1x2x2", 4), ("2:1 oversubscribed tree", "fat-tree:k=4,levels=2,up=2", 4),
+          ("torus 4x4 (DOR)", "torus:4x4", 4), ("OpenSM tables (fabric example)", "opensm", 4)]
+
+
+def opensm_fabric(tmp: str) -> str:
+    """The sample fabric of 'fabscope fabric example' (ibsim's OpenSM output), imported with its tables."""
+    d = os.path.join(tmp, "samples")
+    out = os.path.join(tmp, "opensm.json")
+    if quiet(["fabric", "example", d]) != 0 or quiet(["fabric", "import", "--ibnetdiscover",
+                                                      os.path.join(d, "ibnetdiscover.txt"), "--lfts",
+                                                      os.path.join(d, "opensm-lfts.dump"), "-o", out]) != 0:
+        raise SystemExit("cannot import the sample fabric")
+    return out
+
+
+def compare_classes(name: str, tmp: str, tag: str, *files: str) -> tuple[list[dict], dict]:
+    """``fabscope compare FILES --fabric NAME`` (the default model of this branch): classes and the worst pair."""
+    res = os.path.join(tmp, f"{name}-{tag}.json")
+    if quiet(["compare", *files, "--fabric", name, "-o", res]) != 0:
+        raise SystemExit(f"compare {tag} on {name} failed")
+    r = Result.read_json(res)
+    ratio = np.asarray(r.pairs["ratio"], float)
+    k = int(np.argmax(np.abs(np.log(ratio))))
+    worst = {"ratio": float(ratio[k]), "src": str(r.pairs["src_host"][k]), "dst": str(r.pairs["dst_host"][k]),
+             "measured": float(r.pairs["measured"][k]), "modeled": float(r.pairs["modeled"][k]),
+             "model": r.meta.get("model") or r.meta.get("kind")}
+    return r.extra["compare"]["classes"], worst
+
+
+def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp: str, cap: float) -> None:
+    from fabscope.testbed.linkbound import records
+
+    name = f"bs{i}"
+    if spec == "opensm":
+        spec = opensm_fabric(tmp)
+    try:
+        st = up(name, spec, rate, max_rate=cap)
+    except TestbedError as err:
+        print(f"{label}: {err}")
+        return
+    try:
+        f = st.base_fabric()
+        print(f"{label}: {os.path.basename(st.spec)}, {f.n_hosts} hosts, {f.n_switches} switches, routing "
+              f"{st.routing}, {st.rate * 8 / 1e6:g}Mbit; this machine forwarded "
+              f"{st.calibration.get('forwarding', 0) / 1e6:.0f} MB/s x hop at up")
+        runs = [("random-pairs", measure(name, tmp, "random-pairs", "--size", "512KiB", "--iterations", "3",
+                                         "--rounds", "3", "--seed", str(7 + i))),
+                ("leaf-pairs", measure(name, tmp, "leaf-pairs", "--size", "512KiB", "--iterations", "2",
+                                       "--leaf-size", str(leaf)))]
+        for test, path in runs:
+            classes, worst = compare_classes(name, tmp, test, path)
+            rec = (records(path) or [{}])[0]
+            print(f"  {test}: {'link-bound' if rec.get('link_bound') else 'NOT link-bound'} ({rec.get('why')})")
+            for c in classes:
+                print(f"    {c['label']:<12} {c['pairs']:>4} pairs  measured {c['measured_avg'] / 1e6:6.2f}  "
+                      f"modeled {c['modeled_avg'] / 1e6:6.2f} MB/s  ratio {c['ratio']:.2f} "
+                      f"(pairs {c['ratio_min']:.2f}-{c['ratio_max']:.2f})")
+            print(f"    worst pair {worst['src']} -> {worst['dst']}: measured {worst['measured'] / 1e6:.2f}, "
+                  f"modeled {worst['modeled'] / 1e6:.2f} MB/s, ratio {worst['ratio']:.2f}")
+    finally:
+        down(name)
+
+
 def run() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rate", default="40Mbit")
     ap.add_argument("--sizes", nargs="+", default=SIZES, help="fabric specs to try, in order")
     ap.add_argument("--skip-forwarding", action="store_true")
+    ap.add_argument("--shapes", action="store_true", help="measured vs modeled on shapes the tests do not use")
     ap.add_argument("--ignore-budget", action="store_true", help="let up run sizes its CPU budget refuses "
                                                                  "(to check the budget)")
     a = ap.parse_args()
@@ -118,11 +191,16 @@ def run() -> int:
     if why:
         print(f"bench_testbed: {why}", file=sys.stderr)
         return 1
-    rate = parse_rate(a.rate)
+    auto = a.rate.startswith("auto:")  # the rate this machine forwards now, at most the one given
+    rate = parse_rate(a.rate[5:] if auto else a.rate)
     print(f"fabscope testbed bench, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start, "
           f"links shaped to {a.rate}")
     with tempfile.TemporaryDirectory(prefix="bench-testbed-") as tmp:
         os.environ["FABSCOPE_TESTBED_DIR"] = os.path.join(tmp, "state")
+        if a.shapes:
+            for i, (label, spec, leaf) in enumerate(SHAPES):
+                one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate)
+            return 0
         if not a.skip_forwarding:
             forwarding_rate(tmp)
         if a.ignore_budget:

@@ -6,11 +6,13 @@
  *
  * Defining sched_yield here interposes on the library's call (the executable
  * comes first in the dynamic symbol lookup).  main() decides once, before any
- * timing, and every rank agrees: spin (return at once) when every host runs no
- * more ranks than there are CPUs in the union of its ranks' affinity sets,
- * really yield otherwise, so that oversubscribed runs (4 ranks on 2 cores, or 2
- * ranks under `taskset -c 0`) still let the peer rank run.  --yield on|off
- * forces it. */
+ * timing, and every rank agrees: spin (return at once) when every host, and
+ * every machine, runs no more ranks than there are CPUs in the union of its
+ * ranks' affinity sets, really yield otherwise, so that oversubscribed runs (4
+ * ranks on 2 cores, 2 ranks under `taskset -c 0`, or 16 emulated hosts in
+ * network namespaces of one 2-core machine, each of which looks like a 2-CPU
+ * host) still let the peer rank run.  A machine is a kernel: ranks with the
+ * same /proc/sys/kernel/random/boot_id.  --yield on|off forces it. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <sys/syscall.h>

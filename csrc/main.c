@@ -107,6 +107,8 @@ static void header(fb_ctx *c, int argc, char **argv, double load)
     int_array(c->out, "pid", c->pid, c->size);
     int_array(c->out, "cpus", c->cpus, c->size);
     int_array(c->out, "host_cpus", c->host_cpus, c->size);
+    int_array(c->out, "machine_ranks", c->machine_ranks, c->size);
+    int_array(c->out, "machine_cpus", c->machine_cpus, c->size);
     fprintf(c->out, ",\"wait\":[");
     for (int r = 0; r < c->size; r++) fprintf(c->out, "%s\"%s\"", r ? "," : "", c->spin[r] ? "spin" : "yield");
     fprintf(c->out, "]}\n");
@@ -209,13 +211,15 @@ int main(int argc, char **argv)
     if ((st = fb_agree(c, st, err))) return finish(c, st);
     st = fb_gather_placement(c);
     if ((st = fb_fail(c, st, "out of memory"))) return finish(c, st);
-    /* --yield auto: spin only when every host has a CPU of the job's affinity sets for each of
-     * its ranks; decided from the CPU sets (never the load average, which counts our own
-     * previous run) and agreed by every rank, so that no pair mixes a spinning and a yielding rank */
+    /* --yield auto: spin only when every host, and every machine (emulated hosts in namespaces of
+     * one kernel share its CPUs), has a CPU of the job's affinity sets for each of its ranks;
+     * decided from the CPU sets (never the load average, which counts our own previous run) and
+     * agreed by every rank, so that no pair mixes a spinning and a yielding rank */
     double load = 0;  /* recorded for the reader, not used */
     FILE *la = fopen("/proc/loadavg", "r");
     if (la) { if (fscanf(la, "%lf", &load) != 1) load = 0; fclose(la); }
-    int fits = c->local_ranks <= c->host_cpus[c->rank], all_fit = 0;
+    int fits = c->local_ranks <= c->host_cpus[c->rank] && c->machine_ranks[c->rank] <= c->machine_cpus[c->rank];
+    int all_fit = 0;
     MPI_CHECK(MPI_Allreduce(&fits, &all_fit, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
     int spin = c->o.yield_mode == FB_YIELD_OFF || (c->o.yield_mode == FB_YIELD_AUTO && all_fit);
     fb_set_yield(spin);

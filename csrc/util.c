@@ -208,6 +208,21 @@ static double read_cpu_mhz(void)
     return mhz;
 }
 
+/* The kernel this rank runs on: its boot_id is the same in every network or UTS namespace
+ * and container of one machine, so ranks of emulated hosts that share the machine's CPUs
+ * see each other; without it (not Linux), the host name stands for the machine. */
+static void machine_id(char *out, size_t n, const char *host)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    out[0] = 0;
+    if (f) {
+        if (!fgets(out, (int)n, f)) out[0] = 0;
+        fclose(f);
+        out[strcspn(out, "\n")] = 0;
+    }
+    if (!out[0]) snprintf(out, n, "host:%s", host);
+}
+
 int fb_check_only(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) if (!strcmp(argv[i], "--check-args") || !strcmp(argv[i], "--list-pairs")) return 1;
@@ -263,6 +278,21 @@ int fb_gather_placement(fb_ctx *c)
         for (int q = 0; q < c->size; q++) if (c->node[q] == c->node[r]) CPU_OR(&u, &u, &all[q]);
         c->host_cpus[r] = CPU_COUNT(&u);
     }
+    /* the same over the machine: namespaces of one kernel share its CPUs whatever their host names */
+    char (*mid)[FB_HOST] = calloc((size_t)c->size, FB_HOST), myid[FB_HOST];
+    c->machine_ranks = calloc((size_t)c->size, sizeof(int));
+    c->machine_cpus = calloc((size_t)c->size, sizeof(int));
+    if (!mid || !c->machine_ranks || !c->machine_cpus) return FB_ERR_RUNTIME;
+    machine_id(myid, sizeof myid, me);
+    MPI_CHECK(MPI_Allgather(myid, FB_HOST, MPI_CHAR, mid, FB_HOST, MPI_CHAR, MPI_COMM_WORLD));
+    for (int r = 0; r < c->size; r++) {
+        cpu_set_t u;
+        CPU_ZERO(&u);
+        for (int q = 0; q < c->size; q++)
+            if (!strcmp(mid[q], mid[r])) { CPU_OR(&u, &u, &all[q]); c->machine_ranks[r]++; }
+        c->machine_cpus[r] = CPU_COUNT(&u);
+    }
+    free(mid);
     free(all);
     free(pairs);
     c->online_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);

@@ -58,6 +58,8 @@ typedef struct {
     int nnodes, local_ranks, online_cores;
     int *cpus;                 /* CPUs in each rank's affinity set (sched_getaffinity) */
     int *host_cpus;            /* CPUs in the union of the affinity sets of the ranks on each rank's host */
+    int *machine_ranks;        /* ranks on each rank's machine (one kernel: same boot_id, whatever the host name) */
+    int *machine_cpus;         /* CPUs in the union of the affinity sets of the ranks on that machine */
     int *pid;                  /* each rank's process id, so a launcher's report of a dead pid names its rank */
     int *spin;                 /* each rank's wait-loop choice: 1 spin, 0 yield */
     double cpu_mhz;

@@ -120,8 +120,8 @@ def test_plan_cli_writes_a_script_whose_pairs_cover_every_cable(tmp_path, capsys
     out = tmp_path / "plan.sh"
     assert main(["diagnose", "--plan", "--fabric", SPEC, "--budget", "10min", "-o", str(out)]) == 0
     script = out.read_text()
-    assert script.startswith("#!/bin/sh") and script.count("fabscope measure") == 5   # 4 leaves + all hosts
-    assert "fabscope diagnose plan-leaf000.jsonl" in script
+    assert script.startswith("#!/bin/sh") and script.count("$FABSCOPE measure") == 5   # 4 leaves + all hosts
+    assert "$FABSCOPE diagnose plan-leaf000.jsonl" in script
     summary = json.loads((tmp_path / "plan.sh.json").read_text())
     assert summary["estimated_seconds"] <= 600 and summary["cover_min"] >= 4 and summary["unidentifiable"] == []
     f = load_fabric(SPEC)

@@ -2,11 +2,21 @@
 
 The session fixture takes down every ``ci*`` testbed at the end, whatever
 failed, and then checks that no namespace, veth or bridge of one remains.
+
+Scratch folders are made with :mod:`tempfile`, not pytest's ``tmp_path``: every
+pytest session a user starts removes all but the three newest
+``/tmp/pytest-of-USER/pytest-N`` folders, so on a machine where other sessions run
+pytest too, a testbed test of a few minutes lost its host files and outputs halfway
+(seen here: ``unable to open host file``, ``cannot write ...jsonl``).  ``work`` is the
+testbed tests' ``tmp_path``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -23,10 +33,10 @@ def leftovers() -> list[str]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def testbed_state_dir(tmp_path_factory):
+def testbed_state_dir():
     """State files in a scratch folder, and every test testbed down at the end."""
     old = os.environ.get("FABSCOPE_TESTBED_DIR")
-    d = tmp_path_factory.mktemp("testbed-state")
+    d = Path(tempfile.mkdtemp(prefix="fabscope-testbed-state-"))
     os.environ["FABSCOPE_TESTBED_DIR"] = str(d)
     try:
         yield d
@@ -45,3 +55,14 @@ def testbed_state_dir(tmp_path_factory):
             os.environ.pop("FABSCOPE_TESTBED_DIR", None)
         else:
             os.environ["FABSCOPE_TESTBED_DIR"] = old
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def work():
+    """A scratch folder of one test that no other pytest session removes (see the module docstring)."""
+    d = Path(tempfile.mkdtemp(prefix="fabscope-testbed-test-"))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -2,13 +2,15 @@
 benchmark under MPICH, and ``fabscope compare`` against the model of the same testbed.
 
 16 hosts on a 2-level fat tree (4 leaves of 4 hosts, 4 spines, D-mod-K), then the
-same fabric routed by OpenSM on ibsim.  Links shaped at 40 Mbit: the run is
+same fabric routed by OpenSM on ibsim.  Links shaped at 40 Mbit, or lower where the calibration at
+``up`` finds that this machine forwards less now (``up(..., None, max_rate=40 Mbit)``): the run is
 link-bound even on a shared 2-core machine (checked: the shapers' overlimits).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 
@@ -17,7 +19,8 @@ import pytest
 
 from fabscope.cli import main
 from fabscope.result import Result
-from fabscope.testbed import counters, state, system
+from fabscope.measure.parse import read_run
+from fabscope.testbed import counters, linkbound, state, system
 from fabscope.testbed.lifecycle import down, up
 from fabscope.testbed.names import parse_rate
 
@@ -111,8 +114,34 @@ def host_links(name: str) -> np.ndarray:
     return f.link_src < f.n_hosts
 
 
-def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: bool = True) -> None:
-    up(name, spec, parse_rate(RATE))
+def run_plan(name: str, tmp, cab: int) -> None:
+    """diagnose --plan's script, unchanged, on the testbed with a degraded cable: it ends naming it."""
+    import os
+    import sys
+
+    work = tmp / "plan"
+    work.mkdir()
+    script = work / "plan.sh"
+    assert main(["diagnose", "--plan", "--fabric", name, "--budget", "3min", "--size", SIZE, "--iterations", "2",
+                 "-o", str(script)]) == 0
+    env = {**os.environ, "FABSCOPE": f"{sys.executable} -m fabscope.cli"}
+    p = subprocess.run(["sh", str(script)], cwd=work, env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = p.stdout
+    print(out[-1500:])
+    tail = out[out.rindex("suspects"):] if "suspects" in out else out
+    f = state.load_fabric(name)
+    cable = f.link_name(2 * cab).split(" -> ")
+    first = [ln for ln in tail.splitlines() if ln.strip().startswith("1")]
+    assert first and all(end.split("[")[0] in first[0] for end in cable), (cable, tail[-1500:])
+
+
+def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: bool = True,
+               plan: bool = False, capsys=None) -> None:
+    # the rate this machine forwards now, at most 40 Mbit: the tests hold on a busy machine
+    rate = up(name, spec, None, max_rate=parse_rate(RATE)).rate
+    print(f"{name}: {rate * 8 / 1e6:g}Mbit, the machine forwarded {state.load(name).calibration['forwarding'] / 1e6:.0f} "
+          f"MB/s x hop at up")
     try:
         assert state.load(name).routing == routing
         # the route of a few pairs, hop by hop, is the model's
@@ -125,7 +154,23 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
                        "--leaf-size", "4")
         delta, busy = counters.snapshot(name) - c0, counters.cpu_busy(cpu0, counters.cpu_times())
         mgmt = mgmt_bytes(name) - m0
+        # 16 emulated hosts share this machine's cores: every rank yielded (it would spin if the benchmark
+        # counted CPUs per namespace), and the run recorded that its links set the pace
+        run = read_run(both)
+        assert run.ranks["wait"] == ["yield"] * 16, run.ranks["wait"]
+        assert run.ranks["machine_ranks"] == [16] * 16 and max(run.ranks["machine_cpus"]) < 16
+        rec = linkbound.records(both)
+        assert len(rec) == 1 and rec[0]["link_bound"], rec
+        if (os.cpu_count() or 1) < 16 and name == "ci1":
+            # spinning ranks starve each other: the run says it was not link-bound, and compare warns
+            spun = measure(name, tmp, "spin", "random-pairs", "--iterations", "2", "--rounds", "2", "--yield", "off")
+            rec = linkbound.records(spun)
+            assert len(rec) == 1 and not rec[0]["link_bound"] and "uncontended" in rec[0]["why"], rec
+            capsys.readouterr()
+            compare(name, tmp, "spin", spun)
+            assert "was not link-bound" in capsys.readouterr().err
         before = compare(name, tmp, "before", both)
+        assert "as built" in before.meta["fabric"]
         assert set(before.pairs["test"]) == {"random-pairs", "leaf-pairs"}
         check_classes(before, 0.15)
         # the data crossed the fabric: every measured pair's path carried at least its payload,
@@ -151,14 +196,15 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
 
         # one cable degraded to a quarter: its pairs drop as the model says, the others do not
         st = state.load(name)
-        rc = main(["testbed", "degrade", name, degrade_link, "--rate", f"{parse_rate(RATE) / 4 * 8}bit"])
+        rc = main(["testbed", "degrade", name, degrade_link, "--rate", f"{rate / 4 * 8}bit"])
         assert rc == 0
         cab = state.cable_of(st.base_fabric(), degrade_link)
         lp2 = measure(name, tmp, "after", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
         # random pairs too: leaf pairs alone cannot tell the degraded uplink from the host cable of the one host
         # whose pairs cross it (diagnose reports them tied, and names a pair that would separate them)
         rp2 = measure(name, tmp, "after", "random-pairs", "--iterations", "2", "--rounds", "4")
-        after = compare(name, tmp, "after", lp2)
+        after = compare(f"{name}:now", tmp, "after", lp2)          # the model with the fault
+        assert "now" in after.meta["fabric"] and "1 degraded" in after.meta["fabric"]
         # the same leaf pairs before (from the first run) and after, matched by hosts
         row = {(a_, b_): k for k, (a_, b_, t_) in enumerate(zip(before.pairs["src_host"], before.pairs["dst_host"],
                                                                    before.pairs["test"])) if t_ == "leaf-pairs"}
@@ -175,12 +221,18 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
         # their own noisy first measurement: two single runs of a pair differ by up to 15% here)
         assert np.allclose(mod_a[~hit], mod_b[~hit])
         assert np.all(m_a[~hit] >= 0.80 * mod_a[~hit]), (m_a[~hit], mod_a[~hit])
+        # the README's flow: diagnose the slow runs against the testbed as built (--fabric NAME): the
+        # degraded cable first
+        sick = diagnose(name, tmp, "after", lp2, rp2)
+        assert sick and sick[0]["links"] == [2 * cab, 2 * cab + 1], sick[:3]
+        if plan:
+            run_plan(name, tmp, cab)
         assert main(["testbed", "restore", name]) == 0
         assert state.load(name).degraded == {}
-        # diagnosis on real traffic (issue 12), against the restored, nominal fabric: the degraded run names
-        # the degraded cable first; the healthy run names nothing
-        sick, healthy = diagnose(name, tmp, "after", lp2, rp2), diagnose(name, tmp, "before", both)
-        assert sick and sick[0]["links"] == [2 * cab, 2 * cab + 1], sick[:3]
+        # restored: a new measurement shows it healthy against the same nominal fabric
+        rp3 = measure(name, tmp, "restored", "random-pairs,leaf-pairs", "--iterations", "2", "--rounds", "4",
+                      "--leaf-size", "4")
+        healthy = diagnose(name, tmp, "restored", rp3)
         assert healthy == [], healthy
 
         if not cut:
@@ -193,18 +245,24 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
             for a, b in [(0, 4), (0, 12), (8, 0), (5, 9)]:
                 assert traceroute(f_cut, a, b) == model_path(f_cut, r_cut, a, b), (a, b)
         lp3 = measure(name, tmp, "cut", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
-        check_classes(compare(name, tmp, "cut", lp3), 0.15, need=("Diff Leafs",))
+        check_classes(compare(f"{name}:now", tmp, "cut", lp3), 0.15, need=("Diff Leafs",))
         assert main(["testbed", "restore", name]) == 0
-        assert state.load(name).cut == [] and state.load_fabric(name).n_links == f.n_links
+        assert state.load(name).cut == [] and state.load_fabric(name, now=True).n_links == f.n_links
+        # the restored cable carries packets again (it blackholed them when its neighbours were lost):
+        # a measurement over it completes, at the nominal rates
+        lp4 = measure(name, tmp, "uncut", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
+        uncut = compare(name, tmp, "uncut", lp4)
+        assert crossing(name, uncut, cab).any()
+        check_classes(uncut, 0.15, need=("Diff Leafs",))
     finally:
         down(name)
 
 
-def test_fat_tree_dmodk(tmp_path):
-    run_fabric("ci1", FABRIC, tmp_path, "s1-0000[5]", "dmodk")
+def test_fat_tree_dmodk(work, capsys):
+    run_fabric("ci1", FABRIC, work, "s1-0000[5]", "dmodk", plan=True, capsys=capsys)
 
 
-def test_fat_tree_opensm_tables(tmp_path):
+def test_fat_tree_opensm_tables(work):
     from fabscope.fabric.exporters import write_ibsim
     from fabscope.fabric.ibtools import IbSim, have_ibsim
     from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, read_lfts
@@ -213,17 +271,37 @@ def test_fat_tree_opensm_tables(tmp_path):
     if not have_ibsim():
         pytest.skip("needs ibsim-utils, opensm and infiniband-diags")
     f = load_fabric(FABRIC)
-    net = tmp_path / "fabric.net"
+    net = work / "fabric.net"
     write_ibsim(f, net)
-    with IbSim(net, workdir=str(tmp_path / "sim")) as sim:
+    with IbSim(net, workdir=str(work / "sim")) as sim:
         dump = sim.opensm("ftree")
         topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout, "ibnetdiscover")
     g = build_fabric(topo, read_lfts(dump), name="fat tree under opensm ftree")
-    spec = tmp_path / "opensm.json"
+    spec = work / "opensm.json"
     write_json(g, spec)
     assert g.lft is not None
     # the testbed's switches hold OpenSM's tables: its routes are OpenSM's for every pair
     leaf = g.node_names[int(g.host_switch[0])]
     up_port = sorted(int(g.link_src_port[l]) for l in np.flatnonzero(g.link_src == g.node_index[leaf])
                      if g.link_dst[l] >= g.n_hosts)[0]
-    run_fabric("ci2", str(spec), tmp_path, f"{leaf}[{up_port}]", "tables", cut=False)
+    run_fabric("ci2", str(spec), work, f"{leaf}[{up_port}]", "tables", cut=False)
+
+
+def test_several_ranks_per_host_and_a_host_file(work):
+    """--ppn 2 puts two ranks in each emulated host; --hostfile picks the hosts and their order (named as in
+    the fabric the testbed was built from, or as on the testbed)."""
+    up("ci3", "fat-tree:k=2,levels=2", None, max_rate=parse_rate("20Mbit"))
+    try:
+        hosts = work / "hosts"
+        hosts.write_text("h0003\nfstb-ci3-h1\n")             # the original name of host 3, the testbed's of host 1
+        out = str(work / "ppn.jsonl")
+        assert main(["measure", "--testbed", "ci3", "--hostfile", str(hosts), "--ppn", "2", "--timeout", "120",
+                     "random-pairs", "--size", "256KiB", "--iterations", "2", "--rounds", "3", "--out", out]) == 0
+        run = read_run(out)
+        assert run.ranks["host"] == ["fstb-ci3-h3", "fstb-ci3-h3", "fstb-ci3-h1", "fstb-ci3-h1"]
+        assert run.ranks["wait"] == ["yield"] * 4 or (os.cpu_count() or 1) >= 4
+        res = compare("ci3", work, "ppn", out)
+        # 3 rounds of 2 pairs on 4 ranks; ranks of one host pair up over TCP loopback (Same Node: not emulated)
+        assert len(res.pairs["src"]) <= 6 and set(by_class(res)) <= {"Same Node", "Diff Leafs"}
+    finally:
+        down("ci3")

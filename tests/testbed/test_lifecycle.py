@@ -13,7 +13,7 @@ import pytest
 from fabscope.cli import main
 from fabscope.testbed import names, state, system
 from fabscope.testbed.launch import write_launcher
-from fabscope.testbed.lifecycle import down, existing, status, up
+from fabscope.testbed.lifecycle import down, existing, launcher_path, status, up
 from fabscope.testbed.names import TestbedError
 
 WHY = system.unavailable_reason()
@@ -32,6 +32,8 @@ def test_up_is_idempotent_and_down_removes_everything(capsys):
         st = up("ci3", SMALL, 1e6)
         assert len(existing("ci3")[0].netns) == 8 and names.bridge("ci3") in existing("ci3")[0].links
         assert up("ci3", SMALL, 1e6).mgmt_subnet == st.mgmt_subnet           # same testbed, left as it is
+        # what the machine forwarded at up is recorded, and the probe's namespaces are gone
+        assert st.calibration["forwarding"] > 1e6 and state.load("ci3").calibration == st.calibration
         with pytest.raises(TestbedError, match="take it down first"):
             up("ci3", SMALL, 2e6)
         row = status("ci3")[0]
@@ -50,27 +52,49 @@ def test_up_is_idempotent_and_down_removes_everything(capsys):
         assert len(err) == 3 and all(e.startswith("fabscope: error:") for e in err), err
         assert "no cable on port 99" in err[0] and "no node 'nosuch'" in err[1] and "no testbed 'ci9'" in err[2]
         assert state.load("ci3").degraded == {} and state.load("ci3").cut == []
+        assert launcher_path("ci3").exists()
     finally:
         down("ci3")
-    assert nothing_of("ci3") and not state.state_path("ci3").exists()
+    assert nothing_of("ci3") and not state.state_path("ci3").exists() and not launcher_path("ci3").exists()
 
 
 def test_down_after_sigkill_of_up_halfway():
+    """A SIGKILL of up while it writes its batch files: down finds the namespaces by name and removes
+    the batch folder too."""
+    from fabscope.testbed.lifecycle import batch_dir
+
     env = {**os.environ, "FABSCOPE_TESTBED_CORE_RATE": "1e12"}
     p = subprocess.Popen([sys.executable, "-m", "fabscope.cli", "testbed", "up", "--name", "cikill",
-                          "--fabric", "fat-tree:k=8,levels=2", "--rate", "1Mbit"], env=env,
+                          "--fabric", "fat-tree:k=8,levels=2", "--rate", "1Mbit", "--no-calibrate"], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(names.owns_netns("cikill", n) for n in system.list_netns()):
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(batch_dir("cikill").glob("ip*")):
             time.sleep(0.01)
     finally:
         os.killpg(p.pid, signal.SIGKILL)      # up and its ip children, halfway
         p.wait()
     assert not state.state_path("cikill").exists(), "up finished before the kill; the test needs it halfway"
     assert existing("cikill") and existing("cikill")[0].netns        # leftovers, found by name
+    assert batch_dir("cikill").is_dir()
     down("cikill")
-    assert nothing_of("cikill")
+    assert nothing_of("cikill") and not batch_dir("cikill").exists()
+
+
+def test_a_rate_this_machine_cannot_forward_now_is_refused(monkeypatch, capsys):
+    """Past the fixed budget (overridden), the calibration at up refuses 10 Gbit with the rate that fits;
+    --rate auto picks one that fits."""
+    monkeypatch.setenv("FABSCOPE_TESTBED_CORE_RATE", "1e15")
+    assert main(["testbed", "up", "--name", "ci9", "--fabric", SMALL, "--rate", "10Gbit"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "this machine forwards about" in err[0] and "lower --rate to at most" in err[0], err
+    assert nothing_of("ci9") and not state.state_path("ci9").exists()
+    try:
+        assert main(["testbed", "up", "--name", "ci9", "--fabric", SMALL, "--rate", "auto"]) == 0
+        st = state.load("ci9")
+        assert 1e6 / 8 <= st.rate <= 100e6 / 8 and st.calibration["rate"] == st.rate
+    finally:
+        down("ci9")
 
 
 def test_down_without_state_file_and_with_a_process_inside():
@@ -88,11 +112,52 @@ def test_down_without_state_file_and_with_a_process_inside():
             inside.kill()
 
 
-def test_measure_without_testbed_is_one_line(tmp_path, capsys):
-    rc = main(["measure", "--testbed", "ci9", "pingpong", "--out", str(tmp_path / "x.jsonl")])
+@pytest.mark.mpi
+def test_sigkill_of_measure_leaves_no_mpiexec_after_down(work):
+    """measure --testbed SIGKILLed while its job runs: its mpiexec (in this namespace) outlives it, and
+    down ends it with the testbed."""
+    from fabscope.testbed.lifecycle import launcher_path
+
+    up("cilost", SMALL, 1e6, calibrate=False)
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "fabscope.cli", "measure", "--testbed", "cilost", "random-pairs",
+                              "--size", "4MiB", "--iterations", "50", "--out", str(work / "k.jsonl")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not launchers("cilost"):
+            time.sleep(0.1)
+        assert launchers("cilost"), "the job never started"
+        time.sleep(1)
+        p.kill()                               # fabscope only: its mpiexec stays behind
+        p.wait()
+        assert launchers("cilost")
+    finally:
+        down("cilost")
+    assert not launchers("cilost") and not launcher_path("cilost").exists()
+
+
+def launchers(name: str) -> list[int]:
+    """Processes of this machine whose command line names testbed ``name``'s launcher script."""
+    from pathlib import Path
+
+    from fabscope.testbed.lifecycle import launcher_path
+
+    mark = str(launcher_path(name)).encode()
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and mark in (d / "cmdline").read_bytes().split(b"\0"):
+                out.append(int(d.name))
+        except OSError:
+            pass
+    return out
+
+
+def test_measure_without_testbed_is_one_line(work, capsys):
+    rc = main(["measure", "--testbed", "ci9", "pingpong", "--out", str(work / "x.jsonl")])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and "no testbed 'ci9' is up" in err[0], err
-    assert not list(tmp_path.iterdir())
+    assert not list(work.iterdir())
 
 
 @pytest.mark.skipif(system.which("setpriv") is None, reason="needs setpriv (util-linux) to drop root")

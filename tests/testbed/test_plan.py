@@ -88,3 +88,50 @@ def test_torus_runs_with_dor_tables():
     f = torus(dims=(3, 3))
     lft = forwarding(f, make_routing(f, "dor"))
     assert (lft >= 0).all()
+
+
+def _state_file(tmp_path, monkeypatch, name="ci7"):
+    """A testbed's state as 'up' writes it (no namespaces: the commands below only read the fabric)."""
+    from dataclasses import replace
+
+    from fabscope.fabric.io import to_dict
+    from fabscope.testbed import state
+
+    monkeypatch.setenv("FABSCOPE_TESTBED_DIR", str(tmp_path / "state"))
+    p = make_plan(name, fat_tree(k=4, levels=2), 5e6)
+    lft = forwarding(p.fabric, make_routing(p.fabric, "dmodk"))
+    st = state.State(name=name, spec="fat-tree:k=4,levels=2", routing="dmodk", rate=5e6, mgmt_subnet="10.233.9",
+                     fabric=to_dict(p.fabric), scale=p.scale, efficiency=p.efficiency,
+                     nominal=to_dict(replace(p.fabric, lft=lft)))
+    state.save(st)
+    return st, p
+
+
+def test_every_fabric_option_takes_a_testbed_as_built_or_now(tmp_path, monkeypatch, capsys):
+    import json
+
+    from fabscope.resolver import resolve_fabric
+    from fabscope.testbed import state
+
+    st, p = _state_file(tmp_path, monkeypatch)
+    st.degraded["20"] = 1e5
+    st.cut = ["s1-0001[6]"]
+    state.save(st)
+    built, now = resolve_fabric("ci7"), resolve_fabric("ci7:now")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("".join(f"{h}\n" for h in built.host_names))
+    assert built.name.startswith("testbed ci7 as built") and now.name.startswith("testbed ci7 now")
+    assert built.link_capacity[40] == p.fabric.link_capacity[40] and now.n_links == built.n_links - 2
+    assert resolve_fabric("ci7:built").name == built.name
+    for argv in (["fabric", "export", "--fabric", "ci7", "--format", "json", "-o", str(tmp_path / "b.json")],
+                 ["fabric", "export", "--fabric", "ci7:now", "--format", "json", "-o", str(tmp_path / "n.json")],
+                 ["simulate", "--fabric", "ci7", "--ppn", "1", "--pattern", "random-pairs"],
+                 ["map", "--fabric", "ci7:now", "--comm", "stencil2d:4x4", "--ppn", "1", "--nodes", str(hosts)],
+                 ["fabric", "whatif", "--fabric", "ci7", "--fail", "s1-0000[5]"]):
+        assert main(argv) == 0, argv
+    b, n = (json.loads((tmp_path / f).read_text()) for f in ("b.json", "n.json"))
+    assert len(b["cables"]["a"]) == len(n["cables"]["a"]) + 1
+    capsys.readouterr()
+    assert main(["simulate", "--fabric", "ci8", "--ppn", "1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown fabric 'ci8'" in err[0] and "no testbed 'ci8' is up" in err[0], err

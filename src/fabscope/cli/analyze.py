@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
     check_outputs({"-o/--output": args.output, "--csv": args.csv})
     fabric = None
     if args.fabric:
-        from fabscope.fabric.io import load_fabric
-        fabric = load_fabric(args.fabric)
+        from fabscope.resolver import resolve_fabric
+        fabric = resolve_fabric(args.fabric)
     runs = [read_run(f) for f in args.files]
     if args.host_map:
         from fabscope.fabric.importers.hostmap import read_hostmap

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from fabscope.resolver import resolve_fabric
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="measured pairs beside the model of the same pairs on the same routes",
@@ -13,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "modeled and their ratio, the pairs furthest from the model first.")
     p.add_argument("files", nargs="+", metavar="MEASURED",
                    help="fabscope-bench output (.jsonl) or a measured result (.json)")
-    p.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed name")
+    p.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed: tb1 (as built) or tb1:now (with its faults)")
     p.add_argument("--model", default="dynamic", metavar="dynamic|static|FILE",
                    help="dynamic (default): the program the benchmark ran, in time; static: the snapshot, every "
                         "pair of a round sharing links all the time; FILE: a modeled result of the same hosts "
@@ -31,22 +33,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def resolve_fabric(spec: str):
-    """A fabric spec or file, else the fabric of a testbed of that name (when fabscope.testbed exists)."""
-    from fabscope.errors import FabricError
-    from fabscope.fabric.io import load_fabric
+def warn_not_link_bound(files: list[str]) -> None:
+    """A testbed run whose links did not set the pace measured the machine's CPUs, not the fabric: say so."""
+    import sys
 
-    try:
-        return load_fabric(spec)
-    except FabricError as err:
-        try:
-            from fabscope.testbed.state import load_fabric as testbed_fabric  # type: ignore[import-not-found]
-        except ImportError:
-            raise err from None
-        try:
-            return testbed_fabric(spec)
-        except Exception:
-            raise err from None
+    from fabscope.testbed.linkbound import records
+
+    for f in files:
+        for r in records(f) if f.endswith(".jsonl") else []:
+            if not r.get("link_bound", True):
+                print(f"fabscope: warning: {f} was not link-bound on testbed {r.get('testbed')}: {r.get('why')} "
+                      f"(CPUs: {r.get('cpu')}); its pairs measure the machine more than the fabric", file=sys.stderr)
 
 
 def load_hostmap(path: str | None):
@@ -104,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         res = compare(measured, args.routing, model=model, iterations=args.model_iterations,
                       start_offset=args.start_offset)
     print("\n".join(compare_lines(res, args.top)))
+    warn_not_link_bound(args.files)
     if args.output:
         res.write_json(args.output)
     if args.csv:

@@ -31,7 +31,8 @@ def add_parser(fs: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fabscope.cli.compare import check_outputs, resolve_fabric
+    from fabscope.cli.compare import check_outputs
+    from fabscope.resolver import resolve_fabric
     from fabscope.diagnose.critical import critical_lines, criticality, jobqueue_cluster
     from fabscope.errors import FabscopeError
     from fabscope.fabric.placement import Placement

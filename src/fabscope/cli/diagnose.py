@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from fabscope.cli.compare import check_outputs, load_hostmap, resolve_fabric
+from fabscope.cli.compare import check_outputs, load_hostmap
+from fabscope.resolver import resolve_fabric
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "With --plan: which measurements to run so that every cable is covered.")
     p.add_argument("files", nargs="*", metavar="MEASURED",
                    help="fabscope-bench output (.jsonl) or measured results (.json); several runs are combined")
-    p.add_argument("--fabric", required=True, help="fabric spec, fabric JSON, or a testbed name")
+    p.add_argument("--fabric", required=True, help="fabric spec, fabric JSON, or a testbed (tb1: as built, the "
+                                                    "nominal fabric a fault is found against)")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
     p.add_argument("--model", choices=("dynamic", "static"), default="dynamic",
                    help="the healthy fabric's prediction: dynamic (default), the program the benchmark ran in "
@@ -39,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--size", default="1MiB", help="message size of the planned runs (default 1MiB)")
     p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round (default 20)")
     p.add_argument("--seed", type=int, default=1, help="seed of the planned random-pairs rounds (default 1)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--testbed", metavar="NAME", help="the plan's script measures on testbed NAME (default, when "
+                                                         "--fabric names a testbed: that one)")
+    where.add_argument("--launcher", help="the plan's script launches with this (mpiexec, mpich, openmpi, srun; "
+                                          "default: the MPI's own) on the host files it writes")
     p.set_defaults(func=run)
 
 
@@ -99,11 +106,23 @@ def _plan(args: argparse.Namespace) -> int:
     from fabscope.diagnose.plan import make_plan
     from fabscope.units import parse_size
 
+    from fabscope.errors import FabscopeError
+    from fabscope.resolver import named_testbed
+    from fabscope.measure.launchers import get_launcher
+
     budget = parse_duration(args.budget)
-    fabric = resolve_fabric(args.fabric)
+    ref = named_testbed(args.fabric)
+    testbed = args.testbed or (ref[0] if ref and not args.launcher else None)
+    if args.launcher:
+        get_launcher(args.launcher)  # an unknown launcher is refused before the plan is made
+    if testbed and ref and ref[0] != testbed:
+        raise FabscopeError(f"--testbed {testbed} but --fabric {args.fabric} names testbed {ref[0]}")
+    # planned on the fabric as built, and diagnosed against it: a fault must not be in the model
+    nominal = ref[0] if ref else (testbed if testbed else args.fabric)
+    fabric = resolve_fabric(nominal)
     plan = make_plan(fabric, args.routing, budget=budget, size=int(parse_size(args.size)),
                      iterations=args.iterations, seed=args.seed)
-    script = plan.script(args.fabric)
+    script = plan.script(nominal, testbed=testbed, launcher=args.launcher)
     s = plan.summary()
     info = [f"# plan: {s['jobs']} jobs, {s['rounds']} rounds, {s['pairs']} pairs, about {s['estimated_seconds']} s "
             f"of a {budget:.0f} s budget",

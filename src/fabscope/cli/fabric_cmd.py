@@ -38,12 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     x.add_argument("folder", metavar="DIR", help="folder to write them to (made if missing)")
     x.set_defaults(func=_example)
     e = fs.add_parser("export", help="write a fabric as an ibsim net file, Slurm topology.conf, dot or JSON")
-    e.add_argument("--fabric", required=True, help="fabric spec or JSON file")
+    e.add_argument("--fabric", required=True, help="fabric spec, JSON file, or a testbed (tb1, tb1:now)")
     e.add_argument("--format", required=True, choices=("ibsim", "slurm", "dot", "json"))
     e.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
     e.set_defaults(func=_export)
     w = fs.add_parser("whatif", help="which pairs lose bandwidth when cables fail")
-    w.add_argument("--fabric", required=True, help="fabric spec or JSON file")
+    w.add_argument("--fabric", required=True, help="fabric spec, JSON file, or a testbed (tb1, tb1:now)")
     w.add_argument("--fail", action="append", required=True,
                    help="cable to cut: node[port] (e.g. 'L12[17]'), or a switch name; repeat or comma-separate")
     w.add_argument("--pattern", default="random-pairs", help="traffic pattern spec (default random-pairs)")
@@ -107,22 +107,22 @@ def _example(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from fabscope.fabric.exporters import export_fabric
-    from fabscope.fabric.io import load_fabric
+    from fabscope.resolver import resolve_fabric
 
     check_output(args.output, "-o/--output")
-    export_fabric(load_fabric(args.fabric), args.format, args.output)
+    export_fabric(resolve_fabric(args.fabric), args.format, args.output)
     return 0
 
 
 def _whatif(args: argparse.Namespace) -> int:
-    from fabscope.fabric.io import load_fabric
+    from fabscope.resolver import resolve_fabric
     from fabscope.fabric.placement import Placement
     from fabscope.whatif import whatif
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 
     require_positive(args, "ppn", "ranks", "top")
-    fabric = load_fabric(args.fabric)
+    fabric = resolve_fabric(args.fabric)
     placement = Placement.block(fabric, args.ranks or args.ppn * fabric.n_hosts, args.ppn)
     traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)
     cuts = [c.strip() for spec in args.fail for c in spec.split(",") if c.strip()]

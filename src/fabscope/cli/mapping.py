@@ -14,12 +14,12 @@ import sys
 
 from fabscope.atomic import all_or_none, atomic_open, check_outputs
 from fabscope.cli.options import require_positive
-from fabscope.fabric.io import load_fabric
+from fabscope.resolver import resolve_fabric
 from fabscope.mapping.outputs import FORMATS, launch_command, write
 
 
 def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
-    p.add_argument("--fabric", default="itasca", help="fabric spec or JSON file (default: itasca)")
+    p.add_argument("--fabric", default="itasca", help="fabric spec, JSON file or testbed (default: itasca)")
     p.add_argument("--nodes", help="the job's nodes: a host file ($PBS_NODEFILE, 'host slots=N', 'host:N') "
                                    "or a compressed list ($SLURM_JOB_NODELIST); default: standard input if it "
                                    "is not a terminal, else the fabric's first hosts")
@@ -94,7 +94,7 @@ def _map(args: argparse.Namespace, algorithm: str):
     from fabscope.mapping.api import map_ranks
     from fabscope.mapping.commspec import load_comm
 
-    fabric = load_fabric(args.fabric)
+    fabric = resolve_fabric(args.fabric)
     graph = load_comm(args.comm)
     target = _target(args, fabric, graph.n)
     io = [int(x) for x in args.io_ranks.split(",") if x.strip()] if args.io_ranks else []
@@ -166,7 +166,7 @@ def run_place(args: argparse.Namespace) -> int:
 
     require_positive(args, "ppn")
     check_outputs({"--json": args.json})
-    fabric = load_fabric(args.fabric)
+    fabric = resolve_fabric(args.fabric)
     target = _target(args, fabric, None)
     rep = placement_report(fabric, target.nodes, size=parse_size(args.size))
     print("\n".join(rep.lines()))

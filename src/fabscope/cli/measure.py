@@ -31,8 +31,8 @@ def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
                    help=f"run more than {OVERSUBSCRIBE_FACTOR} ranks per CPU this job may use on this host")
     p.add_argument("--launcher-arg", action="append", default=d([]), help="extra option for the launcher (repeatable)")
     p.add_argument("--testbed", metavar="NAME", default=d(None),
-                   help="run on testbed NAME (see 'fabscope testbed'): its hosts, its fabric, ranks launched "
-                        "into its namespaces")
+                   help="run on testbed NAME (see 'fabscope testbed'): its hosts (or --hostfile's, named as on "
+                        "the testbed), its fabric, --ppn ranks per host, launched into its namespaces")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -86,16 +86,16 @@ def run(args: argparse.Namespace) -> int:
         _check_output(args.output, "-o")
     fabric = None
     if args.fabric:
-        from fabscope.fabric.io import load_fabric
-        fabric = load_fabric(args.fabric)
+        from fabscope.resolver import resolve_fabric
+        fabric = resolve_fabric(args.fabric)
     out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
     launcher, hostfile, launcher_args, oversubscribe = args.launcher, args.hostfile, list(args.launcher_arg), args.oversubscribe
     if args.testbed:
         from fabscope.testbed.launch import job as testbed_job
 
-        if args.fabric or args.hostfile:
-            con.print("fabscope: note: --testbed gives the fabric and hosts; --fabric/--hostfile ignored")
-        fabric, hostfile, tb_args, np_all = testbed_job(args.testbed, out, args.ppn)
+        if args.fabric:
+            con.print("fabscope: note: --testbed gives the fabric (as built); --fabric ignored")
+        fabric, hostfile, tb_args, np_all = testbed_job(args.testbed, out, args.ppn, args.hostfile)
         launcher, launcher_args = "mpich", tb_args + launcher_args
         args.np = args.np or np_all
         oversubscribe = True  # every emulated host is a namespace of this machine; its ranks wait on shaped links
@@ -103,11 +103,23 @@ def run(args: argparse.Namespace) -> int:
     job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
                ppn=args.ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
     con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
+    watch = None
+    if args.testbed:
+        from fabscope.testbed.linkbound import Watch
+
+        watch = Watch.start(args.testbed)  # the shapers' counters and the CPUs around the run
     with con.status(f"fabscope-bench {args.test} on {args.np} ranks") as status:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = execute(job, timeout=args.timeout, progress=progress if con.is_terminal else None)
     print("\n".join(report(result, fabric)))
+    if watch is not None:
+        from fabscope.testbed.linkbound import append
+
+        rec = watch.finish(out)
+        append(out, rec)
+        print(f"testbed {args.testbed}: {'link-bound' if rec['link_bound'] else 'NOT LINK-BOUND'}: {rec['why']} "
+              f"(CPUs: {rec['cpu']}; load average {rec['loadavg']:.1f} on {rec['cores']} cores)")
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
         to_result(result, None, fabric).write_json(args.output)

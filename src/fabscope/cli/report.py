@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
 
     fabric = None
     if args.fabric:
-        from fabscope.fabric.io import load_fabric
+        from fabscope.resolver import resolve_fabric
 
-        fabric = load_fabric(args.fabric)
+        fabric = resolve_fabric(args.fabric)
     check_output(args.output)
     if args.images:
         from fabscope.report.export import find_browser

@@ -9,7 +9,7 @@ from rich.console import Console
 from fabscope.atomic import all_or_none, check_outputs
 from fabscope.cli.options import require_positive
 from fabscope.errors import PlacementError
-from fabscope.fabric.io import load_fabric
+from fabscope.resolver import resolve_fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.simulate import MODELS, simulate
 from fabscope.routing import ENGINES
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="predict every pair's bandwidth with the flow model",
                        description="Run a traffic pattern through a fabric's routing and the max-min fair "
                                    "flow model; print Max / Average / Min by class, as the seeds do.")
-    p.add_argument("--fabric", default="itasca", help="fabric spec or JSON file (default: itasca)")
+    p.add_argument("--fabric", default="itasca", help="fabric spec, JSON file or testbed (default: itasca)")
     p.add_argument("--pattern", default="random-pairs",
                    help=f"pattern[:key=value,...], one of {', '.join(PATTERNS)} (default: random-pairs)")
     p.add_argument("--ranks", type=int, help="number of ranks (default: every core, or one per node with --ppn 1)")
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     con = make_console()
     require_positive(args, "ranks", "ppn")
     check_outputs({"-o/--output": args.output, "--csv": args.csv})
-    fabric = load_fabric(args.fabric)
+    fabric = resolve_fabric(args.fabric)
     size = parse_size(args.size)
     if args.hostfile:
         try:

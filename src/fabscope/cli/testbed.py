@@ -17,7 +17,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--fabric", required=True, help="fabric spec or JSON file (e.g. fat-tree:k=4,levels=2)")
     u.add_argument("--rate", default="100Mbit",
                    help="rate of the fabric's fastest link here; every link is scaled by the same factor "
-                        "(default: 100Mbit)")
+                        "(default: 100Mbit); 'auto': the highest this machine forwards now, up to 100Mbit "
+                        "(auto:40Mbit: up to 40Mbit)")
+    u.add_argument("--no-calibrate", action="store_true",
+                   help="do not measure what this machine forwards now (a second) to check --rate against it")
     u.add_argument("--routing", help="routing engine (default: the fabric's own; tables for imported ones)")
     u.add_argument("--name", default="tb1", help="testbed name, 1-8 letters/digits (default: tb1)")
     u.set_defaults(func=_up)
@@ -52,7 +55,13 @@ def _up(args: argparse.Namespace) -> int:
     from fabscope.testbed.lifecycle import up
     from fabscope.testbed.names import parse_rate
 
-    st = up(args.name, args.fabric, parse_rate(args.rate), args.routing, say=_say)
+    from fabscope.testbed.lifecycle import AUTO_MAX_RATE
+
+    text = args.rate.strip().lower()
+    auto = text == "auto" or text.startswith("auto:")
+    rate = None if auto else parse_rate(args.rate)
+    cap = parse_rate(text[5:]) if text.startswith("auto:") else AUTO_MAX_RATE
+    st = up(args.name, args.fabric, rate, args.routing, say=_say, calibrate=not args.no_calibrate, max_rate=cap)
     print(st.name)
     return 0
 
@@ -81,9 +90,11 @@ def _status(args: argparse.Namespace) -> int:
     for r in rows:
         if "spec" in r:
             faults = f", {r['degraded']} degraded, {len(r['cut'])} cut" if r["degraded"] or r["cut"] else ""
+            cal = r.get("calibration") or {}
+            fwd = f"; forwarded {cal['forwarding'] / 1e6:.0f} MB/s x hop at up" if cal.get("forwarding") else ""
             print(f"{r['name']}: {r['spec']} at {r['rate'] * 8 / 1e6:g}Mbit, routing {r['routing']}: "
                   f"{r['hosts']} hosts, {r['switches']} switches, {r['cables']} cables{faults}; "
-                  f"{r['netns']} namespaces{'' if r['whole'] else ' (INCOMPLETE)'}")
+                  f"{r['netns']} namespaces{'' if r['whole'] else ' (INCOMPLETE)'}{fwd}")
         else:
             print(f"{r['name']}: leftovers without state: {r['netns']} namespaces, {r['links']} links "
                   f"(remove with 'fabscope testbed down {r['name']}')")

@@ -96,35 +96,52 @@ class ProbePlan:
             off += j.rounds
         return tuple(np.concatenate([o[i] for o in out]) for i in range(3))  # type: ignore[return-value]
 
-    def script(self, fabric_spec: str, prefix: str = "plan") -> str:
-        """A shell script that writes the host files, runs every job and diagnoses the outputs."""
-        lines = ["#!/bin/sh", f"# fabscope diagnose --plan for {self.fabric.name}: {len(self.jobs)} jobs, "
-                 f"about {self.seconds:.0f} s (budget {self.budget:.0f} s)",
+    def script(self, fabric_spec: str, prefix: str = "plan", *, testbed: str | None = None,
+               launcher: str | None = None) -> str:
+        """A POSIX shell script that writes the host files, runs every job and diagnoses the outputs.
+
+        It runs unchanged where the fabric is: on testbed ``testbed`` (``measure --testbed``), or on a
+        cluster through ``launcher`` (``mpiexec``, ``srun``, ...; default: the MPI's own) with the host
+        files it writes.  It ends with ``fabscope diagnose`` against ``fabric_spec``, which should name the
+        fabric as built (for a testbed: its plain name, not ``NAME:now``).  Every word taken from the
+        fabric or the caller goes through :func:`sh_quote`; nothing else is pasted into the script.
+        ``$FABSCOPE`` (default ``fabscope``) is the command run.
+        """
+        q = sh_quote
+        where = f"testbed {testbed}" if testbed else f"launcher {launcher or 'auto'}"
+        lines = ["#!/bin/sh", _comment(f"fabscope diagnose --plan for {self.fabric.name}: {len(self.jobs)} jobs, "
+                                       f"about {self.seconds:.0f} s (budget {self.budget:.0f} s), on {where}"),
                  "# fabscope-bench cannot run an explicit pair list: each job runs random-pairs rounds whose",
                  "# pairs follow from --seed and the host file order (one rank per host), as planned.",
-                 "set -e"]
+                 "set -e", 'FABSCOPE="${FABSCOPE:-fabscope}"']
         local = [j for j in self.jobs if j.name != "all"]
         for j in self.jobs:
-            hf = f"{prefix}-{j.name}.hosts"
-            lines.append(f"cat > {shlex.quote(hf)} <<'EOF'")
-            lines += [self.fabric.host_names[h] for h in j.hosts]
-            lines.append("EOF")
+            lines.append(f"printf '%s\\n' {' '.join(q(self.fabric.host_names[h]) for h in j.hosts)} "
+                         f"> {q(f'{prefix}-{j.name}.hosts')}")
         if local:
             lines.append("# hosts of each leaf among themselves, all leaves at once: every host cable at line rate")
+            lines.append("pids=")
         for j in self.jobs:
-            cmd = self.command(j, prefix)
-            lines.append(cmd + (" &" if j.name != "all" else ""))
-            if j.name != "all" and j is local[-1]:
-                lines.append("wait")
-        lines.append(shlex.join(["fabscope", "diagnose", *[f"{prefix}-{j.name}.jsonl" for j in self.jobs],
-                                 "--fabric", fabric_spec]))
+            cmd = "$FABSCOPE " + self.command(j, prefix, testbed=testbed, launcher=launcher)
+            if j.name != "all":
+                lines.append(f'{cmd} & pids="$pids $!"')
+                if j is local[-1]:
+                    lines.append('for p in $pids; do wait "$p"; done')
+            else:
+                lines.append(cmd)
+        lines.append("$FABSCOPE " + " ".join(q(w) for w in ["diagnose", *[f"{prefix}-{j.name}.jsonl" for j in self.jobs],
+                                                              "--fabric", fabric_spec]))
         return "\n".join(lines) + "\n"
 
-    def command(self, job: Job, prefix: str = "plan") -> str:
-        return shlex.join(["fabscope", "measure", "--np", str(len(job.hosts)), "--ppn", "1", "--hostfile",
-                           f"{prefix}-{job.name}.hosts", "random-pairs", "--size", str(self.size),
-                           "--iterations", str(self.iterations), "--rounds", str(job.rounds),
-                           "--seed", str(job.seed), "--out", f"{prefix}-{job.name}.jsonl"])
+    def command(self, job: Job, prefix: str = "plan", *, testbed: str | None = None,
+                launcher: str | None = None) -> str:
+        """The ``measure`` arguments of one job (quoted), without the command itself."""
+        where = ["--testbed", testbed] if testbed else (["--launcher", launcher] if launcher else [])
+        words = ["measure", *where, "--np", str(len(job.hosts)), "--ppn", "1", "--hostfile",
+                 f"{prefix}-{job.name}.hosts", "random-pairs", "--size", str(self.size),
+                 "--iterations", str(self.iterations), "--rounds", str(job.rounds),
+                 "--seed", str(job.seed), "--out", f"{prefix}-{job.name}.jsonl"]
+        return " ".join(sh_quote(w) for w in words)
 
     def summary(self) -> dict[str, Any]:
         return {"fabric": self.fabric.name, "routing": self.routing, "jobs": len(self.jobs),
@@ -263,6 +280,22 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
                      unsaturated=[_cable(fabric, c) for c in unsat[:50]], n_unsaturated=int(len(unsat)),
                      ties=[[_cable(fabric, c) for c in g] for g in ties[:50]],
                      cover_min=int(cover[usable].min()) if usable.any() else 0, unrouted=int(np.sum(~usable)))
+
+
+def sh_quote(word: object) -> str:
+    """The one way a plan's script writes a word: POSIX shell quoting (``shlex.quote``).
+
+    Host names come from files (ibnetdiscover node descriptions) and are data, never shell:
+
+    >>> print(sh_quote("node001"), sh_quote("EOF||touch${IFS}/tmp/x"))
+    node001 'EOF||touch${IFS}/tmp/x'
+    """
+    return shlex.quote(str(word))
+
+
+def _comment(text: str) -> str:
+    """A comment line: anything but printable ASCII (a newline would end the comment) becomes '?'."""
+    return "# " + "".join(c if " " <= c <= "~" else "?" for c in text)
 
 
 def _cable(f: Fabric, c: int) -> str:

@@ -61,6 +61,9 @@ def wait_loop(run: "BenchRun") -> str:
     >>> r.ranks["host_cpus"] = [2, 2]; r.ranks["wait"] = ["spin", "spin"]
     >>> wait_loop(r)
     'wait loop: spin on all 2 ranks (auto: no host runs more ranks than CPUs in their affinity sets)'
+    >>> r.ranks.update(host=["h0", "h1"], machine_ranks=[2, 2], machine_cpus=[1, 1], wait=["yield", "yield"])
+    >>> wait_loop(r)
+    'wait loop: yield on all 2 ranks (auto: the machine of host h0 runs 2 ranks on 1 CPU of their affinity sets)'
     """
     waits = list(run.ranks.get("wait") or [])
     mode = run.header.get("yield_mode")
@@ -79,6 +82,13 @@ def wait_loop(run: "BenchRun") -> str:
         c = hcpus[hosts.index(h)] if len(hcpus) == len(hosts) else None
         if c is not None and n > c:
             over.append(f"host {h} runs {n} ranks on {c} CPU{'s' * (c != 1)} of their affinity sets")
+    # emulated hosts (namespaces, containers) of one kernel share its CPUs: the machine counts too
+    mr, mc = list(run.ranks.get("machine_ranks") or []), list(run.ranks.get("machine_cpus") or [])
+    if len(mr) == len(hosts) == len(mc) and not over:
+        worst = max(range(len(mr)), key=lambda r: mr[r] - mc[r]) if mr else None
+        if worst is not None and mr[worst] > mc[worst]:
+            over.append(f"the machine of host {hosts[worst]} runs {mr[worst]} ranks on {mc[worst]} "
+                        f"CPU{'s' * (mc[worst] != 1)} of their affinity sets")
     why = "; ".join(over[:2]) if over else "no host runs more ranks than CPUs in their affinity sets"
     return f"wait loop: {who} (auto: {why})"
 

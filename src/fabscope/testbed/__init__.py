@@ -10,7 +10,11 @@ testbed's fabric, addresses, forwarding tables), :mod:`~.commands` (the
 ``ip``/``tc`` lines), :mod:`~.system` (running them, rights), :mod:`~.lifecycle`
 (up, down, status), :mod:`~.state` (the state file; :func:`~.state.load_fabric`),
 :mod:`~.faults` (degrade, cut, restore), :mod:`~.launch` (MPI into the
-namespaces), :mod:`~.counters` (tc counters: proof that data took the fabric).
+namespaces), :mod:`~.counters` (tc counters: proof that data took the fabric),
+:mod:`~.calibrate` (what this machine forwards now, checked at ``up``),
+:mod:`~.linkbound` (whether a measurement was link-bound, recorded with it).
+``--fabric NAME`` / ``NAME:now`` reach :func:`~.state.load_fabric` through
+:mod:`fabscope.resolver`.
 """
 
 from fabscope.testbed.names import TestbedError

@@ -68,6 +68,13 @@ def route_lines(p: Plan, j: int, lft: np.ndarray) -> list[str]:
     return out
 
 
+def neigh_line(p: Plan, link: int) -> str:
+    """The far end of ``link``'s cable answers to GATEWAY on its port: a permanent neighbour, no ARP on
+    the fabric.  A port taken down loses it (the kernel flushes a device's neighbours), so ``restore``
+    adds it again."""
+    return f"neigh replace {GATEWAY} lladdr {p.mac(link ^ 1)} dev {p.ifname(link)} nud permanent"
+
+
 def node_ip_lines(p: Plan, node: int, lft: np.ndarray, subnet: str) -> list[str]:
     """``ip -batch`` lines run inside ``node``'s namespace: ports up, addresses, neighbours, routes."""
     f = p.fabric
@@ -75,8 +82,7 @@ def node_ip_lines(p: Plan, node: int, lft: np.ndarray, subnet: str) -> list[str]
     out = ["link set lo up"]
     for l in ports:
         out.append(f"link set {p.ifname(int(l))} up")
-        # the far end of the cable answers to GATEWAY on this port: no ARP on the fabric
-        out.append(f"neigh replace {GATEWAY} lladdr {p.mac(int(l) ^ 1)} dev {p.ifname(int(l))} nud permanent")
+        out.append(neigh_line(p, int(l)))
     if node < f.n_hosts:
         out += [f"link set {names.MGMT_IF} up",
                 f"addr add {p.host_ip(node)}/32 dev {names.HOST_IF}",

@@ -127,8 +127,11 @@ def restore(name: str, link: str | None = None, say=_quiet) -> int:  # type: ign
         (back if only is None or c == only else keep).append(c)
     if back:
         for c in back:
-            for ns, ifname, _ in _ends(p, c):
-                system.run(["ip", "-n", ns, "link", "set", ifname, "up"])
+            for ns, ifname, l in _ends(p, c):
+                # up, and its permanent neighbour again (taking the port down flushed it: without it
+                # the restored cable would blackhole every packet routed over it)
+                system.run(["ip", "-n", ns, "-batch", "-"],
+                           input=f"link set {ifname} up\n{commands.neigh_line(p, l)}\n")
         st.cut = [s for s in st.cut if state.cable_of(f, s) not in back]
         _reroute(st, p)
         undone += len(back)

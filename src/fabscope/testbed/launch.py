@@ -46,7 +46,9 @@ def mpi_env() -> dict[str, str]:
 
 def write_launcher(name: str) -> Path:
     """The launcher script of testbed ``name``, in the state folder (executable, owner only)."""
-    p = state.state_dir() / f"{name}-launch.sh"
+    from fabscope.testbed.lifecycle import launcher_path
+
+    p = launcher_path(name)
     p.parent.mkdir(parents=True, exist_ok=True)
     with atomic_open(p) as fh:
         fh.write(launcher_script(name))
@@ -62,11 +64,15 @@ def hydra_args(name: str) -> list[str]:
     return args
 
 
-def job(name: str, out: str | os.PathLike[str], ppn: int | None = None) -> tuple[Fabric, str, list[str], int]:
+def job(name: str, out: str | os.PathLike[str], ppn: int | None = None, hostfile: str | None = None
+        ) -> tuple[Fabric, str, list[str], int]:
     """Everything ``fabscope measure --testbed`` needs: (fabric, host file, launcher options, ranks).
 
+    The hosts are the testbed's, in order, or those of ``hostfile`` in its order (named as on the
+    testbed, ``fstb-NAME-h<i>``, or as in the fabric it was built from), ``ppn`` ranks each (default 1).
     Checks that the testbed is up and whole, and that the MPI found is MPICH (Hydra).
     """
+    from fabscope.measure.hostlists import read_hostfile
     from fabscope.measure.mpi import find_mpi
     from fabscope.testbed.lifecycle import existing
 
@@ -77,12 +83,24 @@ def job(name: str, out: str | os.PathLike[str], ppn: int | None = None) -> tuple
     if have != fabric.n_nodes:
         raise TestbedError(f"testbed {name} is incomplete ({have} of {fabric.n_nodes} namespaces); "
                            f"bring it up again ('fabscope testbed up --name {name} --fabric {st.spec}')")
+    hosts = list(fabric.host_names)
+    if hostfile:
+        original = list(fabric.params.get("original_hosts") or [])
+        hosts = []
+        for h, _ in read_hostfile(hostfile):
+            if h in fabric.host_index:
+                hosts.append(h)
+            elif h in original:
+                hosts.append(fabric.host_names[original.index(h)])
+            else:
+                raise TestbedError(f"--hostfile {hostfile}: testbed {name} has no host {h!r} "
+                                   f"(its hosts are {fabric.host_names[0]} .. {fabric.host_names[-1]})")
     mpi = find_mpi()
     if mpi.vendor != "mpich":
         raise TestbedError(f"measuring on a testbed needs MPICH's Hydra launcher; the MPI found is {mpi.vendor} "
                            f"({mpi.mpiexec}); install the mpich wheel or set $FABSCOPE_MPICC")
     ppn = ppn or st.ppn
-    hostfile = Path(f"{os.fspath(out)}.hosts")
-    with atomic_open(hostfile) as fh:
-        fh.write("".join(f"{h}:{ppn}\n" for h in fabric.host_names))
-    return fabric, str(hostfile), hydra_args(name), ppn * fabric.n_hosts
+    path = Path(f"{os.fspath(out)}.hosts")
+    with atomic_open(path) as fh:
+        fh.write("".join(f"{h}:{ppn}\n" for h in hosts))
+    return fabric, str(path), hydra_args(name), ppn * len(hosts)

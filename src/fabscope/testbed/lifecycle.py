@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import tempfile
+import shutil
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -122,17 +123,52 @@ def down(name: str, say: Say = _quiet) -> tuple[int, int]:
         if batch:
             system.run(["ip", "-force", "-batch", "-"], input="\n".join(batch) + "\n", check=False)
         n_ln += len(ex.links)
+        _kill_launchers(name)
         _kill_inside(ex.netns)
         if ex.netns:
             system.run(["ip", "-force", "-batch", "-"], input="".join(f"netns del {n}\n" for n in ex.netns),
                        check=False, timeout=300)
             n_ns += len(ex.netns)
+    _kill_launchers(name)  # also when no namespace is left: an mpiexec of a measure killed halfway
     state.remove(name)
+    launcher_path(name).unlink(missing_ok=True)
+    shutil.rmtree(batch_dir(name), ignore_errors=True)
     left = existing(name)
     if left and (left[0].netns or left[0].links):
         raise TestbedError(f"testbed {name}: could not remove {', '.join((left[0].netns + left[0].links)[:3])}")
     say(f"testbed {name}: removed {n_ns} namespaces and {n_ln} links")
     return n_ns, n_ln
+
+
+def launcher_path(name: str) -> Path:
+    """Hydra's launcher script of testbed ``name`` (written by :mod:`fabscope.testbed.launch`)."""
+    return state.state_dir() / f"{names.check_name(name)}-launch.sh"
+
+
+def batch_dir(name: str) -> Path:
+    """Where ``up`` writes its per-namespace batch files: named after the testbed, so that ``down``
+    removes it even after a SIGKILL of ``up``."""
+    return state.state_dir() / f"{names.check_name(name)}-batch"
+
+
+def _kill_launchers(name: str) -> None:
+    """SIGKILL processes of the root namespace that launch into this testbed: an ``mpiexec`` whose
+    ``fabscope measure`` was SIGKILLed keeps running (it names the testbed's launcher script)."""
+    import signal
+
+    mark = str(launcher_path(name)).encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mark in argv:
+            try:
+                os.kill(int(d.name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def _kill_inside(namespaces: list[str]) -> None:
@@ -185,28 +221,40 @@ def prepare(name: str, spec: str, rate: float, routing: str | None = None) -> tu
     return plan, lft, engine
 
 
-def up(name: str, spec: str, rate: float, routing: str | None = None, say: Say = _quiet) -> state.State:
+#: the rate ``--rate auto`` picks at most (wire rate of the fastest link, bytes/s): 100 Mbit
+AUTO_MAX_RATE = 100e6 / 8
+
+
+def _host_rate(f: Fabric) -> float:
+    """Payload bytes/s of the fastest host cable: what one host sends at most."""
+    return float(np.max(f.link_capacity[f.link_src < f.n_hosts]))
+
+
+def up(name: str, spec: str, rate: float | None, routing: str | None = None, say: Say = _quiet,
+       calibrate: bool = True, max_rate: float = AUTO_MAX_RATE) -> state.State:
     """Make testbed ``name`` from fabric ``spec`` with its fastest link shaped to ``rate`` bytes/s.
+
+    ``rate`` None (``--rate auto``): the highest rate, up to ``max_rate`` in whole Mbit, at
+    which this machine, as measured now (:mod:`fabscope.testbed.calibrate`), keeps the testbed link-bound.
+    With ``calibrate`` (the default) a rate the machine cannot forward now is refused with the rate
+    that would fit.
 
     Idempotent: a testbed already up with the same fabric, rate and routing is left as it is.
     """
+    from dataclasses import replace
+
     from fabscope.fabric.io import to_dict
+    from fabscope.testbed import calibrate as cal
 
-    plan, lft, engine = prepare(name, spec, rate, routing)
+    plan, lft, engine = prepare(name, spec, rate or 1e5, routing)
     system.require()
-    if float(plan.fabric.link_latency.max()) >= 1e-6 and not system.have_netem():
-        from dataclasses import replace
-
-        plan = replace(plan, delay=False)
-        say(f"testbed {name}: this kernel has no netem qdisc: the fabric's link latencies "
-            f"(up to {plan.fabric.link_latency.max() * 1e6:g} us) are not emulated, rates are")
     try:
         old = state.load(name)
     except TestbedError:
         old = None
     ex = existing(name)
     if old is not None:
-        same = (old.spec, old.routing, old.rate) == (spec, engine, rate)
+        same = (old.spec, old.routing) == (spec, engine) and (rate is None or old.rate == rate)
         whole = ex and len(ex[0].netns) == plan.fabric.n_nodes and names.bridge(name) in ex[0].links
         if same and whole:
             say(f"testbed {name} is already up ({plan.fabric.n_hosts} hosts)")
@@ -217,6 +265,32 @@ def up(name: str, spec: str, rate: float, routing: str | None = None, say: Say =
     if ex:
         say(f"testbed {name}: removing what an earlier attempt left")
         down(name)
+    calib: dict = {}
+    if calibrate or rate is None:
+        calib = cal.measure_forwarding(name)
+        hops = mean_hops(plan.fabric, lft)
+        n = plan.fabric.n_hosts
+        # the plan's capacities are payload at a wire rate; a host cable's share of the fastest link
+        share = _host_rate(plan.fabric) / (plan.efficiency * (rate or 1e5))
+        if rate is None:
+            top = cal.fit_rate(calib["forwarding"], n, hops) / (plan.efficiency * share)
+            rate = float(min(max_rate, np.floor(top * 8 / 1e6) * 1e6 / 8))
+            if rate < 1e6 / 8:
+                raise TestbedError(f"--rate auto: this machine forwards about {calib['forwarding'] / 1e6:.0f} MB/s x "
+                                   f"hop now; {n} hosts over {hops:.1f} links would get less than 1 Mbit each")
+            say(f"testbed {name}: this machine forwards about {calib['forwarding'] / 1e6:.0f} MB/s x hop now: "
+                f"--rate auto picks {rate * 8 / 1e6:g}Mbit")
+            plan, lft, engine = prepare(name, spec, rate, routing)
+        else:
+            why = cal.check_rate(rate * plan.efficiency * share, calib["forwarding"], n, hops, wire=rate)
+            if why:
+                raise TestbedError(f"testbed {name}: {why}")
+        calib.update(mean_hops=round(hops, 3), rate=rate)
+    if float(plan.fabric.link_latency.max()) >= 1e-6 and not system.have_netem():
+        plan = replace(plan, delay=False)
+        say(f"testbed {name}: this kernel has no netem qdisc: the fabric's link latencies "
+            f"(up to {plan.fabric.link_latency.max() * 1e6:g} us) are not emulated, rates are")
+    assert rate is not None
     subnet = _free_subnet()
     t0 = time.monotonic()
     try:
@@ -227,7 +301,8 @@ def up(name: str, spec: str, rate: float, routing: str | None = None, say: Say =
         finally:
             raise
     st = state.State(name=name, spec=spec, routing=engine, rate=rate, mgmt_subnet=subnet,
-                     fabric=to_dict(plan.fabric), scale=plan.scale, efficiency=plan.efficiency)
+                     fabric=to_dict(plan.fabric), scale=plan.scale, efficiency=plan.efficiency,
+                     nominal=to_dict(replace(plan.fabric, lft=lft)), calibration=calib)
     state.save(st)
     say(f"testbed {name}: {plan.fabric.n_hosts} hosts, {plan.fabric.n_switches} switches, "
         f"{plan.fabric.n_links // 2} cables up in {time.monotonic() - t0:.1f} s")
@@ -239,7 +314,10 @@ def _create(plan: Plan, lft: np.ndarray, subnet: str, say: Say) -> None:
     system.run(["ip", "-batch", "-"], input="".join(f"netns add {plan.netns(v)}\n" for v in range(f.n_nodes)))
     lines = commands.mgmt_lines(plan, subnet) + commands.cable_lines(plan)
     system.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", timeout=300)
-    with tempfile.TemporaryDirectory(prefix="fabscope-testbed-") as tmp:
+    tmp = batch_dir(plan.name)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
         for v in range(f.n_nodes):
             ip_file = os.path.join(tmp, f"ip{v}")
             tc_file = os.path.join(tmp, f"tc{v}")
@@ -252,6 +330,8 @@ def _create(plan: Plan, lft: np.ndarray, subnet: str, say: Say) -> None:
                       "for x in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $x; done && "
                       f"ip -batch {shlex.quote(ip_file)} && tc -batch {shlex.quote(tc_file)}")
             system.run(["ip", "netns", "exec", plan.netns(v), "sh", "-c", script])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def status(name: str | None = None) -> list[dict]:
@@ -265,7 +345,7 @@ def status(name: str | None = None) -> list[dict]:
                 f = st.base_fabric()
                 row.update(spec=st.spec, routing=st.routing, rate=st.rate, hosts=f.n_hosts,
                            switches=f.n_switches, cables=f.n_links // 2, degraded=len(st.degraded), cut=list(st.cut),
-                           whole=len(ex.netns) == f.n_nodes)
+                           whole=len(ex.netns) == f.n_nodes, calibration=dict(st.calibration))
             except TestbedError as err:
                 row["error"] = str(err)
         out.append(row)

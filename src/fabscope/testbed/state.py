@@ -4,8 +4,11 @@ The state file (``$FABSCOPE_TESTBED_DIR``, default ``/run/fabscope-testbed``,
 one ``NAME.json`` each) holds the testbed's fabric, routing, rates and
 faults.  ``down`` does not need it: the names of what was made say whose it is.
 
-:func:`load_fabric` is what other parts call to model a testbed: the fabric
-as it is now (degraded rates, cut cables) and its routing.
+:func:`load_fabric` is what other parts call to model a testbed: by default
+the fabric as built (recorded at ``up``: the nominal fabric a fault is found
+against), with ``now=True`` the fabric as it runs now (degraded rates, cut
+cables, rerouted tables).  ``--fabric`` reaches it through
+:func:`fabscope.resolver.resolve_fabric` (``tb1``, ``tb1:now``).
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ class State:
     #: cut cables as node[port] specs
     cut: list[str] = field(default_factory=list)
     ppn: int = 1
+    #: the fabric as built, with the forwarding tables the switches got at ``up`` (fabscope.fabric JSON)
+    nominal: dict[str, Any] = field(default_factory=dict)
+    #: what ``up`` measured this machine forwarding (see fabscope.testbed.calibrate), if it did
+    calibration: dict[str, Any] = field(default_factory=dict)
 
     def base_fabric(self) -> Fabric:
         from fabscope.fabric.io import from_dict
@@ -141,28 +148,55 @@ def forwarding_now(st: State) -> tuple[Fabric, np.ndarray]:
     return f, forwarding(f, router)
 
 
-def load_fabric(name: str) -> Fabric:
-    """The model of testbed ``name`` as it is now, for ``fabscope compare --fabric NAME``.
+def nominal_fabric(st: State) -> Fabric:
+    """The testbed's fabric as built: no faults, the tables its switches got at ``up``."""
+    from dataclasses import replace
+
+    from fabscope.fabric.io import from_dict
+
+    if st.nominal:
+        f = from_dict(st.nominal, f"testbed {st.name} (as built)")
+    else:  # a state written before the nominal fabric was recorded: the same tables, computed again
+        from fabscope.routing import make_routing
+        from fabscope.testbed.plan import forwarding
+
+        f = st.base_fabric()
+        try:
+            f = replace(f, lft=forwarding(f, make_routing(f, st.routing)))
+        except FabscopeError as err:
+            raise TestbedError(f"testbed {st.name}: routing {st.routing}: {err}") from None
+    return replace(f, name=f"testbed {st.name} as built ({st.spec})",
+                   params={**f.params, "routing": st.routing, "testbed_view": "nominal"})
+
+
+def load_fabric(name: str, now: bool = False) -> Fabric:
+    """The model of testbed ``name``: as built (default), or as it runs now (``now=True``).
 
     Its hosts carry the names MPI reports on the testbed, its capacities the
-    payload rates its shaped links deliver now (degraded cables at their
-    rate, cut cables gone), and its ``lft`` the very forwarding tables the
-    switch namespaces hold, so its default routing (``tables``) gives every
-    pair the path its packets take.  ``params["routing"]`` names the engine
-    the tables come from.
+    payload rates its shaped links deliver, and its ``lft`` the very
+    forwarding tables the switch namespaces hold (at ``up``, or now), so its
+    default routing (``tables``) gives every pair the path its packets take.
+    As built: every cable at its nominal rate, the tables of ``up``.  Now:
+    degraded cables at their rate, cut cables gone, the tables rewritten
+    after a cut.  ``params["routing"]`` names the engine the tables come
+    from, ``params["testbed_view"]`` which of the two this is.
     """
     from dataclasses import replace
 
     st = load(name)
+    if not now:
+        return nominal_fabric(st)
     f, lft = forwarding_now(st)
-    return replace(f, lft=lft, params={**f.params, "routing": routing_engine(st)})
+    faults = f"{len(st.degraded)} degraded, {len(st.cut)} cut" if st.degraded or st.cut else "no faults"
+    return replace(f, lft=lft, name=f"testbed {st.name} now ({st.spec}; {faults})",
+                   params={**f.params, "routing": routing_engine(st), "testbed_view": "now"})
 
 
-def load_routing(name: str):  # type: ignore[no-untyped-def]
-    """``(Fabric, Routing)`` of testbed ``name`` now: :func:`load_fabric` and its table routing."""
+def load_routing(name: str, now: bool = True):  # type: ignore[no-untyped-def]
+    """``(Fabric, Routing)`` of testbed ``name`` (now by default): :func:`load_fabric` and its table routing."""
     from fabscope.routing import make_routing
 
-    f = load_fabric(name)
+    f = load_fabric(name, now=now)
     return f, make_routing(f, "tables")
 
 
