@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import re
 
+from fabscope.units import plural
 from fabscope.cli.compare import check_outputs, load_hostmap, resolve_fabric
+from fabscope.cli.options import add_size, examples
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,24 +15,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Model the measured pairs on the same routes with the same concurrency, label "
                                    "the pairs the model explains (contention, oversubscription), and infer from all "
                                    "pairs at once which cables and host NICs deliver less than the fabric says. "
-                                   "With --plan: which measurements to run so that every cable is covered.")
+                                   "With --plan: which measurements to run so that every cable is covered.",
+                       epilog=examples("fabscope diagnose rp.jsonl --fabric tb1   # runs on a testbed (docs/diagnose.md)",
+                                       "fabscope diagnose --plan --fabric fat-tree:k=4,levels=2 --budget 5min",
+                                       "fabscope diagnose --plan --fabric fat-tree:k=4,levels=2 -o plan.sh"))
     p.add_argument("files", nargs="*", metavar="MEASURED",
                    help="fabscope-bench output (.jsonl) or measured results (.json); several runs are combined")
     p.add_argument("--fabric", required=True, help="fabric spec, fabric JSON, or a testbed name")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
-    p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas (default 3)")
+    p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas")
     p.add_argument("--penalty", type=float, help="evidence a suspect must bring, in noise variances (default: "
                                                  "max(25, 2 ln pairs + 10))")
     p.add_argument("--no-calibrate", action="store_true",
                    help="take the model's rates as they are (default: scale by the median measured/modeled)")
-    p.add_argument("--top", type=int, default=10, help="suspects and pairs to list (default 10)")
+    p.add_argument("--top", type=int, default=10, help="suspects and pairs to list")
     p.add_argument("-o", "--output", help="write the diagnosis (fabscope.result JSON, kind diagnose)")
     p.add_argument("--plan", action="store_true", help="print a plan of measurements instead of diagnosing")
-    p.add_argument("--budget", default="10min", help="time the plan may take: 600, 600s, 10min, 1h (default 10min)")
-    p.add_argument("--size", default="1MiB", help="message size of the planned runs (default 1MiB)")
-    p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round (default 20)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the planned random-pairs rounds (default 1)")
+    p.add_argument("--budget", default="10min", help="time the plan may take: 600, 600s, 10min, 1h")
+    add_size(p, "message size of the planned runs")
+    p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round")
+    p.add_argument("--seed", type=int, default=1, help="seed of the planned random-pairs rounds")
     p.set_defaults(func=run)
 
 
@@ -84,7 +89,7 @@ def _plan(args: argparse.Namespace) -> int:
                      iterations=args.iterations, seed=args.seed)
     script = plan.script(args.fabric)
     s = plan.summary()
-    info = [f"# plan: {s['jobs']} jobs, {s['rounds']} rounds, {s['pairs']} pairs, about {s['estimated_seconds']} s "
+    info = [f"# plan: {plural(s['jobs'], 'job')}, {plural(s['rounds'], 'round')}, {plural(s['pairs'], 'pair')}, about {s['estimated_seconds']} s "
             f"of a {budget:.0f} s budget",
             f"# every routed cable crossed by >= {s['cover_min']} planned pairs; "
             f"{s['unrouted_cables']} cables no route of this routing crosses (no measurement can see them); "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabscope.units import plural
 from fabscope.fabric.model import MB
 from fabscope.result import Result
 
@@ -12,7 +13,8 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
     m, p, x = result.meta, result.pairs, result.extra
     n = len(p["ratio"])
     ex = x["explained"]
-    out = [f"{m['fabric']}, routing {m['routing']}: {n} inter-node pairs in {m['scenarios']} concurrent sets "
+    out = [f"{m['fabric']}, routing {m['routing']}: {plural(n, 'inter-node pair')} in "
+           f"{plural(m['scenarios'], 'concurrent set')} "
            f"({', '.join(m['tests'])})",
            f"measured/modeled: median {m['efficiency']:.3f} (the share of the model's rate the MPI gets), "
            f"noise sigma {100 * m['noise_sigma']:.1f}% (pairs more than {100 * m['threshold']:.0f}% below count as slow)",
@@ -42,7 +44,7 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
         lim = np.asarray(p["limit"])[cont]
         names, counts = np.unique(lim[lim != ""], return_counts=True)
         order = np.argsort(-counts)[:3]
-        out.append(f"explained by the routes (contention): {len(cont)} pairs, limited most often by "
+        out.append(f"explained by the routes (contention): {plural(len(cont), 'pair')}, limited most often by "
                    + "; ".join(f"{names[i]} ({counts[i]})" for i in order))
     bad = np.flatnonzero(lab == "unexplained")
     if len(bad):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from fabscope.errors import MeasureError
+from fabscope.units import plural
 from fabscope.fabric.model import MB, Fabric
 from fabscope.measure.classes import PLAIN_LABELS, classify  # noqa: F401  (classify: re-exported)
 
@@ -67,7 +68,8 @@ def wait_loop(run: "BenchRun") -> str:
     if not waits:  # a file of an older fabscope-bench: rank 0's choice only
         return f"wait loop: {run.header.get('yield', 'unknown')} (rank 0; not recorded per rank)"
     kinds = sorted(set(waits))
-    who = f"{kinds[0]} on all {len(waits)} ranks" if len(kinds) == 1 else \
+    who = (f"{kinds[0]} on the 1 rank" if len(waits) == 1 else f"{kinds[0]} on all {len(waits)} ranks") \
+        if len(kinds) == 1 else \
         ", ".join(f"{k} on ranks {[i for i, w in enumerate(waits) if w == k]}" for k in kinds)
     if mode in ("on", "off"):
         return f"wait loop: {who} (forced by --yield {mode})"
@@ -78,7 +80,7 @@ def wait_loop(run: "BenchRun") -> str:
         n = hosts.count(h)
         c = hcpus[hosts.index(h)] if len(hcpus) == len(hosts) else None
         if c is not None and n > c:
-            over.append(f"host {h} runs {n} ranks on {c} CPU{'s' * (c != 1)} of their affinity sets")
+            over.append(f"host {h} runs {n} ranks on {plural(c, 'CPU')} of their affinity sets")
     why = "; ".join(over[:2]) if over else "no host runs more ranks than CPUs in their affinity sets"
     return f"wait loop: {who} (auto: {why})"
 
