@@ -19,7 +19,7 @@ from report_pixels import coloured, inked, pixels
 
 
 def _diagnosed(tree, base: Result) -> Result:
-    """A diagnose result as the schema in HELPERS.md has it, made through the Result class."""
+    """A diagnose result with the keys Diagnosis.to_result writes (suspects, explained), made through Result."""
     hot = base.extra["hot_links"]
     sus = [{"link": h["link"], "host": None, "name": h["name"], "capacity": 0.4 * tree.link_capacity[h["link"]],
             "nominal": float(tree.link_capacity[h["link"]]), "confidence": c,
