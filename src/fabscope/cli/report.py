@@ -52,7 +52,7 @@ def report_results(results, output: str, fabric=None, console=None, labels=None)
     from fabscope.report.inputs import Run
 
     labels = labels or [str(r.meta.get("pattern") or r.meta.get("kind") or "run") for r in results]
-    runs = [Run(lab, r, fabric=fabric, path=lab) for lab, r in zip(labels, results)]
+    runs = [Run(lab, r, fabric=fabric) for lab, r in zip(labels, results)]   # no file: the facts say none
     return write(runs, output, quiet=True, console=console)
 
 
