@@ -211,7 +211,10 @@ def facts(run: Run) -> list[tuple[str, str]]:
     m = r.meta if r is not None else {}
     names = " against ".join(os.path.basename(p) for p in run.path.split(" against ")) if run.path else ""
     out = [("file", names)] if names else []
-    out += [(word, str(m[k])) for k, word in FACTS.items() if m.get(k) not in (None, "")]
+    # a seed says which random pairs ran: not a fact of a sweep or of a test without random choices
+    unseeded = m.get("kind") == "measure" and not any(w in str(m.get("test") or "") for w in ("random", "bisection"))
+    out += [(word, str(m[k])) for k, word in FACTS.items()
+            if m.get(k) not in (None, "") and not (k == "seed" and (unseeded or is_sweep(r)))]
     if is_sweep(r):
         out.append(("message sizes", f"{len(np.unique(r.pairs['bytes'])):,}"))
     elif r is not None:
@@ -293,7 +296,7 @@ def run_section(run: Run, title: str | None = None) -> Section:
     """Everything the report shows about one run."""
     r = run.result
     sec = Section(title or run.label, facts(run))
-    if run.bench is not None:
+    if run.bench is not None and run.bench.describe() not in dict(sec.facts).values():   # said once
         sec.notes.append(run.bench.describe())
     sweep = is_sweep(r)
     if sweep:
