@@ -62,6 +62,9 @@ def wait_loop(run: "BenchRun") -> str:
     >>> r.ranks["host_cpus"] = [2, 2]; r.ranks["wait"] = ["spin", "spin"]
     >>> wait_loop(r)
     'wait loop: spin on all 2 ranks (auto: no host runs more ranks than CPUs in their affinity sets)'
+    >>> r.ranks = {"host": ["vm"], "cpus": [1], "host_cpus": [1], "wait": ["spin"]}
+    >>> wait_loop(r)
+    'wait loop: spin on the 1 rank (auto: no host runs more ranks than CPUs in their affinity sets)'
     """
     waits = list(run.ranks.get("wait") or [])
     mode = run.header.get("yield_mode")
