@@ -32,9 +32,14 @@ COMMAND_MODULES = [
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fabscope.cli.options import examples
+
     parser = argparse.ArgumentParser(
         prog="fabscope",
-        description="Measure, model and map HPC interconnects.",
+        description="Measure, model and map HPC interconnects.  'fabscope COMMAND --help' explains a command and "
+                    "ends with examples; options several commands share: docs/options.md.",
+        epilog=examples("fabscope demo --no-measure", "fabscope doctor --no-run",
+                        "fabscope measure random-pairs --help"),
     )
     parser.add_argument("--version", action="version", version=f"fabscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
