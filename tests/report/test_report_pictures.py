@@ -152,3 +152,16 @@ def test_a_pingpong_sweep_is_drawn_as_curves_not_as_a_box_of_pairs(tmp_path, cap
     assert coloured(curves) > 800
     html = out.read_text()
     assert "message sizes</dt><dd>18" in html.replace("\n", "") or "message sizes" in html
+
+
+def test_a_one_pair_matrix_gets_a_colour_bar_from_zero(tree):
+    from fabscope.fabric.placement import Placement
+    from fabscope.model.simulate import simulate
+    from fabscope.report import figures as fg
+    from fabscope.traffic import patterns as pt
+
+    r = simulate(tree, Placement.block(tree, 2, ppn=1), pt.random_pairs(2, 2**20, seed=0))
+    pic = fg.rank_heatmap(r)
+    bw = float(np.nanmax(r.pairs["bandwidth"])) / 1e6
+    z = pic.fig.data[0]
+    assert z.zmin == 0 and z.zmax == pytest.approx(bw, rel=1e-6)      # not a bar under 1 MB/s wide
