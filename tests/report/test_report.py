@@ -89,8 +89,9 @@ def test_leaf_matrix_orders_near_sets_as_blocks(itasca_fabric, tmp_path):
     r = simulate(f, p, pt.leaf_pairs(f, p, 2**20))
     pic = fg.leaf_heatmaps(r, f)
     labels = list(pic.fig.data[0].x)
-    leaf_of = {int(x): i for i, x in enumerate(f.groups["leaf"])}
-    near = [int(f.groups["near"][leaf_of[int(lab.split()[1])]]) for lab in labels]
+    # a label is the leaf switch and its hosts: 'leaf01 (node0001..node0016)'
+    near = [int(f.groups["near"][f.host_index[lab.split("(")[1].split("..")[0]]]) for lab in labels]
+    assert labels[0].startswith("leaf01 (node0001..")
     assert near == sorted(near) and len(labels) == 67
     rects = [s for s in pic.fig.layout.shapes if s.xref in ("x", None)]
     outlines = {(s.x0, s.x1, s.y0, s.y1) for s in rects}                   # drawn twice: dark under light

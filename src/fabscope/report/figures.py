@@ -166,7 +166,13 @@ def leaf_heatmaps(result: Result, fabric: Fabric) -> Picture | None:
     last = {int(l): i for i, l in enumerate(leaf)}
     nset = np.array([int(near[first[int(l)]]) if near is not None else 0 for l in lm.leaves])
     order = np.lexsort((lm.leaves, nset))
-    labels = [f"leaf {int(lm.leaves[i])} ({hosts[first[int(lm.leaves[i])]]}..{hosts[last[int(lm.leaves[i])]]})"
+    def name(l: int) -> str:
+        """The leaf switch's own name (as the links and the terminal name it), else 'leaf N'."""
+        out = np.flatnonzero(fabric.link_src == first[l])
+        peer = int(fabric.link_dst[out[0]]) if len(out) else -1
+        return fabric.node_names[peer] if peer >= fabric.n_hosts else f"leaf {l}"
+
+    labels = [f"{name(int(lm.leaves[i]))} ({hosts[first[int(lm.leaves[i])]]}..{hosts[last[int(lm.leaves[i])]]})"
               for i in order]
     # ticks: the leaf's name (hover gives its hosts); every k-th leaf where there are many
     step = max(1, int(np.ceil(len(labels) / 24)))
