@@ -7,6 +7,13 @@ Itasca (seed 000) from the model: leaf pairs, random pairs at 1 and 8 ranks per
 node; and a measured run on this host (fabscope measure --np 4: pingpong, bw,
 all-pairs).  Each picture is exported with kaleido from the same figure the HTML
 report draws; the HTML reports themselves are written to out/docs-*.html.
+
+Screenshots of whole reports as headless Chromium shows them (the top of the
+page, 1600 px wide): the demo's report (``fabscope demo --no-measure``), a
+diagnosis (``report-diagnose.png``: the flow model's pairs of the diagnose plan
+on fat-tree:k=4,levels=2 with a cable at 40 % and host h0009's cable at 50 %,
+3 % noise, diagnosed as ``fabscope diagnose`` does; tests/diagnose makes the same
+input), and a measured ping-pong sweep (``fabscope measure --np 2 pingpong``).
 """
 
 from __future__ import annotations
@@ -61,6 +68,56 @@ def model() -> None:
                  {"classes": f"itasca-random-pairs-{ppn}ppn.png"})
 
 
+def screenshot(html: str, name: str, height: int = 2400) -> None:
+    """The top of a report as headless Chromium draws it, into docs/img/NAME."""
+    import io
+
+    from PIL import Image
+
+    from fabscope.report.browser import open_report
+
+    page = open_report(html)
+    if page.errors or page.drawn != page.pictures:
+        print(f"{html}: {page.drawn} of {page.pictures} pictures drawn, errors {page.errors}", file=sys.stderr)
+    img = Image.open(io.BytesIO(page.screenshot))
+    img.crop((0, 0, img.width, min(height, img.height))).save(os.path.join(IMG, name), optimize=True)
+    print("wrote", os.path.relpath(os.path.join(IMG, name)), f"({img.width} x {min(height, img.height)} of "
+          f"{img.height} px)")
+
+
+def screenshots(measure: bool) -> None:
+    import numpy as np
+
+    from fabscope.cli import main
+    from fabscope.diagnose.plan import make_plan
+    from fabscope.diagnose.synthetic import synthetic
+    from fabscope.diagnose.tomography import diagnose
+    from fabscope.fabric.io import load_fabric
+
+    here = os.getcwd()
+    os.chdir(os.path.dirname(OUT))          # demo writes out/demo-report.html
+    try:
+        main(["demo", "--no-measure"])
+    finally:
+        os.chdir(here)
+    screenshot(os.path.join(OUT, "demo-report.html"), "report-demo.png")
+    f = load_fabric("fat-tree:k=4,levels=2")
+    plan = make_plan(f)
+    inner = int(np.flatnonzero((f.link_src[0::2] >= f.n_hosts) & (f.link_dst[0::2] >= f.n_hosts))[3])
+    slow = int(np.flatnonzero(f.link_src == f.host_index["h0009"])[0]) // 2
+    diag = diagnose(synthetic(f, *plan.pairs, {inner: 0.4, slow: 0.5}, noise=0.03, seed=1)).to_result()
+    diag.write_json(os.path.join(OUT, "docs-diagnose.json"))
+    html = os.path.join(OUT, "docs-diagnose.html")
+    write_report(read_inputs([os.path.join(OUT, "docs-diagnose.json")], fabric=f), html)
+    screenshot(html, "report-diagnose.png", 2200)
+    if measure:
+        jl = os.path.join(OUT, "docs-pingpong.jsonl")
+        if main(["measure", "--np", "2", "--out", jl, "pingpong", "--iterations", "50"]) == 0:
+            html = os.path.join(OUT, "docs-pingpong.html")
+            write_report(read_inputs([jl]), html)
+            screenshot(html, "report-pingpong.png", 1200)
+
+
 def measured() -> None:
     from fabscope.cli import main
 
@@ -83,3 +140,4 @@ if __name__ == "__main__":
     model()
     if not a.no_measure:
         measured()
+    screenshots(not a.no_measure)

@@ -36,6 +36,8 @@ def test_other_fabrics_and_patterns(argv, capsys):
     (["simulate", "--ranks", "99999", "--ppn", "8"], "99999 ranks at 8 per node need 12500 hosts"),
     (["simulate", "--ppn", "9"], "9 ranks per node, but hosts of 'itasca' have 8 cores"),
     (["simulate", "--fabric", "torus:4x4", "--pattern", "leaf-pairs"], "needs a fabric with leaf switches"),
+    (["simulate", "--fabric", "fat-tree:k=4,levels=2", "--pattern", "leaf-pairs", "--ppn", "1"],
+     "the second fullest leaf has 4: try leaf-pairs:nodes_per_leaf=4"),
     (["simulate", "--size", "12parsecs"], "size '12parsecs' does not parse"),
 ])
 def test_bad_input_one_line_nonzero_no_file(argv, words, tmp_path, capsys):

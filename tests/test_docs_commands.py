@@ -8,7 +8,10 @@ What is run
     Lines that start with ``fabscope`` (after joining ``\\`` continuations), and
     ``echo`` lines, which the README uses to write a small input file.  Other
     lines (``make``, ``mpirun``, ``LD_PRELOAD=... mpiexec ./a.out``, ``dot``...)
-    are not fabscope's and are not run.  A plain command runs in-process
+    are not fabscope's and are not run.  The examples of every subcommand's
+    ``--help`` (its epilog) run the same way, as one document in walking order
+    (:func:`test_every_help_example_runs`; ``sudo fabscope`` lines there are
+    commands, skipped as ``sudo`` is).  A plain command runs in-process
     (``fabscope.cli.main``, after ``shlex.split``, as the shell would split it);
     one with shell syntax (``<``, ``>``, ``|``, ``$(...)``) runs under ``bash``
     with this venv's ``fabscope`` first on ``PATH``.
@@ -65,6 +68,8 @@ from fabscope.report.browser import find_browser
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+#: stands for the examples of every subcommand's --help (tests/test_cli_help.py checks there are some)
+HELP = ROOT / "src" / "fabscope" / "cli" / "--help examples"
 BIN = pathlib.Path(sys.executable).parent
 
 #: (pattern on a command, reason): commands that cannot run on this machine
@@ -127,13 +132,34 @@ def _strip_comment(cmd: str) -> str:
     return re.sub(r"\s+#\s.*$", "", cmd).strip()
 
 
+def help_blocks() -> list[tuple[int, list[tuple[int, str]]]]:
+    """The examples of every subcommand's ``--help`` epilog as one block (numbered in walking order)."""
+    from fabscope.cli import build_parser, walk_parsers
+
+    lines, n = [], 0
+    for _, parser in walk_parsers(build_parser()):
+        text = parser.epilog or ""
+        if "examples:" in text:
+            for ln in text.split("examples:", 1)[1].splitlines():
+                if ln.strip():
+                    n += 1
+                    lines.append((n, ln.strip()))
+    return [(0, lines)]
+
+
 def commands(path: pathlib.Path, fast: bool) -> list[tuple[int, str, str | None]]:
-    """(line, command with placeholders filled, reason to skip or None) for every command of a document."""
+    """(line, command with placeholders filled, reason to skip or None) for every command of a document.
+
+    ``path`` HELP stands for the ``--help`` epilogs (:func:`help_blocks`), where ``sudo fabscope`` lines
+    are commands too (skipped as the SKIPS say)."""
     out = []
-    for _, block in command_blocks(path):
+    blocks = help_blocks() if path == HELP else command_blocks(path)
+    for _, block in blocks:
         script = any(t.startswith(("#SBATCH", "#PBS")) for _, t in block)
         for n, text in block:
-            if not text.startswith(("fabscope ", "echo ")):
+            if path == HELP and text.startswith("sudo fabscope "):
+                pass
+            elif not text.startswith(("fabscope ", "echo ")):
                 continue
             cmd = _strip_comment(text)
             reason = "a batch script: needs a cluster" if script else None
@@ -227,7 +253,7 @@ def run_document(path: pathlib.Path, d: pathlib.Path, run: pathlib.Path, fast: b
     _prepare(d, run, 16 if fast else 1024)
     failures, skipped = [], []
     for n, cmd, reason in commands(path, fast):
-        where = f"{path.relative_to(ROOT)}:{n}"
+        where = f"{path.relative_to(ROOT)}:{n}" if path != HELP else f"--help example {n}"
         if reason:
             skipped.append(f"{where}: {cmd}  ({reason})")
             continue
@@ -248,6 +274,13 @@ def test_every_documented_command_runs(path, tmp_path, itasca_run):
     failures, skipped = run_document(path, tmp_path, itasca_run, fast=True)
     print("\n".join(["skipped:"] + skipped) if skipped else "nothing skipped")
     assert not failures, "documented commands that fail:\n" + "\n".join(failures)
+
+
+def test_every_help_example_runs(tmp_path, itasca_run):
+    """The examples in every subcommand's --help epilog, in walking order, in one folder (abridged as FAST says)."""
+    failures, skipped = run_document(HELP, tmp_path, itasca_run, fast=True)
+    print("\n".join(["skipped:"] + skipped) if skipped else "nothing skipped")
+    assert not failures, "--help examples that fail:\n" + "\n".join(failures)
 
 
 @pytest.mark.nightly

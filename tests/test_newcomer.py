@@ -2,7 +2,8 @@
 directory outside the checkout run doctor, a 2-rank measure, simulate, map and a fabric
 import of the samples that ship with the package.
 
-The wheel is built as a site builds it (``pip wheel``, isolated build) and checked for
+The wheel is built as a site builds it (``pip wheel``, isolated build), from a copy of the
+checkout so that no ``build/`` folder is left in it, and checked for
 setuptools' licence deprecation warning.  To stay quick, the fresh venv takes fabscope
 and the ``mpich`` wheel as real installs, and numpy, scipy and the other dependencies
 from this test environment's site-packages (a ``.pth`` line, as ``--system-site-packages``
@@ -38,8 +39,15 @@ def fresh(tmp_path_factory):
         pytest.skip("no mpich wheel in this environment to install beside fabscope")
     tmp = tmp_path_factory.mktemp("newcomer")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    built = _run([*pip, "wheel", "-v", "--no-deps", "-w", str(tmp / "dist"), str(ROOT)])
+    # built from a copy: setuptools leaves build/ and *.egg-info where it builds, and a build/ in the
+    # checkout makes a later 'python -m build' there fail
+    tree = tmp / "checkout"
+    had_build = (ROOT / "build").exists()
+    shutil.copytree(ROOT, tree, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "out", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis"))
+    built = _run([*pip, "wheel", "-v", "--no-deps", "-w", str(tmp / "dist"), str(tree)])
     out = built.stdout + built.stderr
+    assert had_build or not (ROOT / "build").exists(), "building the wheel left build/ in the checkout"
     assert "project.license` as a TOML table is deprecated" not in out, "setuptools' licence warning is back"
     wheel = next((tmp / "dist").glob("fabscope-*.whl"))
     venv = tmp / "venv"

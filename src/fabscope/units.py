@@ -4,6 +4,8 @@
 (1048576, 65536, 4000000, 8, 1500)
 >>> format_size(1048576)
 '1 MiB'
+>>> plural(1, "pair"), plural(24, "pair"), plural(1, "concurrent set"), plural(2, "CPU")
+('1 pair', '24 pairs', '1 concurrent set', '2 CPUs')
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ def parse_size(text: str | int) -> int:
     if value != int(value):
         raise FabscopeError(f"size {text!r} is not a whole number of bytes")
     return int(value)
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and ``word``, in the plural unless ``n`` is 1 (``many``: an irregular plural); thousands separated."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
 def format_size(n: int) -> str:

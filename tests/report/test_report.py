@@ -19,7 +19,7 @@ from report_pixels import coloured, inked, pixels
 
 
 def _diagnosed(tree, base: Result) -> Result:
-    """A diagnose result as the schema in HELPERS.md has it, made through the Result class."""
+    """A diagnose result with the keys Diagnosis.to_result writes (suspects, explained), made through Result."""
     hot = base.extra["hot_links"]
     sus = [{"link": h["link"], "host": None, "name": h["name"], "capacity": 0.4 * tree.link_capacity[h["link"]],
             "nominal": float(tree.link_capacity[h["link"]]), "confidence": c,
@@ -89,11 +89,13 @@ def test_leaf_matrix_orders_near_sets_as_blocks(itasca_fabric, tmp_path):
     r = simulate(f, p, pt.leaf_pairs(f, p, 2**20))
     pic = fg.leaf_heatmaps(r, f)
     labels = list(pic.fig.data[0].x)
-    leaf_of = {int(x): i for i, x in enumerate(f.groups["leaf"])}
-    near = [int(f.groups["near"][leaf_of[int(lab.split()[1])]]) for lab in labels]
+    # a label is the leaf switch and its hosts: 'leaf01 (node0001..node0016)'
+    near = [int(f.groups["near"][f.host_index[lab.split("(")[1].split("..")[0]]]) for lab in labels]
+    assert labels[0].startswith("leaf01 (node0001..")
     assert near == sorted(near) and len(labels) == 67
     rects = [s for s in pic.fig.layout.shapes if s.xref in ("x", None)]
-    assert len(rects) == len(set(near)) - (np.bincount(near) < 2).sum()   # one outline per near set
+    outlines = {(s.x0, s.x1, s.y0, s.y1) for s in rects}                   # drawn twice: dark under light
+    assert len(outlines) == len(set(near)) - (np.bincount(near) < 2).sum()   # one outline per near set
     # near-set blocks are at least as fast as the far pairs of the same leaves
     z = np.asarray(pic.fig.data[2].z, float)                                # the Min matrix
     same = np.equal.outer(near, near)

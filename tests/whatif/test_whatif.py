@@ -67,7 +67,7 @@ def test_cli_whatif(capsys):
     from fabscope.cli import main
 
     assert main(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=2,up=2", "--fail", "s1-0000[5]",
-                "--pattern", "shift:k=4", "--routing", "minhop"]) == 0
+                "--pattern", "shift:k=4", "--routing", "minhop", "--ppn", "1"]) == 0
     out = capsys.readouterr().out
     assert "pairs lose bandwidth; worst loses 50%" in out
     assert main(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=3", "--fail", "s1-0000[5]",

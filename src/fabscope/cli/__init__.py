@@ -32,16 +32,34 @@ COMMAND_MODULES = [
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from fabscope.cli.options import examples
+
     parser = argparse.ArgumentParser(
         prog="fabscope",
-        description="Measure, model and map HPC interconnects.",
+        description="Measure, model and map HPC interconnects.  'fabscope COMMAND --help' explains a command and "
+                    "ends with examples; options several commands share: docs/options.md.",
+        epilog=examples("fabscope demo --no-measure", "fabscope doctor --no-run",
+                        "fabscope measure random-pairs --help"),
     )
     parser.add_argument("--version", action="version", version=f"fabscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(f"fabscope.cli.{name}").register(sub)
+    from fabscope.cli.options import HelpFormatter
+
+    for _, p in walk_parsers(parser):
+        p.formatter_class = HelpFormatter
     return parser
+
+
+def walk_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(command words, parser) of ``parser`` and every subcommand under it, depth first."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from walk_parsers(child, path + (name,))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]

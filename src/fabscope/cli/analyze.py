@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+
+from fabscope.units import plural
+from fabscope.cli.options import examples
 from typing import Any
 
 from fabscope.fabric.model import MB
@@ -19,7 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Read fabscope-bench output (also a truncated file), class every pair by "
                                    "the fabric or by socket and node, print the seeds' tables, the latency "
                                    "model with its kinks, balance ratios; with an intra-node and an "
-                                   "inter-node run, the Communication Balance Ratios.")
+                                   "inter-node run, the Communication Balance Ratios.",
+                       epilog=examples("fabscope analyze run.jsonl",
+                                       "fabscope analyze run.jsonl --fabric itasca --csv pairs.csv",
+                                       "fabscope analyze run.jsonl --fabric itasca -o pairs.json"))
     p.add_argument("files", nargs="+", metavar="FILE", help="fabscope-bench output (.jsonl)")
     p.add_argument("--fabric", help="fabric spec or JSON file to class pairs by (default: socket/node)")
     p.add_argument("--host-map", help="file of 'job-host fabric-host' lines: how this job's host names are "
@@ -28,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="write the per-pair result (fabscope.result JSON)")
     p.add_argument("--csv", help="write the per-pair table as CSV")
     p.add_argument("--peak-gflops", type=float, help="peak GFLOPS of one core (default: clock x --flops-per-cycle)")
-    p.add_argument("--flops-per-cycle", type=float, default=16.0, help="double FLOPs per cycle per core (default 16)")
+    p.add_argument("--flops-per-cycle", type=float, default=16.0, help="double FLOPs per cycle per core")
     p.set_defaults(func=run)
 
 
@@ -43,7 +49,7 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
             continue
         if test in PAIR_TESTS:
             r = to_result(run, test, fabric)
-            out += ["", an.seed_table(r, f"{test}: {r.n_pairs} pairs, {recs[0]['bytes']} B x {recs[0]['iters']}")]
+            out += ["", an.seed_table(r, f"{test}: {plural(r.n_pairs, 'pair')}, {recs[0]['bytes']} B x {recs[0]['iters']}")]
             if test == "leaf-pairs" and fabric is not None and "leaf" in fabric.groups:
                 out += _leaf_blocks(r, fabric)
         elif test == "pingpong":

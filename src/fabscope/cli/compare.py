@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+
+from fabscope.cli.options import examples
 import os
 
 from fabscope.resolver import resolve_fabric
@@ -12,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="measured pairs beside the model of the same pairs on the same routes",
                        description="Model every measured pair on the fabric's routes, with the pairs that ran "
                                    "at the same time sharing links, and print per class and per pair measured, "
-                                   "modeled and their ratio, the pairs furthest from the model first.")
+                                   "modeled and their ratio, the pairs furthest from the model first.",
+                       epilog=examples("fabscope compare run.jsonl --fabric itasca",
+                                       "fabscope compare run.jsonl --fabric itasca --top 5 -o compared.json"))
     p.add_argument("files", nargs="+", metavar="MEASURED",
                    help="fabscope-bench output (.jsonl) or a measured result (.json)")
     p.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed: tb1 (as built) or tb1:now (with its faults)")
@@ -27,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "modeled pairs start out of phase (default 0: lock-step)")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
-    p.add_argument("--top", type=int, default=15, help="pairs to list (default 15)")
+    p.add_argument("--top", type=int, default=15, help="pairs to list")
     p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare)")
     p.add_argument("--csv", help="write the per-pair table as CSV")
     p.set_defaults(func=run)

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import argparse
 
+from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples
+
 
 def add_parser(fs: argparse._SubParsersAction) -> None:
     c = fs.add_parser("critical", help="cut or degrade every cable in turn; rank by bandwidth lost",
                       description="Cut (or degrade) each cable in turn, reroute as the fabric's routing would, "
                                   "rerun the flow model of a pattern and rank the cables by the aggregate "
                                   "bandwidth the pattern loses.  Runs on a local Dask cluster (one worker per "
-                                  "core) or, with --scheduler, on a dask-jobqueue cluster (Slurm, PBS, ...).")
-    c.add_argument("--fabric", required=True, help="fabric spec, fabric JSON, or a testbed name")
-    c.add_argument("--pattern", default="random-pairs", help="traffic pattern spec (default random-pairs)")
-    c.add_argument("--routing", help="routing engine (default: the fabric's own)")
-    c.add_argument("--ppn", type=int, default=1, help="ranks per node (default 1)")
-    c.add_argument("--ranks", type=int, help="ranks (default: one per host times ppn)")
-    c.add_argument("--size", default="1MB", help="message size (default 1MB)")
-    c.add_argument("--seed", type=int, default=0)
+                                  "core) or, with --scheduler, on a dask-jobqueue cluster (Slurm, PBS, ...).",
+                      epilog=examples("fabscope fabric critical --fabric fat-tree:k=4,levels=2 --workers 0",
+                                      "fabscope fabric critical --fabric fat-tree:k=4,levels=3 --pattern shift:k=4 "
+                                      "--degrade 0.5 --cables 8 --workers 0 --top 5"))
+    add_fabric(c, required=True, testbed=True)
+    add_pattern(c)
+    add_routing(c)
+    add_job(c)
+    add_size(c)
+    add_seed(c)
     c.add_argument("--degrade", type=float, metavar="FACTOR",
                    help="degrade each cable to FACTOR of its capacity (routes unchanged) instead of cutting it")
     c.add_argument("--cables", type=int, metavar="N", help="only the first N cables (a quick look)")
@@ -44,8 +48,11 @@ def run(args: argparse.Namespace) -> int:
         raise FabscopeError("--job-script needs --scheduler FILE")
     if args.workers is not None and args.workers < 0:
         raise FabscopeError(f"--workers must be 0 or more, got {args.workers}")
+    from fabscope.cli.options import job_shape, require_positive
+
+    require_positive(args, "ranks", "ppn")
     fabric = resolve_fabric(args.fabric)
-    placement = Placement.block(fabric, args.ranks or args.ppn * fabric.n_hosts, args.ppn)
+    placement = Placement.block(fabric, *job_shape(args, fabric))
     traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)
     cables = None
     if args.cables is not None:

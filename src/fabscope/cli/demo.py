@@ -1,5 +1,10 @@
 """``fabscope demo``: the quick start's main job on the embedded default.
 
+>>> busy_note(loadavg=0.1, cpus=2, ranks=2)
+('this host: load average 0.10 on 2 CPUs as the job started, for its 2 ranks', False)
+>>> busy_note(loadavg=2.5, cpus=2, ranks=2)[1], busy_note(loadavg=1.2, cpus=4, ranks=2)[1]
+(True, False)
+
 The bundled Itasca model runs the seed's random-pairs tests (8 and 1 ranks per
 node) and the leaf-to-leaf offsets, with the seed's own figures beside the
 model's, then the same random pairs in time (docs/dynamic.md); then, where MPI
@@ -10,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 
+from fabscope.cli.options import examples
+
 from rich.console import Console
 from rich.table import Table
 
@@ -19,14 +26,28 @@ from fabscope.model.simulate import simulate
 from fabscope.report.tables import make_console, print_result
 from fabscope.seeds import ITASCA_MERGE, seed_table
 from fabscope.traffic import patterns as pt
-from fabscope.units import format_size
+from fabscope.units import format_size, plural
 
 OFFSETS = (1, 2, 4, 8, 16, 32)
 
+#: what a user meets first: the seeds are talks, the pattern seed is a random seed
+SEEDS_NOTE = ("[cyan]seed 000[/cyan] is the first of the five talks fabscope implements (README, 'The seeds'): "
+              "Itasca, University of Minnesota's 1074-node QDR InfiniBand cluster (2009), whose measured tables "
+              "stand in cyan beside the model's.  A [bold]pattern seed[/bold] (--seed, here "
+              "{seed}) is something else: the random seed that picks which ranks pair up.")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="the quick start: Itasca's seed tables from the model, and a run on this host")
-    p.add_argument("--seed", type=int, default=7, help="seed of the random pairs (default: 7)")
+    p = sub.add_parser("demo", help="the quick start: Itasca's seed tables from the model, and a run on this host",
+                       description="Model the Itasca cluster of seed 000 (the first of the five talks fabscope "
+                                   "implements: University of Minnesota, 2009, a 1074-node QDR InfiniBand fat tree) "
+                                   "and print its random-pairs and leaf-to-leaf tables beside the talk's measured "
+                                   "figures, then the same pairs in time; write out/demo-report.html; then, where "
+                                   "MPI is found, measure random pairs on this host.",
+                       epilog=examples("fabscope demo --no-measure", "fabscope demo --seed 3 --no-measure",
+                                       "fabscope demo"))
+    p.add_argument("--seed", type=int, default=7,
+                   help="pattern seed: which random pairs the model draws (not a seed talk; those are numbered 000-004)")
     p.add_argument("--no-measure", action="store_true", help="skip the MPI run on this host")
     p.set_defaults(func=run)
 
@@ -36,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     f = itasca()
     size = 2**20
     done = []
+    con.print(SEEDS_NOTE.format(seed=args.seed) + "\n")
     con.rule("[bold]Model: Itasca (seed 000), QDR fat tree under two 324-port directors, min-hop static routing")
     for ranks, ppn in ((256, 8), (1024, 1)):
         p = Placement.block(f, ranks, ppn)
@@ -57,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         far = int((cls == f.class_labels.index("Far Leafs")).sum())
         t.add_row(str(off), f"{s.max:.0f}", f"{s.avg:.0f}", f"{s.min:.0f}", str(near), str(far))
     con.print(t)
-    con.print("[cyan]seed 000: near sets of 9 leaves at about 3000 MB/s; far leaves down to 1826 MB/s "
+    con.print("[cyan]seed 000 (measured): near sets of 9 leaves at about 3000 MB/s; far leaves down to 1826 MB/s "
               "(\"fat tree is not the same as full crossbar\")[/cyan]\n")
     _in_time(con, f, size, args.seed, done)
     _report(con, f, done)
@@ -74,7 +96,7 @@ def _in_time(con: Console, f, size: float, seed: int, done) -> None:
 
     t = Table(title="the same random pairs in time: 100 ping-pong iterations per pair, class averages [MB/sec]",
               title_justify="left", box=None)
-    for col in ("job", "class", "seed", "snapshot", "max-min in time", "congestion in time"):
+    for col in ("job", "class", "seed 000 (measured)", "snapshot", "max-min in time", "congestion in time"):
         t.add_column(col, justify="right")
     for (ranks, ppn), (_, static) in zip(((256, 8), (1024, 1)), list(done)):
         p = Placement.block(f, ranks, ppn)
@@ -117,9 +139,27 @@ def _measure_here(con: Console) -> int:
     import os
 
     from fabscope.cli import main
+    from fabscope.measure.parse import read_run
+    from fabscope.measure.runner import usable_cpus
 
     con.rule("[bold]Measured: random-pairs ping-pong on this host")
-
     os.makedirs("out", exist_ok=True)
-    return main(["measure", "--np", "2", "--out", os.path.join("out", "demo-random-pairs.jsonl"),
-                 "random-pairs", "--size", "1MiB", "--iterations", "20"])
+    out = os.path.join("out", "demo-random-pairs.jsonl")
+    rc = main(["measure", "--np", "2", "--out", out, "random-pairs", "--size", "1MiB", "--iterations", "20"])
+    if rc == 0:
+        load = read_run(out).header.get("loadavg")
+        text, busy = busy_note(float(load) if load is not None else os.getloadavg()[0], usable_cpus(), 2)
+        con.print(f"[yellow]warning: {text}: the machine was busy, so the figure above is lower and less steady "
+                  "than the fabric's; run again on an idle machine[/yellow]" if busy else f"[dim]{text}[/dim]")
+    return rc
+
+
+def busy_note(loadavg: float, cpus: int, ranks: int) -> tuple[str, bool]:
+    """The load the job met, and whether other processes held CPUs its ranks needed.
+
+    ``loadavg`` is the 1-minute load average fabscope-bench records as the job starts: mostly other
+    processes, as the average lags the ranks just started.  Busy: it leaves fewer idle CPUs than ranks
+    (a CPU time against wall time share says less: a short job's wall time is mostly the launcher's).
+    """
+    text = f"this host: load average {loadavg:.2f} on {plural(cpus, 'CPU')} as the job started, for its {plural(ranks, 'rank')}"
+    return text, loadavg > cpus - ranks + 0.5

@@ -6,7 +6,9 @@ import argparse
 import re
 
 from fabscope.cli.compare import check_outputs, load_hostmap
+from fabscope.cli.options import add_size, examples
 from fabscope.resolver import resolve_fabric
+from fabscope.units import plural
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,7 +16,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Model the measured pairs on the same routes with the same concurrency, label "
                                    "the pairs the model explains (contention, oversubscription), and infer from all "
                                    "pairs at once which cables and host NICs deliver less than the fabric says. "
-                                   "With --plan: which measurements to run so that every cable is covered.")
+                                   "With --plan: which measurements to run so that every cable is covered.",
+                       epilog=examples("fabscope diagnose rp.jsonl --fabric tb1   # runs on a testbed (docs/diagnose.md)",
+                                       "fabscope diagnose --plan --fabric fat-tree:k=4,levels=2 --budget 5min",
+                                       "fabscope diagnose --plan --fabric fat-tree:k=4,levels=2 -o plan.sh"))
     p.add_argument("files", nargs="*", metavar="MEASURED",
                    help="fabscope-bench output (.jsonl) or measured results (.json); several runs are combined")
     p.add_argument("--fabric", required=True, help="fabric spec, fabric JSON, or a testbed (tb1: as built, the "
@@ -29,18 +34,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="dynamic: fit once (default: where suspects are found, run the program in time again "
                         "with their estimated capacities and fit a second time)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
-    p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas (default 3)")
+    p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas")
     p.add_argument("--penalty", type=float, help="evidence a suspect must bring, in noise variances (default: "
                                                  "max(25, 2 ln pairs + 10))")
     p.add_argument("--no-calibrate", action="store_true",
                    help="take the model's rates as they are (default: scale by the median measured/modeled)")
-    p.add_argument("--top", type=int, default=10, help="suspects and pairs to list (default 10)")
+    p.add_argument("--top", type=int, default=10, help="suspects and pairs to list")
     p.add_argument("-o", "--output", help="write the diagnosis (fabscope.result JSON, kind diagnose)")
     p.add_argument("--plan", action="store_true", help="print a plan of measurements instead of diagnosing")
-    p.add_argument("--budget", default="10min", help="time the plan may take: 600, 600s, 10min, 1h (default 10min)")
-    p.add_argument("--size", default="1MiB", help="message size of the planned runs (default 1MiB)")
-    p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round (default 20)")
-    p.add_argument("--seed", type=int, default=1, help="seed of the planned random-pairs rounds (default 1)")
+    p.add_argument("--budget", default="10min", help="time the plan may take: 600, 600s, 10min, 1h")
+    add_size(p, "message size of the planned runs")
+    p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round")
+    p.add_argument("--seed", type=int, default=1, help="seed of the planned random-pairs rounds")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--testbed", metavar="NAME", help="the plan's script measures on testbed NAME (default, when "
                                                          "--fabric names a testbed: that one)")
@@ -124,7 +129,7 @@ def _plan(args: argparse.Namespace) -> int:
                      iterations=args.iterations, seed=args.seed)
     script = plan.script(nominal, testbed=testbed, launcher=args.launcher)
     s = plan.summary()
-    info = [f"# plan: {s['jobs']} jobs, {s['rounds']} rounds, {s['pairs']} pairs, about {s['estimated_seconds']} s "
+    info = [f"# plan: {plural(s['jobs'], 'job')}, {plural(s['rounds'], 'round')}, {plural(s['pairs'], 'pair')}, about {s['estimated_seconds']} s "
             f"of a {budget:.0f} s budget",
             f"# every routed cable crossed by >= {s['cover_min']} planned pairs; "
             f"{s['unrouted_cables']} cables no route of this routing crosses (no measurement can see them); "

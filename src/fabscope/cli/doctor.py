@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+
+from fabscope.cli.options import examples
 import os
 import tempfile
 
@@ -18,7 +20,8 @@ from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, measure, usable_cpus
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="show the MPI found, build fabscope-bench, run a 2-rank job",
                        description=f"MPI is looked for in this order: {', '.join(SOURCES)} "
-                                   "(see fabscope.measure.mpi).")
+                                   "(see fabscope.measure.mpi); set FABSCOPE_MPICC=/path/to/mpicc to pin one.",
+                       epilog=examples("fabscope doctor --no-run", "fabscope doctor"))
     p.add_argument("--no-run", action="store_true", help="do not launch the 2-rank test job")
     p.set_defaults(func=run)
 

@@ -7,16 +7,27 @@ import os
 import sys
 
 from fabscope.atomic import check_output, check_outputs
-from fabscope.cli.options import require_positive
+from fabscope.cli.options import (add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples,
+                                  job_shape, require_positive)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fabric", help="discover, import, export a fabric; what if a cable fails",
                        description="Read a real InfiniBand fabric and its forwarding tables, write fabrics "
-                                   "for ibsim, Slurm and Graphviz, and model cable failures.")
+                                   "for ibsim, Slurm and Graphviz, and model cable failures (docs/real-fabrics.md).",
+                       epilog=examples("fabscope fabric example samples",
+                                       "fabscope fabric import --ibnetdiscover samples/ibnetdiscover.txt --lfts "
+                                       "samples/opensm-lfts.dump --hostmap samples/nodes.csv --cores 8 -o fabric.json",
+                                       "fabscope fabric export --fabric fat-tree:k=4,levels=2 --format slurm"))
     fs = p.add_subparsers(dest="fabric_command", metavar="ACTION")
     fs.required = True
-    d = fs.add_parser("discover", help="run ibnetdiscover and dump_fts (or read their saved outputs)")
+    d = fs.add_parser("discover", help="run ibnetdiscover and dump_fts (or read their saved outputs)",
+                      description="Run ibnetdiscover and dump_fts on this machine's InfiniBand port (infiniband-"
+                                  "diags), or read their outputs saved earlier (--from), and write the fabric with "
+                                  "its forwarding tables as fabscope's JSON.",
+                      epilog=examples("fabscope fabric discover --from raw/ --hostmap samples/nodes.csv -o fabric.json",
+                                      "fabscope fabric discover --from raw/ --no-tables -o topo-only.json",
+                                      "fabscope fabric discover --save raw/ -o fabric.json"))
     d.add_argument("-o", "--output", required=True, help="fabric JSON to write")
     d.add_argument("--from", dest="from_dir", help="read ibnetdiscover.txt and dump_fts.txt from this folder")
     d.add_argument("--save", help="keep the tools' raw outputs in this folder")
@@ -24,7 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--no-tables", action="store_true", help="topology only, no forwarding tables")
     d.add_argument("--timeout", type=float, default=60, help="seconds each tool may take (default 60)")
     d.set_defaults(func=_discover)
-    i = fs.add_parser("import", help="read saved ibnetdiscover output and forwarding tables")
+    i = fs.add_parser("import", help="read saved ibnetdiscover output and forwarding tables",
+                      description="Read an ibnetdiscover output (as the admins saved it) and, if given, the "
+                                  "subnet manager's forwarding tables; write the fabric as fabscope's JSON.",
+                      epilog=examples("fabscope fabric import --ibnetdiscover samples/ibnetdiscover.txt --lfts "
+                                      "samples/opensm-lfts.dump --hostmap samples/nodes.csv --cores 8 -o fabric.json",
+                                      "fabscope fabric import --ibnetdiscover samples/ibnetdiscover.txt -o topo.json"))
     i.add_argument("--ibnetdiscover", required=True, help="ibnetdiscover output (default or -p form)")
     i.add_argument("--lfts", help="opensm-lfts.dump, dump_fts or ibroute output")
     i.add_argument("--hostmap", help="map of node descriptions or GUIDs to host names")
@@ -34,26 +50,41 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.set_defaults(func=_import)
     x = fs.add_parser("example", help="write sample ibnetdiscover and OpenSM outputs to try 'fabric import' on",
                       description="Copy the sample files shipped with fabscope (ibnetdiscover.txt, "
-                                  "opensm-lfts.dump, dump_fts.txt, a host map nodes.csv) into DIR.")
+                                  "opensm-lfts.dump, dump_fts.txt, a host map nodes.csv) into DIR.",
+                      epilog=examples("fabscope fabric example samples",
+                                      "fabscope fabric example /tmp/ib-samples"))
     x.add_argument("folder", metavar="DIR", help="folder to write them to (made if missing)")
     x.set_defaults(func=_example)
-    e = fs.add_parser("export", help="write a fabric as an ibsim net file, Slurm topology.conf, dot or JSON")
-    e.add_argument("--fabric", required=True, help="fabric spec, JSON file, or a testbed (tb1, tb1:now)")
-    e.add_argument("--format", required=True, choices=("ibsim", "slurm", "dot", "json"))
+    e = fs.add_parser("export", help="write a fabric as an ibsim net file, Slurm topology.conf, dot or JSON",
+                      description="Write a fabric for other tools: ibsim's net file (an emulated subnet to run "
+                                  "OpenSM on), Slurm's topology.conf, Graphviz dot (draw it with 'dot -Tsvg', "
+                                  "which needs Graphviz installed: apt-get install graphviz), or fabscope's JSON.",
+                      epilog=examples("fabscope fabric export --fabric fat-tree:k=4,levels=2 --format slurm",
+                                      "fabscope fabric export --fabric itasca --format json -o itasca.json",
+                                      "fabscope fabric export --fabric fat-tree:k=4,levels=2 --format dot | "
+                                      "dot -Tsvg > fabric.svg"))
+    add_fabric(e, required=True)
+    e.add_argument("--format", required=True, choices=("ibsim", "slurm", "dot", "json"),
+                   help="ibsim: net file; slurm: topology.conf; dot: Graphviz graph; json: fabscope's fabric file")
     e.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
     e.set_defaults(func=_export)
-    w = fs.add_parser("whatif", help="which pairs lose bandwidth when cables fail")
-    w.add_argument("--fabric", required=True, help="fabric spec, JSON file, or a testbed (tb1, tb1:now)")
+    w = fs.add_parser("whatif", help="which pairs lose bandwidth when cables fail",
+                      description="Cut cables (or whole switches), reroute as the fabric's routing (or the subnet "
+                                  "manager, for imported tables) would, and list the pairs of a pattern that lose "
+                                  "most bandwidth in the flow model.",
+                      epilog=examples("fabscope fabric whatif --fabric itasca --fail \"leaf12[17]\" --ppn 1",
+                                      "fabscope fabric whatif --fabric fat-tree:k=4,levels=3 --fail \"s1-0000[5]\" "
+                                      "--pattern shift:k=4 --routing ftree --top 5"))
+    add_fabric(w, required=True)
     w.add_argument("--fail", action="append", required=True,
                    help="cable to cut: node[port] (e.g. 'L12[17]'), or a switch name; repeat or comma-separate")
-    w.add_argument("--pattern", default="random-pairs", help="traffic pattern spec (default random-pairs)")
-    w.add_argument("--routing", help="routing engine (default: the fabric's own), e.g. ftree, updn:roots=S1+S2")
+    add_pattern(w)
+    add_routing(w)
     w.add_argument("--reroute", help="engine the subnet manager reroutes imported tables with "
                                      "(default: the fabscope engine that reproduces them)")
-    w.add_argument("--ppn", type=int, default=1, help="ranks per node (default 1)")
-    w.add_argument("--ranks", type=int, help="ranks (default: one per host times ppn)")
-    w.add_argument("--size", default="1MB", help="message size (default 1MB)")
-    w.add_argument("--seed", type=int, default=0)
+    add_job(w)
+    add_size(w)
+    add_seed(w)
     w.add_argument("--top", type=int, default=15, help="pairs to list (default 15)")
     w.set_defaults(func=_whatif)
     from fabscope.cli.critical import add_parser as add_critical
@@ -123,7 +154,7 @@ def _whatif(args: argparse.Namespace) -> int:
 
     require_positive(args, "ppn", "ranks", "top")
     fabric = resolve_fabric(args.fabric)
-    placement = Placement.block(fabric, args.ranks or args.ppn * fabric.n_hosts, args.ppn)
+    placement = Placement.block(fabric, *job_shape(args, fabric))
     traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)
     cuts = [c.strip() for spec in args.fail for c in spec.split(",") if c.strip()]
     w = whatif(fabric, cuts, placement, traffic, args.routing, reroute_with=args.reroute)

@@ -13,9 +13,13 @@ import json
 import sys
 
 from fabscope.atomic import all_or_none, atomic_open, check_outputs
-from fabscope.cli.options import require_positive
+from fabscope.cli.options import add_seed, add_size, examples, require_positive
 from fabscope.resolver import resolve_fabric
 from fabscope.mapping.outputs import FORMATS, launch_command, write
+
+
+FORMAT_HELP = ("file format: hostfile (one host per rank, for mpirun --map-by seq), rankfile (Open MPI), "
+               "machinefile (MPICH's host:count), slurm (SLURM_HOSTFILE), map (rank host core, for people)")
 
 
 def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
@@ -29,7 +33,7 @@ def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
                                                      "pencils:32x32, ring:N, tree:N, random:N, or a .csv/.mtx file")
         p.add_argument("--algorithm", default="topo", help="mapping algorithm (default: topo; see docs/mapping.md)")
         p.add_argument("--io-ranks", default="", help="comma-separated ranks that each get a node of their own")
-        p.add_argument("--seed", type=int, default=0)
+        add_seed(p, what="the random and annealing algorithms")
         p.add_argument("--objective", default="busiest-link", choices=("hop-bytes", "busiest-link", "time"),
                        help="what topo's best stage is chosen by (default: busiest-link; time: the flow model)")
         p.add_argument("--scotch-seeds", type=int, default=5,
@@ -39,22 +43,39 @@ def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("permute", help="reorder a host file so that talkative ranks sit close (seed 000's permute.exe)",
                        description="Read the job's host file on standard input, write one host per rank in the "
-                                   "mapped order (use with mpirun --map-by seq).")
+                                   "mapped order (use with mpirun --map-by seq).",
+                       epilog=examples("fabscope permute --fabric itasca --comm stencil3d:16x16x32 < $PBS_NODEFILE "
+                                       "> newhostfile",
+                                       "fabscope permute --fabric itasca --nodes nodes.txt --comm ring:64 "
+                                       "--algorithm hier"))
     _common(p)
-    p.add_argument("--format", choices=FORMATS, default="hostfile")
+    p.add_argument("--format", choices=FORMATS, default="hostfile", help=FORMAT_HELP)
     p.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     p.set_defaults(func=run_permute)
-    p = sub.add_parser("map", help="map ranks topology-aware, compare algorithms, write host/rank files")
+    p = sub.add_parser("map", help="map ranks topology-aware, compare algorithms, write host/rank files",
+                       description="Map the ranks of a communication graph onto a job's nodes, print hop-bytes, "
+                                   "dilation and the busiest link for the chosen algorithm (and others with "
+                                   "--compare), and write the mapping as a host file, rank file or map "
+                                   "(docs/mapping.md).",
+                       epilog=examples("fabscope map --fabric torus:4x4x4,cores=8 --comm stencil3d:8x8x8 "
+                                       "--compare block,cyclic,random",
+                                       "fabscope map --fabric itasca --nodes nodes.txt --ppn 8 --comm ring:128 "
+                                       "--format rankfile -o ranks.txt"))
     _common(p)
     p.add_argument("--compare", help="comma-separated algorithms to print side by side, e.g. block,cyclic,random,scotch")
     p.add_argument("--model", action="store_true", help="also predict one exchange's time with the flow model")
-    p.add_argument("--format", choices=FORMATS, default="hostfile")
+    p.add_argument("--format", choices=FORMATS, default="hostfile", help=FORMAT_HELP)
     p.add_argument("-o", "--output", help="write the chosen algorithm's mapping to this file")
     p.add_argument("--json", help="write the metrics as JSON")
     p.set_defaults(func=run_map)
-    p = sub.add_parser("place", help="how a job's nodes sit in the fabric, and the bandwidth they can expect")
+    p = sub.add_parser("place", help="how a job's nodes sit in the fabric, and the bandwidth they can expect",
+                       description="Say how a job's nodes sit in the fabric (leaves, levels crossed, as seed 000's "
+                                   "job size against the fabric's levels) and the bandwidth random pairs among "
+                                   "them can expect in the flow model.",
+                       epilog=examples("fabscope place --fabric itasca --nodes nodes.txt",
+                                       "fabscope place --fabric itasca --nodes 'node[0001-0064]' --json place.json"))
     _common(p, comm=False)
-    p.add_argument("--size", default="1MiB", help="message size of the modeled traffic (default: 1MiB)")
+    add_size(p, "message size of the modeled traffic")
     p.add_argument("--json", help="write the report as JSON")
     p.set_defaults(func=run_place)
 

@@ -8,7 +8,9 @@ import os
 from rich.console import Console
 
 from fabscope.cli.analyze import report
+from fabscope.cli.options import examples
 from fabscope.errors import MeasureError
+from fabscope.measure.benchhelp import help_of_test, options_help, tests_help
 from fabscope.measure.mpi import describe
 from fabscope.measure.parse import to_result
 from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, execute, plan
@@ -41,10 +43,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "and print the seeds' tables.  fabscope's own options (below) may come before "
                                    "or after TEST; other options after TEST go to the program, "
                                    "e.g. 'random-pairs --size 1MiB --iterations 100'.  Every option is checked "
-                                   "before anything is launched.")
+                                   "before anything is launched.  'fabscope measure TEST --help' explains a test.",
+                       epilog=tests_help() + "\n\n" + options_help() + "\n\n" + examples(
+                           "fabscope measure --np 2 pingpong --max-size 64KiB --iterations 10",
+                           "fabscope measure --np 2 random-pairs --size 1MiB --iterations 20 --out rp.jsonl",
+                           "fabscope measure random-pairs --help"))
     _own_options(p)
-    p.add_argument("test", nargs="?", default="suite", help="test or comma-separated tests (default: suite)")
-    p.add_argument("bench_args", nargs=argparse.REMAINDER, help="options of fabscope-bench")
+    p.add_argument("test", nargs="?", default="suite",
+                   help="test or comma-separated tests, listed below (default: suite)")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="OPTION",
+                   help="options of fabscope-bench, listed below ('measure TEST --help': the test's help)")
     p.set_defaults(func=run)
 
 
@@ -80,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     require_positive(args, "np", "ppn")
     con = Console(stderr=True)
     rest = split_args(args)
+    if "--help" in rest or "-h" in rest:
+        # the test's help, from the program's sources: nothing is built, launched or written
+        print(help_of_test(args.test))
+        return 0
     if args.timeout is not None and not args.timeout > 0:
         raise MeasureError(f"--timeout must be positive, got {args.timeout:g}")
     if args.output:

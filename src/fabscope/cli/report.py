@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from fabscope.cli.options import examples
 from fabscope.errors import FabscopeError
 
 
@@ -13,7 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Read fabscope results (modeled, measured, compared, diagnosed, mapping) or "
                                    "fabscope-bench output, print the tables, and write one HTML file with "
                                    "everything inside it (no network needed to open it). Several runs of one "
-                                   "fabric are set side by side with the pairs and classes that changed most.")
+                                   "fabric are set side by side with the pairs and classes that changed most.",
+                       epilog=examples("fabscope report run.jsonl -o run.html",
+                                       "fabscope report run.jsonl --fabric itasca --title 'first run' -o run.html --quiet"))
     p.add_argument("files", nargs="+", metavar="FILE", help="fabscope.result JSON or fabscope-bench JSON lines")
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.add_argument("--model", help="a modeled result of the same pairs: measured beside modeled, pair by pair")
@@ -49,7 +52,7 @@ def report_results(results, output: str, fabric=None, console=None, labels=None)
     from fabscope.report.inputs import Run
 
     labels = labels or [str(r.meta.get("pattern") or r.meta.get("kind") or "run") for r in results]
-    runs = [Run(lab, r, fabric=fabric, path=lab) for lab, r in zip(labels, results)]
+    runs = [Run(lab, r, fabric=fabric) for lab, r in zip(labels, results)]   # no file: the facts say none
     return write(runs, output, quiet=True, console=console)
 
 

@@ -7,43 +7,45 @@ import argparse
 from rich.console import Console
 
 from fabscope.atomic import all_or_none, check_outputs
-from fabscope.cli.options import require_positive
+from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples, job_shape, require_positive
 from fabscope.errors import PlacementError
 from fabscope.resolver import resolve_fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.simulate import MODELS, simulate
-from fabscope.routing import ENGINES
 from fabscope.report.tables import make_console, print_leaf_matrix
 from fabscope.seeds import ITASCA_MERGE, seed_table
-from fabscope.traffic.spec import PATTERNS, make_traffic
+from fabscope.traffic.spec import make_traffic
 from fabscope.units import format_size, parse_size
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="predict every pair's bandwidth with the flow model",
                        description="Run a traffic pattern through a fabric's routing and the max-min fair "
-                                   "flow model; print Max / Average / Min by class, as the seeds do.")
-    p.add_argument("--fabric", default="itasca", help="fabric spec, JSON file or testbed (default: itasca)")
-    p.add_argument("--pattern", default="random-pairs",
-                   help=f"pattern[:key=value,...], one of {', '.join(PATTERNS)} (default: random-pairs)")
-    p.add_argument("--ranks", type=int, help="number of ranks (default: every core, or one per node with --ppn 1)")
-    p.add_argument("--ppn", type=int, help="ranks per node (default: all cores)")
-    p.add_argument("--placement", choices=("block", "cyclic"), default="block")
+                                   "flow model; print Max / Average / Min by class, as the seeds do (seed 000: "
+                                   "the Itasca cluster's talk, whose tables fabscope reproduces; see README).",
+                       epilog=examples(
+                           "fabscope simulate --fabric itasca --pattern random-pairs --ppn 1 --seed 7",
+                           "fabscope simulate --fabric fat-tree:k=4,levels=3 --pattern shift:k=5 --size 64KiB",
+                           "fabscope simulate --fabric itasca --ranks 64 --ppn 8 --pattern allreduce:ring --dynamic"))
+    add_fabric(p)
+    add_pattern(p, dynamic=True)
+    add_job(p)
+    p.add_argument("--placement", choices=("block", "cyclic"), default="block",
+                   help="block: --ppn ranks on one host, then the next; cyclic: one rank per host in turn")
     p.add_argument("--hostfile", help="place ranks by a host file, one line per rank ($PBS_NODEFILE)")
-    p.add_argument("--size", default="1MiB", help="message size (default: 1MiB)")
-    p.add_argument("--seed", type=int, default=0, help="seed of random patterns and routing choices")
-    p.add_argument("--routing", metavar="ENGINE", help=f"routing engine: {', '.join(ENGINES)}, with options "
-                   "such as dor:tie=simgrid or updn:roots=S1+S2 (default: the fabric's own)")
+    add_size(p)
+    add_seed(p)
+    add_routing(p)
     p.add_argument("--model", choices=MODELS, default="maxmin",
-                   help="flow model: maxmin (default), or congestion: capacity / flows on the busiest link "
+                   help="flow model: maxmin, or congestion: capacity / flows on the busiest link "
                         "(ORCS's rule; with --dynamic applied at every event)")
-    p.add_argument("--offset", type=int, help="leaf-offset: offset between paired leaves")
-    p.add_argument("--hops", type=int, help="partner-hops: hops between partners")
+    p.add_argument("--offset", type=int, help="leaf-offset: offset between paired leaves (default: 1)")
+    p.add_argument("--hops", type=int, help="partner-hops: hops between partners (default: 1)")
     p.add_argument("-o", "--output", help="write the result as JSON")
     p.add_argument("--csv", help="write the per-pair table as CSV")
     p.add_argument("--report", metavar="HTML", help="also write the one-file HTML report (see 'fabscope report')")
     p.add_argument("--matrix", choices=("min", "avg", "max"), default="min",
-                   help="leaf-pairs: which leaf matrix to draw (default: min)")
+                   help="leaf-pairs: which leaf matrix to draw")
     from fabscope.cli.dynamic import add_arguments
 
     add_arguments(p)
@@ -64,8 +66,7 @@ def run(args: argparse.Namespace) -> int:
             raise PlacementError(f"--hostfile {args.hostfile}: {err.strerror}") from None
         placement = Placement.from_hostlist(fabric, names)
     else:
-        ppn = args.ppn or int(fabric.host_cores.max())
-        ranks = args.ranks or ppn * fabric.n_hosts
+        ranks, ppn = job_shape(args, fabric)
         build = Placement.block if args.placement == "block" else Placement.cyclic
         placement = build(fabric, ranks, ppn)
     if args.report:

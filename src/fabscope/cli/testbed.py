@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+
+from fabscope.cli.options import examples
 import json
 import sys
 
@@ -10,10 +12,18 @@ import sys
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("testbed", help="an emulated fabric on this machine: namespaces, shaped veths, routes",
                        description="Network namespaces as hosts and switches, veth cables shaped by tc, the "
-                                   "fabric's routing as static routes.  Needs root.  See docs/testbed.md.")
+                                   "fabric's routing as static routes.  Needs root.  See docs/testbed.md.",
+                       epilog=examples("sudo fabscope testbed up --fabric fat-tree:k=4,levels=2 --name tb1",
+                                       "sudo fabscope testbed status",
+                                       "sudo fabscope testbed down tb1"))
     tsub = p.add_subparsers(dest="action", metavar="ACTION")
     tsub.required = True
-    u = tsub.add_parser("up", help="make a testbed (idempotent per name)")
+    u = tsub.add_parser("up", help="make a testbed (idempotent per name)",
+                        description="Make the fabric's hosts and switches as network namespaces, its cables as "
+                                    "veth pairs shaped by tc to --rate (scaled), and its routes as static routes. "
+                                    "Running it again with the same name keeps what exists.",
+                        epilog=examples("sudo fabscope testbed up --fabric fat-tree:k=4,levels=2 --name tb1",
+                                        "sudo fabscope testbed up --fabric fabric.json --rate 200Mbit --name real1"))
     u.add_argument("--fabric", required=True, help="fabric spec or JSON file (e.g. fat-tree:k=4,levels=2)")
     u.add_argument("--rate", default="100Mbit",
                    help="rate of the fabric's fastest link here; every link is scaled by the same factor "
@@ -24,25 +34,42 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--routing", help="routing engine (default: the fabric's own; tables for imported ones)")
     u.add_argument("--name", default="tb1", help="testbed name, 1-8 letters/digits (default: tb1)")
     u.set_defaults(func=_up)
-    d = tsub.add_parser("down", help="remove everything a testbed made (also after a crash)")
-    d.add_argument("name")
+    d = tsub.add_parser("down", help="remove everything a testbed made (also after a crash)",
+                        description="Remove a testbed's namespaces, links and state, also what a crashed 'up' "
+                                    "left behind.",
+                        epilog=examples("sudo fabscope testbed down tb1", "sudo fabscope testbed down real1"))
+    d.add_argument("name", help="testbed name, as given to 'testbed up --name' (see 'fabscope testbed status')")
     d.set_defaults(func=_down)
-    s = tsub.add_parser("status", help="list testbeds and what of them exists")
-    s.add_argument("name", nargs="?")
+    s = tsub.add_parser("status", help="list testbeds and what of them exists",
+                        description="List the testbeds on this machine: fabric, rate, routing, faults, and whether "
+                                    "every namespace still exists.",
+                        epilog=examples("sudo fabscope testbed status", "sudo fabscope testbed status tb1 --json"))
+    s.add_argument("name", nargs="?", help="only this testbed (default: all)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.set_defaults(func=_status)
-    g = tsub.add_parser("degrade", help="set one cable's rate (both directions)")
-    g.add_argument("name")
+    g = tsub.add_parser("degrade", help="set one cable's rate (both directions)",
+                        description="Set one cable's rate in both directions (tc), routes unchanged: a cable that "
+                                    "trained at a lower speed.",
+                        epilog=examples("sudo fabscope testbed degrade tb1 \"s1-0001[3]\" --rate 50Mbit",
+                                        "sudo fabscope testbed degrade tb1 \"s1-0000[1]\" --rate 10Mbit"))
+    g.add_argument("name", help="testbed name, as given to 'testbed up --name' (see 'fabscope testbed status')")
     g.add_argument("link", help="node[port], e.g. s1-0001[3]")
     g.add_argument("--rate", required=True, help="new rate, e.g. 50Mbit (as --rate of up: before scaling "
                                                  "to payload)")
     g.set_defaults(func=_degrade)
-    c = tsub.add_parser("cut", help="take one cable down; routes are recomputed as the fabric's routing would")
-    c.add_argument("name")
+    c = tsub.add_parser("cut", help="take one cable down; routes are recomputed as the fabric's routing would",
+                        description="Take one cable down and recompute the static routes as the fabric's routing "
+                                    "would after the failure.",
+                        epilog=examples("sudo fabscope testbed cut tb1 \"s1-0001[3]\"",
+                                        "sudo fabscope testbed cut real1 \"s1-0000[1]\""))
+    c.add_argument("name", help="testbed name, as given to 'testbed up --name' (see 'fabscope testbed status')")
     c.add_argument("link", help="node[port]")
     c.set_defaults(func=_cut)
-    r = tsub.add_parser("restore", help="undo degrade and cut (one link, or all)")
-    r.add_argument("name")
+    r = tsub.add_parser("restore", help="undo degrade and cut (one link, or all)",
+                        description="Undo 'degrade' and 'cut' on one cable, or on every cable of the testbed.",
+                        epilog=examples("sudo fabscope testbed restore tb1 \"s1-0001[3]\"",
+                                        "sudo fabscope testbed restore tb1"))
+    r.add_argument("name", help="testbed name, as given to 'testbed up --name' (see 'fabscope testbed status')")
     r.add_argument("link", nargs="?", help="node[port] (default: every fault)")
     r.set_defaults(func=_restore)
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from fabscope.units import plural
 from fabscope.fabric.model import MB
 from fabscope.result import Result
 from fabscope.diagnose.measured import DiagnoseError, Measured, load_measured, read_source
@@ -177,8 +178,8 @@ def compare_lines(result: Result, top: int = 15) -> list[str]:
     """The text ``fabscope compare`` prints: per class, then the pairs furthest from the model."""
     m = result.meta
     p = result.pairs
-    out = [f"{m.get('fabric')}, routing {m.get('routing')}: {len(p['ratio'])} measured pairs"
-           + (f" in {m['scenarios']} concurrent sets" if m.get("scenarios") else "")
+    out = [f"{m.get('fabric')}, routing {m.get('routing')}: {plural(len(p['ratio']), 'measured pair')}"
+           + (f" in {plural(m['scenarios'], 'concurrent set')}" if m.get("scenarios") else "")
            + f" ({', '.join(m.get('tests') or [])})",
            f"model: {model_line(m)}",
            f"{'class':<14}{'pairs':>7}{'measured':>11}{'modeled':>11}{'ratio':>7}{'min':>7}{'max':>7}   [MB/s]"]

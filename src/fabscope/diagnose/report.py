@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabscope.diagnose.timemodel import model_line
+from fabscope.units import plural
 from fabscope.fabric.model import MB
 from fabscope.result import Result
 
@@ -13,7 +14,8 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
     m, p, x = result.meta, result.pairs, result.extra
     n = len(p["ratio"])
     ex = x["explained"]
-    out = [f"{m['fabric']}, routing {m['routing']}: {n} inter-node pairs in {m['scenarios']} concurrent sets "
+    out = [f"{m['fabric']}, routing {m['routing']}: {plural(n, 'inter-node pair')} in "
+           f"{plural(m['scenarios'], 'concurrent set')} "
            f"({', '.join(m['tests'])})",
            f"model: {model_line(m)}",
            f"measured/modeled: median {m['efficiency']:.3f} (the share of the model's rate the MPI gets), "
@@ -44,7 +46,7 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
         lim = np.asarray(p["limit"])[cont]
         names, counts = np.unique(lim[lim != ""], return_counts=True)
         order = np.argsort(-counts)[:3]
-        out.append(f"explained by the routes (contention): {len(cont)} pairs, limited most often by "
+        out.append(f"explained by the routes (contention): {plural(len(cont), 'pair')}, limited most often by "
                    + "; ".join(f"{names[i]} ({counts[i]})" for i in order))
     bad = np.flatnonzero(lab == "unexplained")
     if len(bad):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from fabscope.errors import MeasureError
+from fabscope.units import plural
 from fabscope.fabric.model import MB, Fabric
 from fabscope.measure.classes import PLAIN_LABELS, classify  # noqa: F401  (classify: re-exported)
 
@@ -64,13 +65,17 @@ def wait_loop(run: "BenchRun") -> str:
     >>> r.ranks.update(host=["h0", "h1"], machine_ranks=[2, 2], machine_cpus=[1, 1], wait=["yield", "yield"])
     >>> wait_loop(r)
     'wait loop: yield on all 2 ranks (auto: the machine of host h0 runs 2 ranks on 1 CPU of their affinity sets)'
+    >>> r.ranks = {"host": ["vm"], "cpus": [1], "host_cpus": [1], "wait": ["spin"]}
+    >>> wait_loop(r)
+    'wait loop: spin on the 1 rank (auto: no host runs more ranks than CPUs in their affinity sets)'
     """
     waits = list(run.ranks.get("wait") or [])
     mode = run.header.get("yield_mode")
     if not waits:  # a file of an older fabscope-bench: rank 0's choice only
         return f"wait loop: {run.header.get('yield', 'unknown')} (rank 0; not recorded per rank)"
     kinds = sorted(set(waits))
-    who = f"{kinds[0]} on all {len(waits)} ranks" if len(kinds) == 1 else \
+    who = (f"{kinds[0]} on the 1 rank" if len(waits) == 1 else f"{kinds[0]} on all {len(waits)} ranks") \
+        if len(kinds) == 1 else \
         ", ".join(f"{k} on ranks {[i for i, w in enumerate(waits) if w == k]}" for k in kinds)
     if mode in ("on", "off"):
         return f"wait loop: {who} (forced by --yield {mode})"
@@ -81,14 +86,14 @@ def wait_loop(run: "BenchRun") -> str:
         n = hosts.count(h)
         c = hcpus[hosts.index(h)] if len(hcpus) == len(hosts) else None
         if c is not None and n > c:
-            over.append(f"host {h} runs {n} ranks on {c} CPU{'s' * (c != 1)} of their affinity sets")
+            over.append(f"host {h} runs {n} ranks on {plural(c, 'CPU')} of their affinity sets")
     # emulated hosts (namespaces, containers) of one kernel share its CPUs: the machine counts too
     mr, mc = list(run.ranks.get("machine_ranks") or []), list(run.ranks.get("machine_cpus") or [])
     if len(mr) == len(hosts) == len(mc) and not over:
         worst = max(range(len(mr)), key=lambda r: mr[r] - mc[r]) if mr else None
         if worst is not None and mr[worst] > mc[worst]:
-            over.append(f"the machine of host {hosts[worst]} runs {mr[worst]} ranks on {mc[worst]} "
-                        f"CPU{'s' * (mc[worst] != 1)} of their affinity sets")
+            over.append(f"the machine of host {hosts[worst]} runs {mr[worst]} ranks on "
+                        f"{plural(mc[worst], 'CPU')} of their affinity sets")
     why = "; ".join(over[:2]) if over else "no host runs more ranks than CPUs in their affinity sets"
     return f"wait loop: {who} (auto: {why})"
 

@@ -82,4 +82,7 @@ def write_report(runs: Sequence[Run], path: str | os.PathLike[str], title: str |
     secs = list(sections) if sections is not None else report_sections(runs, progress)
     if progress:
         progress("writing the page")
-    return html.write(path, secs, [r.path or r.label for r in runs], title or default_title(runs))
+    # the files by name: a folder of the machine that wrote the page says nothing to its reader
+    names = [" against ".join(os.path.basename(p) for p in r.path.split(" against ")) if r.path else r.label
+             for r in runs]
+    return html.write(path, secs, names, title or default_title(runs))

@@ -86,12 +86,25 @@ def pair_matrix(row: np.ndarray, col: np.ndarray, value: np.ndarray, n: int, how
     return out.reshape(n, n)
 
 
+def colour_range(values: np.ndarray) -> tuple[float, float]:
+    """The colour bar's span: the values' range, from 0 when they spread less than a tenth of the largest
+    (one pair, or pairs that all ran alike, get a bar from 0 to their figure, not one under 1 MB/s wide).
+
+    >>> colour_range(np.array([1836.2, 1836.6])), colour_range(np.array([500.0, 3000.0]))
+    ((0.0, 1836.6), (500.0, 3000.0))
+    """
+    if not len(values):
+        return 0.0, 1.0
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo < 0.1 * abs(hi):
+        lo = min(0.0, lo)
+    return lo, (hi if hi > lo else lo + 1.0)
+
+
 def _heat_z(m: np.ndarray) -> tuple[np.ndarray, float, float, Any]:
     """z array, colour range and colour scale; uint16 (missing = 0, drawn white) for large matrices."""
     fin = m[np.isfinite(m)]
-    lo, hi = (float(fin.min()), float(fin.max())) if len(fin) else (0.0, 1.0)
-    if hi <= lo:
-        hi = lo + 1.0
+    lo, hi = colour_range(fin)
     if m.size <= FLOAT_CELLS or hi >= 65000:
         return m.astype(np.float32), lo, hi, COLORSCALE
     z = np.where(np.isfinite(m), np.clip(np.rint(m), 1, 65535), 0).astype(np.uint16)
@@ -116,18 +129,25 @@ def heatmap(m: np.ndarray, labels: Sequence[str], axis: str, title: str, name: s
         hovertemplate=f"from %{{y}}<br>to %{{x}}<br>%{{z:.0f}} {unit}<extra></extra>"))
     _blocks(fig, blocks, lab)
     n = len(lab)
-    ax = dict(title=f"destination {axis}", showticklabels=n <= 40, type="category", automargin=True)
+    step = max(1, int(np.ceil(n / 40)))     # every k-th label where there are many
+    ax = dict(title=f"destination {axis}", type="category", automargin=True, tickvals=lab[::step],
+              ticktext=[x.split(" (")[0] if n > 40 else x for x in lab[::step]], constrain="domain")
     _layout(fig, title, xaxis=ax, yaxis=dict(ax, title=f"source {axis}", autorange="reversed"),
             width=None, height=None)
     return Picture(name, title, fig, caption, 760, 680)
+
+
+#: near-set outlines: a dark line under a light one, seen on dark cells and on the white of empty ones
+OUTLINES = (("#222222", 3.0), ("#ff7f0e", 1.5))
 
 
 def _blocks(fig: go.Figure, blocks: Sequence[tuple[int, int]], lab: Sequence[str], **ref: str) -> None:
     for a, b in blocks:          # index range [a, b) on both axes
         if b - a < 2:
             continue
-        fig.add_shape(type="rect", x0=a - 0.5, x1=b - 0.5, y0=a - 0.5, y1=b - 0.5,
-                      line=dict(color="white", width=1.5), fillcolor="rgba(0,0,0,0)", **ref)
+        for colour, width in OUTLINES:
+            fig.add_shape(type="rect", x0=a - 0.5, x1=b - 0.5, y0=a - 0.5, y1=b - 0.5, layer="above",
+                          line=dict(color=colour, width=width), fillcolor="rgba(0,0,0,0)", **ref)
 
 
 def leaf_heatmaps(result: Result, fabric: Fabric) -> Picture | None:
@@ -146,8 +166,18 @@ def leaf_heatmaps(result: Result, fabric: Fabric) -> Picture | None:
     last = {int(l): i for i, l in enumerate(leaf)}
     nset = np.array([int(near[first[int(l)]]) if near is not None else 0 for l in lm.leaves])
     order = np.lexsort((lm.leaves, nset))
-    labels = [f"leaf {int(lm.leaves[i])} ({hosts[first[int(lm.leaves[i])]]}..{hosts[last[int(lm.leaves[i])]]})"
+    def name(l: int) -> str:
+        """The leaf switch's own name (as the links and the terminal name it), else 'leaf N'."""
+        out = np.flatnonzero(fabric.link_src == first[l])
+        peer = int(fabric.link_dst[out[0]]) if len(out) else -1
+        return fabric.node_names[peer] if peer >= fabric.n_hosts else f"leaf {l}"
+
+    labels = [f"{name(int(lm.leaves[i]))} ({hosts[first[int(lm.leaves[i])]]}..{hosts[last[int(lm.leaves[i])]]})"
               for i in order]
+    # ticks: the leaf's name (hover gives its hosts); every k-th leaf where there are many
+    step = max(1, int(np.ceil(len(labels) / 24)))
+    tickvals = labels[::step]
+    ticktext = [lab.split(" (")[0] for lab in tickvals]
     blocks = []
     if near is not None:
         ns = nset[order]
@@ -155,7 +185,7 @@ def leaf_heatmaps(result: Result, fabric: Fabric) -> Picture | None:
         blocks = list(zip(cuts[:-1], cuts[1:]))
     mats = {k: getattr(lm, k)[np.ix_(order, order)] for k in ("max", "avg", "min")}
     fin = np.concatenate([m[np.isfinite(m)] for m in mats.values()])
-    lo, hi = float(fin.min()), float(max(fin.max(), fin.min() + 1))
+    lo, hi = colour_range(fin)
     fig = make_subplots(rows=1, cols=3, subplot_titles=("Max", "Average", "Min"), horizontal_spacing=0.04)
     for j, (k, m) in enumerate(mats.items(), 1):
         fig.add_trace(go.Heatmap(
@@ -163,11 +193,15 @@ def leaf_heatmaps(result: Result, fabric: Fabric) -> Picture | None:
             hovertemplate=f"%{{y}}<br>%{{x}}<br>{k} of the node pairs: %{{z:.0f}} MB/s<extra></extra>"), 1, j)
         ref = "" if j == 1 else str(j)
         _blocks(fig, blocks, labels, xref=f"x{ref}", yref=f"y{ref}")
-        fig.update_xaxes(type="category", showticklabels=False, row=1, col=j, title="leaf", scaleanchor=f"y{ref}")
-        fig.update_yaxes(type="category", showticklabels=False, autorange="reversed", row=1, col=j)
+        # square cells, the axes shrunk to the matrix (constrain): no empty band above or below it
+        fig.update_xaxes(type="category", tickvals=tickvals, ticktext=ticktext, tickangle=-90, tickfont=dict(size=9),
+                         row=1, col=j, title="destination leaf", scaleanchor=f"y{ref}", constrain="domain")
+        fig.update_yaxes(type="category", tickvals=tickvals, ticktext=ticktext, tickfont=dict(size=9),
+                         autorange="reversed", row=1, col=j, constrain="domain",
+                         title="source leaf" if j == 1 else None)
     _layout(fig, "Leaf by leaf: bandwidth of the node pairs between two leaves [MB/s]",
             coloraxis=dict(colorscale=COLORSCALE, cmin=lo, cmax=hi, colorbar=dict(title="MB/s")))
-    cap = ("Rows and columns are leaves ordered by near set" + (" (outlined)" if blocks else "")
+    cap = ("Rows and columns are leaves ordered by near set" + (" (outlined: dark and orange)" if blocks else "")
            + "; each cell is the max, average or min bandwidth of the node pairs between the two leaves.")
     return Picture("leaf-matrix", "Leaf-by-leaf matrices", fig, cap, 1500, 560)
 
@@ -345,31 +379,75 @@ def compare_scatter(result: Result, furthest: np.ndarray, routes: Sequence[str] 
 
 
 # ---- links -------------------------------------------------------------------------
-def hot_links(result: Result) -> Picture | None:
-    """The most loaded links (utilisation) and, per class, the links that limit its pairs."""
+#: colours of link levels (left panel of :func:`hot_links`): greys and browns, none of the classes' colours
+LEVEL_COLOURS = ["#555555", "#a6761d", "#b3b3b3", "#e6ab02", "#666666"]
+
+
+def link_level(fabric: Fabric | None, link: int) -> str:
+    """Which levels a directed link joins: 'host - leaf', 'leaf - level 2', ... (switch levels count from 1, the
+    leaves; on Itasca level 2 is the directors' line switches, level 3 their spines).
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> f = fat_tree(k=4, levels=2)
+    >>> link_level(f, 0), link_level(f, f.n_links - 1), link_level(None, 0)
+    ('host - leaf', 'leaf - level 2', 'link')
+    """
+    if fabric is None or fabric.switch_level is None:
+        return "link"
+    def tier(node: int) -> int:
+        return 0 if node < fabric.n_hosts else int(fabric.switch_level[node - fabric.n_hosts])
+    names = {0: "host", 1: "leaf"}
+    a, b = sorted((tier(int(fabric.link_src[link])), tier(int(fabric.link_dst[link]))))
+    return f"{names.get(a, f'level {a}')} - {names.get(b, f'level {b}')}"
+
+
+def hot_links(result: Result, fabric: Fabric | None = None) -> Picture | None:
+    """The most loaded links (utilisation, coloured by the level they join) and, per class, the links that limit
+    its pairs (coloured by class, as the other pictures colour classes)."""
     hot = result.extra.get("hot_links") or []
     lim = result.extra.get("limiting_links") or {}
     if not hot and not lim:
         return None
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("Most loaded links [% of capacity]",
-                                                        "Links that limit each class [flows held back]"),
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Most loaded links [% of capacity], by link level",
+                                                        "Links that limit each class [flows held back], by class"),
                         horizontal_spacing=0.32)
     if hot:
-        names = [h["name"] for h in hot][::-1]
-        fig.add_trace(go.Bar(y=names, x=[100 * h["utilisation"] for h in hot][::-1], orientation="h",
-                             customdata=[h["load"] / MB for h in hot][::-1], marker_color="#1f77b4", showlegend=False,
-                             hovertemplate="%{y}<br>%{x:.1f} % used, %{customdata:.0f} MB/s<extra></extra>"), 1, 1)
-    for i, (label, items) in enumerate(lim.items()):
+        rows = hot[::-1]
+        levels = [link_level(fabric, int(h["link"])) if "link" in h else "link" for h in rows]
+        for k, lev in enumerate(dict.fromkeys(levels)):
+            sel = [h for h, lv in zip(rows, levels) if lv == lev]
+            fig.add_trace(go.Bar(y=[h["name"] for h in sel], x=[100 * h["utilisation"] for h in sel], orientation="h",
+                                 customdata=[h["load"] / MB for h in sel], name=f"link: {lev}", offsetgroup="load",
+                                 marker_color=LEVEL_COLOURS[k % len(LEVEL_COLOURS)], legendgroup="levels",
+                                 legendgrouptitle_text="left: link level",
+                                 hovertemplate="%{y}<br>%{x:.1f} % used, %{customdata:.4g} MB/s<extra></extra>"), 1, 1)
+        fig.update_yaxes(categoryorder="array", categoryarray=[h["name"] for h in rows], row=1, col=1)
+    for label, items in lim.items():
+        i = result.class_labels.index(label) if label in result.class_labels else len(result.class_labels)
         top = items[:5][::-1]
-        fig.add_trace(go.Bar(y=[x["name"] for x in top], x=[x["flows"] for x in top], orientation="h", name=label,
-                             marker_color=color(i),
+        fig.add_trace(go.Bar(y=[x["name"] for x in top], x=[x["flows"] for x in top], orientation="h",
+                             name=f"class: {label}", marker_color=color(i), legendgroup="classes",
+                             legendgrouptitle_text="right: class of pair",
                              hovertemplate=f"{label}<br>%{{y}}<br>limits %{{x}} flows<extra></extra>"), 1, 2)
     fig.update_yaxes(automargin=True, tickfont=dict(size=10))
     _layout(fig, "Links: load and the pairs they limit", barmode="group", legend=dict(orientation="h", y=-0.15),
             height=max(420, 26 * max(len(hot), sum(min(5, len(v)) for v in lim.values()))))
     return Picture("links", "Most loaded links", fig,
-                   "Left: utilisation of the busiest directed links. Right: how many flows each link holds back, "
-                   "by class of pair.", 1300, 560)
+                   "Left: utilisation of the busiest directed links, coloured by the level of the fabric they join. "
+                   "Right: how many flows each link holds back, coloured by class of pair.", 1300, 560)
+
+
+def suspect_name(s: Mapping[str, Any]) -> str:
+    """A suspect as a person reads it: 'cable s1-0000[8] -- s2-0003[1]' or 'host h0009 (its cable)'.
+
+    >>> suspect_name({"name": "h0009", "host": "h0009", "link": 18}), suspect_name({"link": 0, "host": None})
+    ('host h0009 (its NIC or cable)', 'cable of link 0')
+    """
+    if s.get("host"):
+        return f"host {s['host']} (its NIC or cable)"
+    if s.get("name"):
+        return f"cable {s['name']}"
+    return f"cable of link {s.get('link')}" if s.get("link") is not None else "unnamed suspect"
 
 
 def suspects(result: Result) -> Picture | None:
@@ -377,7 +455,7 @@ def suspects(result: Result) -> Picture | None:
     sus = result.extra.get("suspects") or []
     if not sus:
         return None
-    names = [s.get("name") or str(s.get("link") or s.get("host")) for s in sus][::-1]
+    names = [suspect_name(s) for s in sus][::-1]
     est = [float(s.get("capacity") or 0) / MB for s in sus][::-1]
     nom = [float(s.get("nominal") or 0) / MB for s in sus][::-1]
     conf = [float(s.get("confidence") or 0) for s in sus][::-1]
@@ -385,10 +463,10 @@ def suspects(result: Result) -> Picture | None:
     cd = np.stack([conf, npairs], 1)
     fig = go.Figure([
         go.Bar(y=names, x=nom, orientation="h", name="nominal", marker_color="#bbbbbb", customdata=cd,
-               hovertemplate="%{y}<br>nominal %{x:.0f} MB/s<extra></extra>"),
+               hovertemplate="%{y}<br>nominal %{x:.4g} MB/s<extra></extra>"),
         go.Bar(y=names, x=est, orientation="h", name="estimated", marker=dict(color=conf, colorscale="Reds", cmin=0,
                                                                               cmax=1, colorbar=dict(title="confidence")),
-               customdata=cd, hovertemplate=("%{y}<br>estimated %{x:.0f} MB/s<br>confidence %{customdata[0]:.2f}"
+               customdata=cd, hovertemplate=("%{y}<br>estimated %{x:.4g} MB/s<br>confidence %{customdata[0]:.2f}"
                                              "<br>%{customdata[1]} pairs explained<extra></extra>"))])
     fig.update_yaxes(automargin=True)
     _layout(fig, "Diagnosis: suspects, estimated against nominal capacity [MB/s]", barmode="overlay",
@@ -442,7 +520,8 @@ def fabric_drawing(fabric: Fabric, result: Result | None, max_nodes: int = 160) 
     n_h = fabric.n_hosts
     util = np.zeros(fabric.n_links)
     load = np.zeros(fabric.n_links)
-    if result is not None and result.links is not None and len(result.links.get("link", [])):
+    if result is not None and result.links is not None and len(result.links.get("link", [])) \
+            and "load" in result.links:    # a diagnosis's links carry estimates, not loads
         lid = np.asarray(result.links["link"], np.int64)
         load[lid] = np.asarray(result.links["load"], float)
         util[lid] = load[lid] / np.asarray(result.links["capacity"], float)

@@ -53,6 +53,33 @@ def _f(x: float, nd: int = 2) -> str:
     return "" if x is None or not np.isfinite(x) else f"{x:.{nd}f}"
 
 
+def mbs(x: float) -> str:
+    """A rate in MB/s with the digits it needs: whole MB/s from 100 up, else three significant digits.
+
+    >>> mbs(3071.4), mbs(1.25), mbs(12.5), mbs(0.0123), mbs(float("nan"))
+    ('3071', '1.25', '12.5', '0.0123', '')
+    """
+    if x is None or not np.isfinite(x):
+        return ""
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+#: what each count of a diagnosis's ``explained`` means (Diagnosis.counts)
+EXPLAINED = {"nominal": "at the modeled rate", "contention": "explained by contention on the routes",
+             "suspect": "explained by the suspects", "unexplained": "unexplained", "faster": "faster than modeled"}
+
+
+def explained_note(ex: Any) -> str:
+    """A diagnosis's counts of pairs in words.
+
+    >>> explained_note({"nominal": 55, "contention": 21, "suspect": 1})
+    'pairs: 55 at the modeled rate, 21 explained by contention on the routes, 1 explained by the suspects'
+    """
+    if isinstance(ex, dict):
+        return "pairs: " + ", ".join(f"{v} {EXPLAINED.get(k, k)}" for k, v in ex.items())
+    return f"explained: {ex}"
+
+
 # ---- tables ---------------------------------------------------------------------
 def class_rows(r: Result, title: str = "Max / Average / Min by class") -> Table:
     """The seeds' table; with the seed's own figures beside when the run is one the seed measured."""
@@ -99,9 +126,9 @@ def pair_rows(r: Result, idx: Sequence[int], title: str, routes: Callable[[np.nd
                str(p["src_host"][i]) if "src_host" in p else "", str(p["dst_host"][i]) if "dst_host" in p else "",
                r.class_labels[int(p["cls"][i])]]
         if has_cmp:
-            row += [_f(p["measured"][i] / MB, 0), _f(p["modeled"][i] / MB, 0), _f(p["ratio"][i], 3)]
+            row += [mbs(p["measured"][i] / MB), mbs(p["modeled"][i] / MB), _f(p["ratio"][i], 3)]
         else:
-            row += [_f(p["bandwidth"][i] / MB, 0)]
+            row += [mbs(p["bandwidth"][i] / MB)]
         if route:
             row.append(route[k])
         rows.append(row)
@@ -134,7 +161,7 @@ def link_rows(r: Result) -> Table | None:
     hot = r.extra.get("hot_links") or []
     if not hot:
         return None
-    rows = [[h["name"], _f(h["load"] / MB, 0), _f(100 * h["utilisation"], 1)] for h in hot]
+    rows = [[h["name"], mbs(h["load"] / MB), _f(100 * h["utilisation"], 1)] for h in hot]
     return Table("Most loaded links", ["link", "load [MB/s]", "utilisation [%]"], rows)
 
 
@@ -142,19 +169,18 @@ def suspect_rows(r: Result) -> Table | None:
     sus = r.extra.get("suspects") or []
     if not sus:
         return None
-    rows = [[str(s.get("name")), str(s.get("link") if s.get("link") is not None else s.get("host") or ""),
-             _f(float(s.get("capacity") or 0) / MB, 0), _f(float(s.get("nominal") or 0) / MB, 0),
+    rows = [[fg.suspect_name(s), mbs(float(s.get("capacity") or 0) / MB), mbs(float(s.get("nominal") or 0) / MB),
              _f(float(s.get("confidence") or 0), 2), str(len(s.get("pairs") or []))] for s in sus]
     ex = r.extra.get("explained")
-    return Table("Diagnosis: suspects", ["suspect", "link or host", "estimated MB/s", "nominal MB/s", "confidence",
-                                         "pairs"], rows, f"explained: {ex}" if ex is not None else "")
+    return Table("Diagnosis: suspects", ["suspect", "estimated MB/s", "nominal MB/s", "confidence", "pairs"], rows,
+                 explained_note(ex) if ex is not None else "")
 
 
 def criticality_rows(r: Result, top: int = 20) -> Table | None:
     crit = sorted(r.extra.get("criticality") or [], key=lambda c: -float(c.get("lost", 0)))[:top]
     if not crit:
         return None
-    rows = [[str(c.get("cable")), _f(float(c.get("lost", 0)) / MB, 0), str(c.get("losing_pairs", "")),
+    rows = [[str(c.get("cable")), mbs(float(c.get("lost", 0)) / MB), str(c.get("losing_pairs", "")),
              " ".join(str(x) for x in c.get("links") or [])] for c in crit]
     return Table("Criticality: the cables whose loss costs most", ["cable", "lost MB/s", "pairs losing", "links"],
                  rows)
@@ -170,14 +196,28 @@ def mapping_rows(rows: list[dict[str, Any]]) -> Table | None:
 
 
 # ---- one run ---------------------------------------------------------------------------
+#: the facts a section lists, and the words they are shown with
+FACTS = {"kind": "kind", "fabric": "fabric", "routing": "routing", "model": "model", "pattern": "pattern",
+         "ranks": "ranks", "ppn": "ranks per node", "size_text": "message size", "seed": "pattern seed",
+         "test": "test", "mpi_library": "MPI", "status": "status", "matched_pairs": "matched pairs",
+         "fabscope_version": "fabscope"}
+
+
 def facts(run: Run) -> list[tuple[str, str]]:
+    """The run's facts: the file it was read from (its name, never a title), then what its metadata says."""
+    import os
+
     r = run.result
     m = r.meta if r is not None else {}
-    keys = ("kind", "fabric", "routing", "model", "pattern", "ranks", "ppn", "size_text", "seed", "test",
-            "mpi_library", "status", "matched_pairs", "fabscope_version")
-    out = [("file", run.path or run.label)]
-    out += [(k, str(m[k])) for k in keys if m.get(k) not in (None, "")]
-    if r is not None:
+    names = " against ".join(os.path.basename(p) for p in run.path.split(" against ")) if run.path else ""
+    out = [("file", names)] if names else []
+    # a seed says which random pairs ran: not a fact of a sweep or of a test without random choices
+    unseeded = m.get("kind") == "measure" and not any(w in str(m.get("test") or "") for w in ("random", "bisection"))
+    out += [(word, str(m[k])) for k, word in FACTS.items()
+            if m.get(k) not in (None, "") and not (k == "seed" and (unseeded or is_sweep(r)))]
+    if is_sweep(r):
+        out.append(("message sizes", f"{len(np.unique(r.pairs['bytes'])):,}"))
+    elif r is not None:
         out.append(("pairs", f"{r.n_pairs:,}"))
     return out
 
@@ -238,13 +278,33 @@ def size_series(run: Run) -> tuple[dict[str, tuple[np.ndarray, np.ndarray, np.nd
     return series, fit, fit_label
 
 
+def is_sweep(r: Result | None) -> bool:
+    """A run whose pairs are one pair (or one set of pairs) measured at several message sizes: pingpong, bw, ...
+
+    >>> from fabscope.result import Result
+    >>> mk = lambda b: Result(meta={}, class_labels=("X",), pairs={"cls": np.zeros(len(b), int), "bytes": np.array(b),
+    ...                                                        "bandwidth": np.ones(len(b))})
+    >>> is_sweep(mk([1, 2, 4, 8])), is_sweep(mk([2**20] * 4)), is_sweep(None)
+    (True, False, False)
+    """
+    if r is None or not r.n_pairs or "bytes" not in r.pairs:
+        return False
+    return len(np.unique(np.asarray(r.pairs["bytes"]))) > 1
+
+
 def run_section(run: Run, title: str | None = None) -> Section:
     """Everything the report shows about one run."""
     r = run.result
     sec = Section(title or run.label, facts(run))
-    if run.bench is not None:
+    if run.bench is not None and run.bench.describe() not in dict(sec.facts).values():   # said once
         sec.notes.append(run.bench.describe())
-    if r is not None and r.n_pairs:
+    sweep = is_sweep(r)
+    if sweep:
+        sizes = np.unique(r.pairs["bytes"])
+        sec.notes.append(f"a sweep of {len(sizes)} message sizes, {int(sizes[0]):,} to {int(sizes[-1]):,} B: "
+                         "drawn as curves against message size (a class table or box of its figures would mix "
+                         "sizes)")
+    if r is not None and r.n_pairs and not sweep:
         is_cmp = "measured" in r.pairs and "modeled" in r.pairs
         sec.tables.append(compare_rows(r) if is_cmp else class_rows(r))
         if is_cmp:
@@ -286,7 +346,7 @@ def run_section(run: Run, title: str | None = None) -> Section:
         if bal:
             sec.tables.append(balance_rows(bal))
     if r is not None:
-        for pic, tab in ((fg.hot_links(r), link_rows(r)), (fg.suspects(r), suspect_rows(r)),
+        for pic, tab in ((fg.hot_links(r, run.fabric), link_rows(r)), (fg.suspects(r), suspect_rows(r)),
                          (fg.criticality(r), criticality_rows(r))):
             if tab:
                 sec.tables.append(tab)

@@ -29,7 +29,7 @@ def class_cells(rows: Sequence[ClassSummary],
     """
     cols = ["Max", "Average", "Min", "[MB/sec]", "pairs"]
     if seed:
-        cols += ["seed Max", "Average", "Min"]
+        cols += ["seed 000 (measured) Max", "Average", "Min"]
     cells = []
     for r in rows:
         row = [f"{r.max:.2f}", f"{r.avg:.2f}", f"{r.min:.2f}", r.label, str(r.count)]
@@ -59,11 +59,16 @@ def print_result(result: Result, console: Console | None = None,
     """Print a run's header, its class table and the links that limit each class."""
     con = console or Console()
     m = result.meta
+    params = {k: v for k, v in (m.get("pattern_params") or {}).items() if k != "seed"}   # said once, below
+    pattern = m.get("pattern")
+    if pattern and params:   # the parameters used, given or defaulted (leaf-offset's offset, ...)
+        said = ", ".join(str(k).replace("_", " ") + f" {v}" for k, v in params.items())
+        pattern = f"{pattern} ({said})"
     head = ", ".join(str(x) for x in (
         m.get("fabric"), f"routing {m.get('routing')}" if m.get("routing") else None,
-        f"model {m.get('model')}" if m.get("model") else None, m.get("pattern"),
+        f"model {m.get('model')}" if m.get("model") else None, pattern,
         f"{m.get('ranks')} ranks" + (f" ({m.get('ppn')} per node)" if m.get("ppn") else ""),
-        m.get("size_text"), f"seed {m.get('seed')}" if m.get("seed") is not None else None) if x)
+        m.get("size_text"), f"pattern seed {m.get('seed')}" if m.get("seed") is not None else None) if x)
     con.print(f"[bold]{head}[/bold]")
     con.print(class_table(result.summary(merge=merge), seed=seed))
     lim = result.extra.get("limiting_links") or {}

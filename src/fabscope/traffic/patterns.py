@@ -57,8 +57,12 @@ def _leaves(fabric: Fabric, placement: Placement, nodes_per_leaf: int, pattern: 
         out.setdefault(int(leaf[h]), []).append(first_rank[h])
     full = [np.array(v[:nodes_per_leaf]) for _, v in sorted(out.items()) if len(v) >= nodes_per_leaf]
     if len(full) < 2:
+        sizes = sorted((len(v) for v in out.values()), reverse=True)
+        fit = sizes[1] if len(sizes) >= 2 else 0
+        hint = (f"; the second fullest leaf has {fit}: try {pattern}:nodes_per_leaf={fit}"
+                if 1 <= fit < nodes_per_leaf else "")
         raise TrafficError(f"{pattern} needs at least 2 leaves with {nodes_per_leaf} nodes of the job; "
-                           f"the job has {len(full)}")
+                           f"the job has {len(full)}{hint}")
     return full
 
 

@@ -34,6 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fabscope.units import plural
 from fabscope.errors import FabricError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
@@ -149,7 +150,8 @@ class WhatIf:
             out.append(f"{b.label:<14}{b.count:>7}  {b.max:8.0f} {b.avg:8.0f} {b.min:8.0f}  "
                        f"{a.max:8.0f} {a.avg:8.0f} {a.min:8.0f}")
         loss = self.loss
-        out.append(f"{self.n_losing} of {len(loss)} pairs lose bandwidth"
+        out.append(f"{self.n_losing} of {plural(len(loss), 'pair')} lose"
+                   + ("s" if len(loss) == 1 else "") + " bandwidth"
                    + (f"; worst loses {100 * self.worst_loss:.0f}%" if self.n_losing else ""))
         total = float(self.bw_before.sum())
         if self.bw_own is not None and total > 0:
