@@ -16,7 +16,7 @@ def add_parser(fs: argparse._SubParsersAction) -> None:
                       epilog=examples("fabscope fabric critical --fabric fat-tree:k=4,levels=2 --workers 0",
                                       "fabscope fabric critical --fabric fat-tree:k=4,levels=3 --pattern shift:k=4 "
                                       "--degrade 0.5 --cables 8 --workers 0 --top 5"))
-    add_fabric(c, required=True, testbed=True)
+    add_fabric(c, required=True)
     add_pattern(c)
     add_routing(c)
     add_job(c)

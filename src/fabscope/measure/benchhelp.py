@@ -28,6 +28,8 @@ OPTION_HELP = {
     "--max-size": "S: largest size of a sweep (default: the test's own, 4MiB for pingpong)",
     "--iterations": "N: timed iterations (pair tests 100; sweeps: more for small messages than for large)",
     "--warmup": "N: untimed iterations first (pair tests 2)",
+    "--list-pairs": "N: print the pairs and rounds a random test (random-pairs, random-ring, random-msg) would run "
+                    "on N ranks, and exit without MPI (what 'fabscope simulate --seed S' models)",
     "--window": "W: messages in flight per window of bw, bibw, mbw (default 64)",
     "--seed": "N: seed of random-pairs, random-ring, random-msg (default 1): the same seed, the same pairs",
     "--rounds": "N: random-pairs: rounds of new random pairs (default 1)",
