@@ -1,0 +1,277 @@
+"""``fabscope history``: every run kept in a database; what changed, and since when."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+DEFAULT_DB = "fabscope-history.db"
+
+
+def _db_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default=os.environ.get("FABSCOPE_HISTORY", DEFAULT_DB),
+                   help=f"history: an SQLite file (default $FABSCOPE_HISTORY or {DEFAULT_DB}), "
+                        "duckdb:PATH, or postgresql://user@host/dbname")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="keep every run in a database; flag what regressed tonight",
+                       description="A history of one fabric's runs (measured, modeled, compared, diagnosed) in "
+                                   "SQLite (default), or PostgreSQL: add runs, list them, show a class, pair, "
+                                   "host or cable over time, check tonight against the nights before, prune.")
+    hs = p.add_subparsers(dest="history_command", metavar="ACTION")
+    hs.required = True
+
+    a = hs.add_parser("add", help="add results (fabscope.result JSON) or fabscope-bench runs (.jsonl)")
+    _db_option(a)
+    a.add_argument("files", nargs="+", metavar="RESULT")
+    a.add_argument("--fabric", help="the history's fabric (spec or JSON; needed once, checked after)")
+    a.add_argument("--time", help="when the run ran (ISO time; default: the run's own, else the file's mtime)")
+    a.add_argument("--label", help="a label for these runs, e.g. 'after maintenance'")
+    a.add_argument("--job-id", help="batch job id (default: the result's, $SLURM_JOB_ID, $PBS_JOBID)")
+    a.add_argument("--routing", help="routing engine of the tomography (default: the run's, else the fabric's)")
+    a.add_argument("--no-diagnose", action="store_true",
+                   help="keep the pairs only: no model ratios or cable estimates (faster)")
+    a.set_defaults(func=run_add)
+
+    ls = hs.add_parser("list", help="the runs, oldest first")
+    _db_option(ls)
+    ls.add_argument("--since", help="runs from this time on")
+    ls.add_argument("--json", action="store_true", help="print JSON lines")
+    ls.set_defaults(func=run_list)
+
+    sh = hs.add_parser("show", help="one class, pair, host or cable over time")
+    _db_option(sh)
+    what = sh.add_mutually_exclusive_group(required=True)
+    what.add_argument("--class", dest="cls", metavar="CLASS", help="a pair class, e.g. 'Far Leafs' or Overall")
+    what.add_argument("--pair", nargs=2, metavar=("HOST", "HOST"), help="a host pair (either way)")
+    what.add_argument("--host", help="the pairs that touch one host")
+    what.add_argument("--cable", help="a cable: number, name as diagnose prints it, part of it, or its host")
+    sh.add_argument("--min-effect", type=float, default=0.10, help="slow: below 1 - this of capacity (default 0.10)")
+    sh.set_defaults(func=run_show)
+
+    ck = hs.add_parser("check", help="tonight against the nights before: exit 3 if something regressed")
+    _db_option(ck)
+    ck.add_argument("--run", type=int, help="the run to check (default: the newest)")
+    ck.add_argument("--baseline", type=int, default=7, help="earlier runs of the same test to compare with (default 7)")
+    ck.add_argument("--alpha", type=float, default=1e-3,
+                    help="significance, shared by all the night's tests (Bonferroni; default 0.001)")
+    ck.add_argument("--min-effect", type=float, default=0.10,
+                    help="smallest slowdown that is an alarm (Hodges-Lehmann; default 0.10 = 10%%)")
+    ck.add_argument("--persistent", action="store_true",
+                    help="also alarm on regressions that were already there in the previous run")
+    ck.add_argument("--all", action="store_true", help="print every class, cable and host tested")
+    ck.add_argument("-o", "--output", help="write the findings as JSON")
+    ck.set_defaults(func=run_check)
+
+    pr = hs.add_parser("prune", help="delete old runs")
+    _db_option(pr)
+    pr.add_argument("--keep-last", type=int, help="keep the N newest runs")
+    pr.add_argument("--before", help="delete runs before this time (ISO)")
+    pr.set_defaults(func=run_prune)
+
+    mg = hs.add_parser("migrate", help="bring a history of an older schema up to date")
+    _db_option(mg)
+    mg.set_defaults(func=run_migrate)
+
+
+# ---- add --------------------------------------------------------------------------
+def _read(path: str, fabric: Any) -> list[tuple[Any, dict[str, Any]]]:
+    """The results in one file: a fabscope.result JSON, or each pair test of a fabscope-bench run."""
+    from fabscope.errors import FabscopeError
+    from fabscope.result import Result
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline()
+    except OSError as err:
+        raise FabscopeError(f"cannot read {path}: {err.strerror}") from None
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError:
+        head = None
+    if isinstance(head, dict) and head.get("type") == "header":
+        from fabscope.measure.parse import PAIR_TESTS, read_run, to_result
+
+        run = read_run(path)
+        tests = [t for t in run.tests if t in PAIR_TESTS and run.of(t, "pair")]
+        if not tests:
+            raise FabscopeError(f"{path}: no pair measurements to keep (tests {', '.join(PAIR_TESTS)})")
+        out = []
+        for t in tests:
+            res = to_result(run, t, fabric)
+            out.append((res, {"time": head.get("time"), "origin": f"{path} ({t})"}))
+        return out
+    res = Result.read_json(path)
+    return [(res, {"time": res.meta.get("time") or os.path.getmtime(path), "origin": path})]
+
+
+def run_add(args: argparse.Namespace) -> int:
+    from fabscope.history.store import History
+
+    fabric = None
+    if args.fabric:
+        from fabscope.cli.compare import resolve_fabric
+
+        fabric = resolve_fabric(args.fabric)
+    items = []
+    for path in args.files:
+        items += _read(path, fabric)
+    job = args.job_id or os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
+    for res, info in items:
+        if args.time:
+            info["time"] = args.time
+        info["label"] = args.label
+        info["job_id"] = job if args.job_id else (res.meta.get("job_id") or job)
+    with History(args.db, create=True) as h:
+        if fabric is not None:
+            h.set_fabric(fabric, write=False)
+        for res, info in items:       # every refusal before any slow work
+            h.check_result(res, info["origin"])
+
+        def progress(i: int, n: int, origin: str) -> None:
+            if n > 1 and sys.stderr.isatty():
+                print(f"\r{i + 1}/{n} {origin[-50:]}", end="", file=sys.stderr)
+
+        ids = h.add_many(items, diagnose=not args.no_diagnose, routing=args.routing, progress=progress)
+        runs = {r.id: r for r in h.runs()}
+        for rid, (res, info) in zip(ids, items):
+            r = runs[rid]
+            n_sus = int(h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ? AND suspect = 1", (rid,)) or 0)
+            n_cab = int(h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (rid,)) or 0)
+            cab = f", {n_cab} cables estimated, {n_sus} suspect" if n_cab else ""
+            print(f"run {rid}: {r.time} {r.kind} {r.test or ''} {r.n_pairs} pairs{cab} <- {info['origin']}")
+    return 0
+
+
+def store_result(db: str, result: Any, fabric: Any = None, origin: str = "result", time: Any = None) -> None:
+    """What ``measure``/``compare``/``diagnose --db`` call after writing: add ``result`` to history ``db``."""
+    import datetime as dt
+
+    from fabscope.history.store import History
+
+    with History(db, create=True) as h:
+        if fabric is not None:
+            h.set_fabric(fabric, write=False)
+        when = time or result.meta.get("time") or dt.datetime.now(dt.timezone.utc).isoformat()
+        rid = h.add(result, time=when, origin=origin,
+                    job_id=os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID"))
+    print(f"stored as run {rid} in {db}")
+
+
+# ---- list, show -------------------------------------------------------------------
+def run_list(args: argparse.Namespace) -> int:
+    from fabscope.history.store import History
+
+    with History(args.db) as h:
+        runs = h.runs(since=args.since)
+        fab = h._meta("fabric_name")
+    if args.json:
+        for r in runs:
+            print(json.dumps(r.__dict__))
+        return 0
+    print(f"{len(runs)} runs" + (f" of fabric {fab}" if fab else ""))
+    print(f"{'run':>5}  {'time':<20}  {'kind':<8}  {'test':<14}  {'pairs':>7}  {'hosts':>5}  job / label")
+    for r in runs:
+        print(f"{r.id:>5}  {r.time:<20}  {r.kind:<8}  {(r.test or '-')[:14]:<14}  {r.n_pairs:>7}  {r.n_hosts:>5}  "
+              f"{' / '.join(x for x in (r.job_id, r.label) if x)}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from fabscope.history import series
+    from fabscope.history.store import History
+
+    with History(args.db) as h:
+        if args.cls:
+            rows = series.class_series(h, args.cls)
+            print(f"class {args.cls}: MB/s per run (ratio: median measured / modeled)")
+            print(f"{'run':>5}  {'time':<20}  {'test':<14}  {'pairs':>6}  {'max':>8}  {'avg':>8}  {'min':>8}  "
+                  f"{'median':>8}  {'ratio':>6}")
+            for rid, t, test, n, mx, av, mn, md, ra in rows:
+                print(f"{rid:>5}  {t:<20}  {(test or '-')[:14]:<14}  {n:>6}  {mx / 1e6:>8.1f}  {av / 1e6:>8.1f}  "
+                      f"{mn / 1e6:>8.1f}  {md / 1e6:>8.1f}  {_f(ra, 6, 3)}")
+        elif args.pair or args.host:
+            rows = series.pair_series(h, *args.pair) if args.pair else series.host_series(h, args.host)
+            print(f"{'pair ' + ' - '.join(args.pair) if args.pair else 'host ' + args.host}: median per run")
+            print(f"{'run':>5}  {'time':<20}  {'pairs':>6}  {'MB/s':>8}  {'ratio':>6}")
+            for rid, t, n, bw, ra in rows:
+                print(f"{rid:>5}  {t:<20}  {n:>6}  {bw / 1e6:>8.1f}  {_f(ra, 6, 3)}")
+        else:
+            c, name = series.find_cable(h, args.cable)
+            rows = series.cable_series(h, c)
+            print(f"cable {c}: {name}: capacity estimated by the tomography of each run")
+            print(f"{'run':>5}  {'time':<20}  {'pairs':>6}  {'GB/s':>6}  {'of cap.':>7}  suspect")
+            for rid, t, n, cap, est, sus in rows:
+                print(f"{rid:>5}  {t:<20}  {n:>6}  {est / 1e9:>6.2f}  {est / cap:>7.2f}  {'yes' if sus else ''}")
+            slow = series.became_slow(rows, args.min_effect)
+            print(f"slow since run {slow[0]} ({slow[1]})" if slow else "not slow in the last run")
+    return 0
+
+
+def _f(x: float | None, w: int, d: int) -> str:
+    return f"{x:>{w}.{d}f}" if x is not None else f"{'-':>{w}}"
+
+
+# ---- check, prune, migrate ----------------------------------------------------------
+def run_check(args: argparse.Namespace) -> int:
+    from fabscope.errors import FabscopeError
+    from fabscope.history.check import check
+    from fabscope.history.store import History
+
+    if not 0 < args.min_effect < 1:
+        raise FabscopeError(f"--min-effect must be between 0 and 1, got {args.min_effect:g}")
+    if not 0 < args.alpha < 1:
+        raise FabscopeError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    if args.output:
+        from fabscope.cli.compare import check_outputs
+
+        check_outputs(args.output)
+    with History(args.db) as h:
+        rep = check(h, args.run, baseline=args.baseline, alpha=args.alpha, min_effect=args.min_effect,
+                    persistent=args.persistent)
+    print("\n".join(rep.lines(verbose=args.all)))
+    if args.output:
+        from fabscope.atomic import atomic_open
+
+        with atomic_open(args.output) as fh:
+            json.dump(rep.to_dict(), fh, indent=1)
+            fh.write("\n")
+    return 3 if rep.alarms else 0
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    from fabscope.errors import FabscopeError
+    from fabscope.history.store import History
+
+    if args.keep_last is None and args.before is None:
+        raise FabscopeError("prune needs --keep-last N or --before TIME")
+    if args.keep_last is not None and args.keep_last < 0:
+        raise FabscopeError(f"--keep-last must be >= 0, got {args.keep_last}")
+    with History(args.db) as h:
+        ids = h.prune(args.keep_last, args.before)
+    print(f"deleted {len(ids)} runs" + (f" ({', '.join(map(str, ids[:20]))}{' ...' if len(ids) > 20 else ''})"
+                                          if ids else ""))
+    return 0
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    from fabscope.history import schema
+    from fabscope.history.db import connect
+
+    db = connect(args.db)
+    try:
+        before = schema.check_readable(db)
+        if before is None:
+            from fabscope.history.db import HistoryError
+
+            raise HistoryError(f"{args.db} holds no history")
+        after = schema.ensure(db)
+    finally:
+        db.close()
+    print(f"{args.db}: schema version {before} -> {after}" if before != after else
+          f"{args.db}: schema version {after}, up to date")
+    return 0
