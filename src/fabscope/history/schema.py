@@ -11,6 +11,8 @@ the per-run cable estimates of the tomography (table ``cables``).
 
 >>> sorted(DDL[SCHEMA_VERSION])
 ['cables', 'classes', 'history_meta', 'pairs', 'runs']
+>>> "ratio_median" in DDL[1]["classes"], "ratio_median" in DDL[2]["classes"]
+(False, True)
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ DDL: dict[int, dict[str, str]] = {
     1: {"history_meta": _META, "runs": _RUNS,
         "pairs": "CREATE TABLE pairs (run_id BIGINT NOT NULL, src_host TEXT, dst_host TEXT, cls TEXT, "
                  "bytes FLOAT8, bandwidth FLOAT8)",
-        "classes": _CLASSES.replace(",\n    ratio_median FLOAT8", "")},
+        "classes": _CLASSES.replace(", ratio_median FLOAT8", "")},
     2: {"history_meta": _META, "runs": _RUNS,
         "pairs": "CREATE TABLE pairs (run_id BIGINT NOT NULL, src_host TEXT, dst_host TEXT, cls TEXT, "
                  "bytes FLOAT8, bandwidth FLOAT8, scenario INTEGER, ratio FLOAT8)",

@@ -74,7 +74,9 @@ def digest(result: Result) -> str:
     for k in sorted(result.pairs):
         a = np.asarray(result.pairs[k])
         h.update(k.encode())
-        h.update(a.astype(str).tobytes() if a.dtype.kind in "OUS" else np.ascontiguousarray(a).tobytes())
+        # numbers as float64, text as text: a result read back from its JSON file is the same run
+        h.update("\x00".join(a.astype(str).tolist()).encode() if a.dtype.kind in "OUS"
+                 else np.ascontiguousarray(a, dtype=np.float64).tobytes())
     return h.hexdigest()
 
 
