@@ -69,7 +69,9 @@ class CheckReport:
                f"{'log ratio to the model' if self.values == 'ratio' else 'log bandwidth'} per pair, "
                f"Mann-Whitney p < {self.alpha:g} / tests and Hodges-Lehmann factor <= {1 - self.min_effect:.2f}"]
         for f in self.findings:
-            if not (f.regressed or f.estimate is not None or verbose):
+            # a cable slow tonight only and not confirmed by its pairs is noise: not printed
+            persisting = f.first_run is not None and f.first_run != r.id
+            if not (f.regressed or persisting or verbose):
                 continue
             t = f.test
             where = f" (cable {f.cable})" if f.cable and f.what == "host" else ""

@@ -7,6 +7,10 @@ and fingerprint, :func:`fingerprint`) and adds results: one row in ``runs``
 every pair, the per-class summary, and, for measured runs on a known
 fabric, each pair's ratio to the flow model and every covered cable's
 capacity as the tomography estimates it (:func:`fabscope.diagnose.tomography.diagnose`).
+Runs added in one call with the same time (the tests of one fabscope-bench
+file, or a night's files) are one night: one tomography of all their pairs,
+so a cable one test cannot tell from a host (leaf pairs under destination
+routing) is told apart by the other.
 
 Refused with one line and nothing written: a result whose fabric (by name or
 fingerprint) or hosts are not the history's; a run already in the history
@@ -267,13 +271,20 @@ class History:
             when = info.get("time") or res.meta.get("time") or res.meta.get("date")
             if when is None:
                 raise HistoryError(f"{origin}: the result says no time; give --time")
-            prepared.append((res, info, d, parse_time(when)))
-        ids = []
-        rows = []
-        for i, (res, info, d, when) in enumerate(prepared):   # the slow part (tomography) before writing
+            prepared.append((res, {**info, "routing": routing}, d, parse_time(when)))
+        # runs added together at the same time are one night: one tomography of all their pairs
+        joint: dict[str, list[int]] = {}
+        for i, (res, _info, _d, when) in enumerate(prepared):
+            if self._diagnosable(res, diagnose):
+                joint.setdefault(when, []).append(i)
+        diag: dict[int, tuple[np.ndarray, list[tuple]]] = {}
+        for k, members in enumerate(joint.values()):   # the slow part, before anything is written
             if progress:
-                progress(i, len(prepared), info.get("origin") or "result")
-            rows.append(self._rows(res, info, d, when, diagnose, routing))
+                progress(k, len(joint), prepared[members[0]][1].get("origin") or "result")
+            diag.update(zip(members, self._diagnose([prepared[i][0] for i in members],
+                                                    routing or prepared[members[0]][0].meta.get("routing"))))
+        ids = []
+        rows = [self._rows(res, info, d, when, diag.get(i)) for i, (res, info, d, when) in enumerate(prepared)]
         with self.db.transaction():
             self._write_pending()
             for run_row, pair_rows, class_rows, cable_rows in rows:
@@ -285,8 +296,12 @@ class History:
                 ids.append(rid)
         return ids
 
-    def _rows(self, res: Result, info: dict[str, Any], d: str, when: str, diagnose: bool,
-              routing: str | None) -> tuple[dict[str, Any], list[tuple], list[tuple], list[tuple]]:
+    def _diagnosable(self, res: Result, diagnose: bool) -> bool:
+        return (diagnose and self.fabric() is not None and res.meta.get("kind") in ("measure", "measured")
+                and "src_host" in res.pairs)
+
+    def _rows(self, res: Result, info: dict[str, Any], d: str, when: str,
+              diag: tuple[np.ndarray, list[tuple]] | None) -> tuple[dict[str, Any], list[tuple], list[tuple], list[tuple]]:
         meta, p = res.meta, res.pairs
         n = len(p["bandwidth"])
         labels = np.array(res.class_labels + ("?",), dtype=object)
@@ -302,8 +317,8 @@ class History:
         f = self.fabric()
         if meta.get("kind") == "diagnose" and res.links is not None and "estimate" in res.links:
             cables = _cable_rows(f, res.links, res.extra.get("suspects") or [])
-        elif diagnose and f is not None and meta.get("kind") in ("measure", "measured") and "src_host" in p:
-            ratio, cables = self._diagnose(res, routing or meta.get("routing"))
+        elif diag is not None:
+            ratio, cables = diag
         mpi = meta.get("mpi")
         mpi_text = (f"{mpi.get('name')} {mpi.get('version')}" if isinstance(mpi, dict) else
                     (str(mpi) if mpi else meta.get("mpi_library")))
@@ -312,7 +327,7 @@ class History:
                    "label": info.get("label") or meta.get("label"),
                    "fabric": meta.get("fabric") or (f.name if f is not None else None),
                    "fingerprint": meta.get("fabric_fingerprint") or self.fingerprint,
-                   "routing": meta.get("routing") or routing, "mpi": mpi_text,
+                   "routing": meta.get("routing") or info.get("routing"), "mpi": mpi_text,
                    "test": meta.get("test") or meta.get("pattern") or ",".join(meta.get("tests") or []) or None,
                    "job_id": info.get("job_id") or meta.get("job_id"),
                    "hosts": json.dumps(hosts), "n_hosts": len(hosts), "n_pairs": n,
@@ -333,23 +348,26 @@ class History:
                                float(np.median(v)), float(np.median(r)) if len(r) else None))
         return run_row, pair_rows, class_rows, cables
 
-    def _diagnose(self, res: Result, routing: str | None) -> tuple[np.ndarray, list[tuple]]:
-        """Each pair's ratio to the model and the cables' estimates, from the tomography of this run."""
+    def _diagnose(self, results: list[Result], routing: str | None) -> list[tuple[np.ndarray, list[tuple]]]:
+        """Per result: each pair's ratio to the model, and the cables' estimates, from one tomography of
+        all ``results`` together (their rounds stay apart: each is modeled alone)."""
         from fabscope.diagnose.measured import load_measured
         from fabscope.diagnose.tomography import diagnose
 
         f = self.fabric()
-        n = len(res.pairs["bandwidth"])
-        ratio = np.full(n, np.nan)
+        sizes = [len(r.pairs["bandwidth"]) for r in results]
+        ratio = np.full(sum(sizes), np.nan)
         try:
-            m = load_measured([res], f)
+            m = load_measured(list(results), f)
             d = diagnose(m, routing)
         except FabscopeError as err:
             warnings.warn(f"no cable estimates for this run: {err}", FabscopeWarning, stacklevel=2)
-            return ratio, []
+            return [(np.full(n, np.nan), []) for n in sizes]
         dr = d.to_result()
         ratio[np.flatnonzero(m.inter)] = dr.pairs["ratio"]
-        return ratio, _cable_rows(f, dr.links, dr.extra.get("suspects") or [])
+        cables = _cable_rows(f, dr.links, dr.extra.get("suspects") or [])
+        cut = np.cumsum([0] + sizes)
+        return [(ratio[a:b], cables) for a, b in zip(cut[:-1], cut[1:])]
 
     # ---- reading -------------------------------------------------------------------
     def runs(self, since: str | None = None, until: str | None = None) -> list[Run]:
