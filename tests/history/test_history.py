@@ -236,3 +236,48 @@ def test_failed_first_add_leaves_no_file(tmp_path, capsys):
     assert main(["history", "add", "--db", str(path), str(bad), "--time", "2026-11-01"]) == 1
     assert "a history keeps" in capsys.readouterr().err
     assert not os.path.exists(path)
+
+
+# ---- --db on the commands that write results -------------------------------------------------
+def test_diagnose_and_compare_store_with_db(db_url, small_fabric, tmp_path, capsys):
+    from fabscope.fabric.io import write_json
+
+    fab = tmp_path / "fabric.json"
+    write_json(small_fabric, fab)
+    meas = tmp_path / "night.json"
+    night(small_fabric, 3, {BAD_CABLE: 0.4}).write_json(meas)
+    assert main(["diagnose", str(meas), "--fabric", str(fab), "--routing", "dmodk", "--db", db_url]) == 0
+    assert "stored as run 1" in capsys.readouterr().out
+    assert main(["compare", str(meas), "--fabric", str(fab), "--routing", "dmodk", "--db", db_url]) == 0
+    assert "stored as run 2" in capsys.readouterr().out
+    with History(db_url) as h:
+        assert [r.kind for r in h.runs()] == ["diagnose", "compare"]
+        rows = h.db.query("SELECT cable, estimate / capacity, suspect FROM cables WHERE run_id = 1 AND suspect = 1")
+        assert [(c, round(x, 1)) for c, x, _ in rows] == [(BAD_CABLE, 0.4)]
+        assert np.isfinite(h.pairs(2)["ratio"]).all()
+    # the same diagnosis again is the same run: refused, one line
+    assert main(["diagnose", str(meas), "--fabric", str(fab), "--routing", "dmodk", "--db", db_url]) == 1
+    assert "already in the history" in capsys.readouterr().err
+
+
+@pytest.mark.mpi
+def test_measure_stores_with_db(tmp_path, capsys):
+    from fabscope.errors import MeasureError
+    from fabscope.measure.mpi import find_mpi
+
+    try:
+        find_mpi()
+    except MeasureError as err:
+        pytest.skip(f"no MPI: {err}")
+    db = tmp_path / "h.db"
+    out = tmp_path / "rp.jsonl"
+    assert main(["measure", "--np", "2", "--db", str(db), "--out", str(out), "random-pairs", "--size", "4096",
+                 "--iterations", "5", "--rounds", "2"]) == 0
+    assert "random-pairs 2 pairs" in capsys.readouterr().out
+    with History(str(db)) as h:
+        (r,) = h.runs()
+        assert r.kind == "measure" and r.test == "random-pairs" and r.n_pairs == 2
+        assert (h.pairs(r.id)["bandwidth"] > 0).all()
+    # the refusal comes before the job runs: a folder that does not exist
+    assert main(["measure", "--np", "2", "--db", str(tmp_path / "no" / "h.db"), "random-pairs"]) == 1
+    assert "no folder" in capsys.readouterr().err

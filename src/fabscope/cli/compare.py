@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=15, help="pairs to list (default 15)")
     p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare)")
     p.add_argument("--csv", help="write the per-pair table as CSV")
+    p.add_argument("--db", help="also add the result to this history (see 'fabscope history')")
     p.set_defaults(func=run)
 
 
@@ -65,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.result import Result
 
     check_outputs(args.output, args.csv)
+    if args.db:
+        from fabscope.cli.history import check_db
+        check_db(args.db)
+    fabric = None
     if args.model:
         res = compare_with_model(list(args.files), Result.read_json(args.model))
     else:
@@ -76,4 +81,7 @@ def run(args: argparse.Namespace) -> int:
         res.write_json(args.output)
     if args.csv:
         res.write_csv(args.csv)
+    if args.db:
+        from fabscope.cli.history import store_result
+        store_result(args.db, res, fabric, origin=", ".join(args.files))
     return 0

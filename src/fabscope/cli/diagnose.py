@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--size", default="1MiB", help="message size of the planned runs (default 1MiB)")
     p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round (default 20)")
     p.add_argument("--seed", type=int, default=1, help="seed of the planned random-pairs rounds (default 1)")
+    p.add_argument("--db", help="also add the result to this history (see 'fabscope history')")
     p.set_defaults(func=run)
 
 
@@ -52,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
 
     check_outputs(args.output)
+    if args.db:
+        from fabscope.cli.history import check_db
+        check_db(args.db)
     if args.plan:
         return _plan(args)
     if not args.files:
@@ -68,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(diagnosis_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
+    if args.db:
+        from fabscope.cli.history import store_result
+        store_result(args.db, res, fabric, origin=", ".join(args.files))
     return 0
 
 

@@ -110,23 +110,31 @@ def _read(path: str, fabric: Any) -> list[tuple[Any, dict[str, Any]]]:
 
 
 def run_add(args: argparse.Namespace) -> int:
-    from fabscope.history.store import History
-
     fabric = None
     if args.fabric:
         from fabscope.cli.compare import resolve_fabric
 
         fabric = resolve_fabric(args.fabric)
+    add_files(args.db, args.files, fabric, time=args.time, label=args.label, job_id=args.job_id,
+              routing=args.routing, diagnose=not args.no_diagnose)
+    return 0
+
+
+def add_files(db: str, files: list[str], fabric: Any = None, *, time: str | None = None, label: str | None = None,
+              job_id: str | None = None, routing: str | None = None, diagnose: bool = True) -> list[int]:
+    """Add result files and fabscope-bench runs to history ``db`` (all or none); print one line per run."""
+    from fabscope.history.store import History
+
     items = []
-    for path in args.files:
+    for path in files:
         items += _read(path, fabric)
-    job = args.job_id or os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
+    job = job_id or os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
     for res, info in items:
-        if args.time:
-            info["time"] = args.time
-        info["label"] = args.label
-        info["job_id"] = job if args.job_id else (res.meta.get("job_id") or job)
-    with History(args.db, create=True) as h:
+        if time:
+            info["time"] = time
+        info["label"] = label
+        info["job_id"] = job if job_id else (res.meta.get("job_id") or job)
+    with History(db, create=True) as h:
         if fabric is not None:
             h.set_fabric(fabric, write=False)
         for res, info in items:       # every refusal before any slow work
@@ -136,7 +144,7 @@ def run_add(args: argparse.Namespace) -> int:
             if n > 1 and sys.stderr.isatty():
                 print(f"\r{i + 1}/{n} {origin[-50:]}", end="", file=sys.stderr)
 
-        ids = h.add_many(items, diagnose=not args.no_diagnose, routing=args.routing, progress=progress)
+        ids = h.add_many(items, diagnose=diagnose, routing=routing, progress=progress)
         runs = {r.id: r for r in h.runs()}
         for rid, (res, info) in zip(ids, items):
             r = runs[rid]
@@ -144,11 +152,24 @@ def run_add(args: argparse.Namespace) -> int:
             n_cab = int(h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (rid,)) or 0)
             cab = f", {n_cab} cables estimated, {n_sus} suspect" if n_cab else ""
             print(f"run {rid}: {r.time} {r.kind} {r.test or ''} {r.n_pairs} pairs{cab} <- {info['origin']}")
-    return 0
+    return ids
 
 
-def store_result(db: str, result: Any, fabric: Any = None, origin: str = "result", time: Any = None) -> None:
-    """What ``measure``/``compare``/``diagnose --db`` call after writing: add ``result`` to history ``db``."""
+def check_db(db: str | None) -> None:
+    """Before any work: an embedded history's folder must exist (``--db`` of measure, compare, diagnose)."""
+    if db and "://" not in db:
+        from fabscope.history.db import HistoryError
+
+        path = db.split(":", 1)[1] if db.startswith(("duckdb:", "sqlite:")) else db
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise HistoryError(f"--db {db}: no folder {folder}")
+        if os.path.isdir(path):
+            raise HistoryError(f"--db {db} is a folder; name a database file")
+
+
+def store_result(db: str, result: Any, fabric: Any = None, origin: str = "result") -> None:
+    """What ``compare``/``diagnose --db`` call after writing: add ``result`` to history ``db``."""
     import datetime as dt
 
     from fabscope.history.store import History
@@ -156,7 +177,7 @@ def store_result(db: str, result: Any, fabric: Any = None, origin: str = "result
     with History(db, create=True) as h:
         if fabric is not None:
             h.set_fabric(fabric, write=False)
-        when = time or result.meta.get("time") or dt.datetime.now(dt.timezone.utc).isoformat()
+        when = result.meta.get("time") or dt.datetime.now(dt.timezone.utc).isoformat()
         rid = h.add(result, time=when, origin=origin,
                     job_id=os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID"))
     print(f"stored as run {rid} in {db}")
