@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import night
+from history_nights import night
 
 from fabscope.cli import main
 from fabscope.fabric.generators import fat_tree

@@ -73,6 +73,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--before", help="delete runs before this time (ISO)")
     pr.set_defaults(func=run_prune)
 
+    rp = hs.add_parser("report", help="one HTML page: trends per class, a calendar of alarms, cables over time")
+    _db_option(rp)
+    rp.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    rp.add_argument("--baseline", type=int, default=7, help="earlier runs each run is checked against (default 7)")
+    rp.add_argument("--min-effect", type=float, default=0.10, help="as for check (default 0.10)")
+    rp.add_argument("--title", help="title of the page")
+    rp.set_defaults(func=run_report)
+
     mg = hs.add_parser("migrate", help="bring a history of an older schema up to date")
     _db_option(mg)
     mg.set_defaults(func=run_migrate)
@@ -276,6 +284,23 @@ def run_prune(args: argparse.Namespace) -> int:
         ids = h.prune(args.keep_last, args.before)
     print(f"deleted {len(ids)} runs" + (f" ({', '.join(map(str, ids[:20]))}{' ...' if len(ids) > 20 else ''})"
                                           if ids else ""))
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from fabscope.cli.report import check_output
+    from fabscope.history.store import History
+
+    check_output(args.output)
+    from fabscope.report import html
+    from fabscope.report.history_view import history_sections
+
+    with History(args.db) as h:
+        sections = history_sections(h, baseline=args.baseline, min_effect=args.min_effect)
+    size = html.write(args.output, sections, [args.db], args.title or f"fabscope history: {args.db}")
+    n_pics = sum(len(s.pictures) for s in sections)
+    print(f"report: {args.output} ({size / 1e6:.1f} MB, {n_pics} pictures, "
+          f"{len(sections[0].tables[0].rows)} alarms)")
     return 0
 
 
