@@ -81,6 +81,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--title", help="title of the page")
     rp.set_defaults(func=run_report)
 
+    ex = hs.add_parser("example", help="write synthetic nights to try the workflow: the model x noise, a cable "
+                                       "degraded from one night on")
+    ex.add_argument("folder", help="where to write night01.json, night02.json, ...")
+    ex.add_argument("--fabric", default="fat-tree:k=4,levels=2", help="fabric (default fat-tree:k=4,levels=2)")
+    ex.add_argument("--nights", type=int, default=10, help="nights (default 10)")
+    ex.add_argument("--degrade-from", type=int, default=8, help="first night of the slow cable (default 8)")
+    ex.add_argument("--factor", type=float, default=0.5, help="the slow cable's capacity factor (default 0.5)")
+    ex.add_argument("--noise", type=float, default=0.03, help="lognormal noise (default 0.03)")
+    ex.add_argument("--start", default="2026-11-01T02:00Z", help="time of the first night (one a day after)")
+    ex.set_defaults(func=run_example)
+
     mg = hs.add_parser("migrate", help="bring a history of an older schema up to date")
     _db_option(mg)
     mg.set_defaults(func=run_migrate)
@@ -301,6 +312,50 @@ def run_report(args: argparse.Namespace) -> int:
     n_pics = sum(len(s.pictures) for s in sections)
     print(f"report: {args.output} ({size / 1e6:.1f} MB, {n_pics} pictures, "
           f"{len(sections[0].tables[0].rows)} alarms)")
+    return 0
+
+
+def run_example(args: argparse.Namespace) -> int:
+    import datetime as dt
+
+    import numpy as np
+
+    from fabscope.diagnose.synthetic import as_result, synthetic
+    from fabscope.diagnose.tomography import cable_name
+    from fabscope.errors import FabscopeError
+    from fabscope.fabric.io import load_fabric
+    from fabscope.history.store import parse_time
+
+    if os.path.exists(args.folder) and not os.path.isdir(args.folder):
+        raise FabscopeError(f"{args.folder} is a file; name a folder")
+    if args.nights < 1 or not 0 < args.factor <= 1 or args.noise < 0:
+        raise FabscopeError("--nights must be >= 1, --factor in (0, 1], --noise >= 0")
+    f = load_fabric(args.fabric)
+    t0 = dt.datetime.fromisoformat(parse_time(args.start).replace("Z", "+00:00"))
+    lv = np.r_[np.zeros(f.n_hosts), f.switch_level]
+    a, b = f.link_src[0::2], f.link_dst[0::2]
+    up = np.flatnonzero((a >= f.n_hosts) & (b >= f.n_hosts) & (np.minimum(lv[a], lv[b]) == 1))
+    cable = int(up[0]) if len(up) else int(np.flatnonzero(a >= f.n_hosts)[0])
+    from fabscope.atomic import all_or_none
+
+    os.makedirs(args.folder, exist_ok=True)
+    with all_or_none():
+        for n in range(1, args.nights + 1):
+            rng = np.random.default_rng(n)
+            hs, hd, sc = [], [], []
+            for r in range(12):
+                p = rng.permutation(f.n_hosts)
+                hs += p[0::2].tolist()
+                hd += p[1::2].tolist()
+                sc += [r] * (f.n_hosts // 2)
+            faults = {cable: args.factor} if n >= args.degrade_from else {}
+            m = synthetic(f, np.array(hs), np.array(hd), np.array(sc), faults, args.noise, seed=n)
+            res = as_result(m)
+            res.meta.update(time=(t0 + dt.timedelta(days=n - 1)).isoformat(), fabric=f.name,
+                            source=f"fabscope history example, night {n}")
+            res.write_json(os.path.join(args.folder, f"night{n:02d}.json"))
+    print(f"wrote {args.nights} nights of random pairs on {f.name} to {args.folder}/night01.json ...; "
+          f"cable {cable_name(f, cable)} at {args.factor:g} of its capacity from night {args.degrade_from}")
     return 0
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 
 #: at most this many values of each side go into the Hodges-Lehmann estimate (a random subset beyond)
-HL_MAX = 3000
+HL_MAX = 1000
 
 
 @dataclass(frozen=True)
