@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs(args.output, args.csv)
     if args.db:
-        from fabscope.cli.history import check_db
+        from fabscope.cli.history_db import check_db
         check_db(args.db)
     fabric = None
     if args.model:
@@ -82,6 +82,6 @@ def run(args: argparse.Namespace) -> int:
     if args.csv:
         res.write_csv(args.csv)
     if args.db:
-        from fabscope.cli.history import store_result
+        from fabscope.cli.history_db import store_result
         store_result(args.db, res, fabric, origin=", ".join(args.files))
     return 0

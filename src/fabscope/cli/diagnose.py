@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs(args.output)
     if args.db:
-        from fabscope.cli.history import check_db
+        from fabscope.cli.history_db import check_db
         check_db(args.db)
     if args.plan:
         return _plan(args)
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         res.write_json(args.output)
     if args.db:
-        from fabscope.cli.history import store_result
+        from fabscope.cli.history_db import store_result
         store_result(args.db, res, fabric, origin=", ".join(args.files))
     return 0
 

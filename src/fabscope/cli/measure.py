@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         _check_output(args.output, "-o")
     if args.db:
-        from fabscope.cli.history import check_db
+        from fabscope.cli.history_db import check_db
         check_db(args.db)
     fabric = None
     if args.fabric:
@@ -116,6 +116,6 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         to_result(result, None, fabric).write_json(args.output)
     if args.db:
-        from fabscope.cli.history import add_files
+        from fabscope.cli.history_db import add_files
         add_files(args.db, [out], fabric)
     return 0

@@ -46,7 +46,9 @@ DDL: dict[int, dict[str, str]] = {
 }
 INDEXES = {1: ["CREATE INDEX pairs_run ON pairs (run_id)", "CREATE INDEX classes_run ON classes (run_id)"],
            2: ["CREATE INDEX pairs_run ON pairs (run_id)", "CREATE INDEX classes_run ON classes (run_id)",
-               "CREATE INDEX cables_run ON cables (run_id)", "CREATE INDEX cables_cable ON cables (cable)"]}
+               "CREATE INDEX cables_run ON cables (run_id)", "CREATE INDEX cables_cable ON cables (cable)",
+               # 'history show --host/--pair' over every night: without them SQLite scans every pair
+               "CREATE INDEX pairs_src ON pairs (src_host)", "CREATE INDEX pairs_dst ON pairs (dst_host)"]}
 
 #: from version N to N + 1
 MIGRATIONS: dict[int, list[str]] = {
@@ -55,7 +57,9 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE classes ADD COLUMN ratio_median FLOAT8",
         _CABLES,
         "CREATE INDEX cables_run ON cables (run_id)",
-        "CREATE INDEX cables_cable ON cables (cable)"],
+        "CREATE INDEX cables_cable ON cables (cable)",
+        "CREATE INDEX pairs_src ON pairs (src_host)",
+        "CREATE INDEX pairs_dst ON pairs (dst_host)"],
 }
 
 
