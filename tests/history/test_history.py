@@ -281,3 +281,27 @@ def test_measure_stores_with_db(tmp_path, capsys):
     # the refusal comes before the job runs: a folder that does not exist
     assert main(["measure", "--np", "2", "--db", str(tmp_path / "no" / "h.db"), "random-pairs"]) == 1
     assert "no folder" in capsys.readouterr().err
+
+
+def test_without_a_fabric_hosts_are_tested_on_their_pairs(db_url, small_fabric, capsys):
+    """No fabric given: no model ratios, no tomography; a slow host is found by the pairs that touch it."""
+    with History(db_url, create=True) as h:
+        for n in range(8):
+            res = night(small_fabric, n, {3: 0.5} if n == 7 else {})
+            res.meta.pop("fabric")
+            h.add(res, time=f"2026-11-{n + 1:02d}T02:00Z")
+        assert h.fabric() is None
+        rep = check(h)
+        assert rep.values == "bandwidth"
+        assert [(a.what, a.name) for a in rep.alarms] == [("host", "h0003")]
+        assert not check(h, h.runs()[6].id).alarms
+        p = h.pairs(h.runs()[0].id)
+        a, b = str(p["src_host"][0]), str(p["dst_host"][0])
+    assert main(["history", "show", "--db", db_url, "--pair", b, a]) == 0       # either way round
+    assert sum("2026-11-01" in ln for ln in capsys.readouterr().out.splitlines()) == 1
+    assert main(["history", "show", "--db", db_url, "--pair", "h0003", "nowhere"]) == 1
+    assert "no pair h0003 - nowhere" in capsys.readouterr().err
+    assert main(["history", "show", "--db", db_url, "--host", "h0003"]) == 0
+    rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if "2026-11-" in ln]
+    mbs = [float(r[3]) for r in rows[-8:]]
+    assert mbs[-1] < 0.8 * min(mbs[:-1])        # the host's median, night by night: the last night low
