@@ -305,3 +305,33 @@ def test_without_a_fabric_hosts_are_tested_on_their_pairs(db_url, small_fabric, 
     rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if "2026-11-" in ln]
     mbs = [float(r[3]) for r in rows[-8:]]
     assert mbs[-1] < 0.8 * min(mbs[:-1])        # the host's median, night by night: the last night low
+
+
+def test_unreachable_server_and_newer_schema_before_the_job(db_url, small_fabric, tmp_path, capsys):
+    """--db is checked before a measurement starts: a server that is not there, a newer schema."""
+    sock = tmp_path / "nothing-here"
+    sock.mkdir()
+    url = f"postgresql:///fab?host={sock}&user=fab&connect_timeout=3"
+    assert main(["history", "list", "--db", url]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fabscope: error: cannot connect to postgresql:///fab"), err
+    _fill(db_url, small_fabric, nights=1, bad_from=99)
+    db = connect(db_url)
+    with db.transaction():
+        db.execute("UPDATE history_meta SET value = '99' WHERE key = 'schema_version'")
+    db.close()
+    # no MPI job is started: the refusal comes first (and no output file is made)
+    out = tmp_path / "never.jsonl"
+    assert main(["measure", "--np", "2", "--db", db_url, "--out", str(out), "random-pairs"]) == 1
+    assert "schema version 99, newer than" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_check_writes_its_findings(db_url, small_fabric, tmp_path):
+    _fill(db_url, small_fabric, nights=9, bad_from=8)
+    out = tmp_path / "check.json"
+    assert main(["history", "check", "--db", db_url, "--run", "9", "-o", str(out)]) == 3
+    doc = json.loads(out.read_text())
+    assert doc["run"] == 9 and doc["alarms"] == 1 and doc["baseline"] == [2, 3, 4, 5, 6, 7, 8]
+    (alarm,) = [f for f in doc["findings"] if f["alarm"]]
+    assert alarm["what"] == "cable" and alarm["first_run"] == 9 and alarm["factor"] < 0.9

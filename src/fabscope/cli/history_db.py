@@ -75,16 +75,27 @@ def add_files(db: str, files: list[str], fabric: Any = None, *, time: str | None
 
 
 def check_db(db: str | None) -> None:
-    """Before any work: an embedded history's folder must exist (``--db`` of measure, compare, diagnose)."""
-    if db and "://" not in db:
-        from fabscope.history.db import HistoryError
+    """Before any work (``--db`` of measure, compare, diagnose): an embedded history's folder exists; an
+    existing history (or a server) can be reached and is of a schema this fabscope writes."""
+    if not db:
+        return
+    from fabscope.history import schema
+    from fabscope.history.db import HistoryError, connect
 
+    if "://" not in db:
         path = db.split(":", 1)[1] if db.startswith(("duckdb:", "sqlite:")) else db
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise HistoryError(f"--db {db}: no folder {folder}")
         if os.path.isdir(path):
             raise HistoryError(f"--db {db} is a folder; name a database file")
+        if not os.path.exists(path):
+            return
+    conn = connect(db)
+    try:
+        schema.check_readable(conn)
+    finally:
+        conn.close()
 
 
 def store_result(db: str, result: Any, fabric: Any = None, origin: str = "result") -> None:
