@@ -315,6 +315,10 @@ def test_unreachable_server_and_newer_schema_before_the_job(db_url, small_fabric
     assert main(["history", "list", "--db", url]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("fabscope: error: cannot connect to postgresql:///fab"), err
+    secret = f"postgresql://fab:s3cret-pw@/fab?host={sock}&connect_timeout=3"
+    assert main(["history", "check", "--db", secret]) == 1
+    err = capsys.readouterr().err
+    assert "s3cret-pw" not in err and "fab:***@" in err
     _fill(db_url, small_fabric, nights=1, bad_from=99)
     db = connect(db_url)
     with db.transaction():

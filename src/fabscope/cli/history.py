@@ -215,7 +215,10 @@ def run_report(args: argparse.Namespace) -> int:
 
     with History(args.db) as h:
         sections = history_sections(h, baseline=args.baseline, min_effect=args.min_effect)
-    size = html.write(args.output, sections, [args.db], args.title or f"fabscope history: {args.db}")
+    from fabscope.history.db import describe
+
+    name = describe(args.db)
+    size = html.write(args.output, sections, [name], args.title or f"fabscope history: {name}")
     n_pics = sum(len(s.pictures) for s in sections)
     print(f"report: {args.output} ({size / 1e6:.1f} MB, {n_pics} pictures, "
           f"{len(sections[0].tables[0].rows)} alarms)")
@@ -270,16 +273,23 @@ def run_migrate(args: argparse.Namespace) -> int:
     from fabscope.history import schema
     from fabscope.history.db import connect
 
+    from fabscope.history.db import describe
+
+    name = describe(args.db)
+    if "://" not in args.db and not os.path.exists(args.db.split(":", 1)[-1]):
+        from fabscope.history.db import HistoryError
+
+        raise HistoryError(f"no history at {args.db}")
     db = connect(args.db)
     try:
         before = schema.check_readable(db)
         if before is None:
             from fabscope.history.db import HistoryError
 
-            raise HistoryError(f"{args.db} holds no history")
+            raise HistoryError(f"{name} holds no history")
         after = schema.ensure(db)
     finally:
         db.close()
-    print(f"{args.db}: schema version {before} -> {after}" if before != after else
-          f"{args.db}: schema version {after}, up to date")
+    print(f"{name}: schema version {before} -> {after}" if before != after else
+          f"{name}: schema version {after}, up to date")
     return 0

@@ -110,4 +110,6 @@ def store_result(db: str, result: Any, fabric: Any = None, origin: str = "result
         when = result.meta.get("time") or dt.datetime.now(dt.timezone.utc).isoformat()
         rid = h.add(result, time=when, origin=origin,
                     job_id=os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID"))
-    print(f"stored as run {rid} in {db}")
+    from fabscope.history.db import describe
+
+    print(f"stored as run {rid} in {describe(db)}")

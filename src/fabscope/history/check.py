@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from fabscope.history.db import HistoryError
+from fabscope.history.db import HistoryError, describe
 from fabscope.history.stats import Shift, shift_test
 from fabscope.history.store import History, Run
 
@@ -111,7 +111,7 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
     """Tonight (``run_id``, default the newest run) against the ``baseline`` runs before it."""
     runs = runs if runs is not None else h.runs()
     if not runs:
-        raise HistoryError(f"history {h.url} has no runs")
+        raise HistoryError(f"history {describe(h.url)} has no runs")
     run = runs[-1] if run_id is None else next((r for r in runs if r.id == run_id), None)
     if run is None:
         raise HistoryError(f"no run {run_id} in the history")

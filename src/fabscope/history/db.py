@@ -54,7 +54,8 @@ class Database:
     """A connection and its dialect; every write inside :meth:`transaction`."""
 
     def __init__(self, conn: Any, dialect: str, url: str) -> None:
-        self.conn, self.dialect, self.url = conn, dialect, url
+        self.conn, self.dialect = conn, dialect
+        self.url = describe(url)           # for messages: no password
         self._depth = 0
 
     # ---- statements ------------------------------------------------------------

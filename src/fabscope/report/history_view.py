@@ -16,6 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from fabscope.history.check import CheckReport, check
+from fabscope.history.db import describe
 from fabscope.history.series import cable_series, class_series
 from fabscope.history.store import History, Run
 from fabscope.report.figures import Picture, _layout, color
@@ -134,7 +135,7 @@ def history_sections(h: History, **check_kw: Any) -> list[Section]:
     runs = h.runs()
     reports = check_all(h, runs, **check_kw)
     alarms = [(r, f) for r in runs if r.id in reports for f in reports[r.id].alarms]
-    facts = [("history", h.url), ("fabric", str(h._meta("fabric_name") or "not given")),
+    facts = [("history", describe(h.url)), ("fabric", str(h._meta("fabric_name") or "not given")),
              ("runs", f"{len(runs)}" + (f", {runs[0].time} to {runs[-1].time}" if runs else "")),
              ("checked", f"{len(reports)} runs against the runs of their test before them"),
              ("alarms", str(len(alarms)))]
