@@ -99,9 +99,10 @@ def alarm_calendar(runs: Sequence[Run], reports: dict[int, CheckReport]) -> Pict
                                hovertemplate="%{text}<extra></extra>", zmin=0, zmax=max(1.0, np.nanmax(z, initial=1)),
                                colorscale=[[0, "#e8f5e9"], [0.01, "#ffcdd2"], [1, "#b71c1c"]], xgap=3, ygap=3,
                                colorbar=dict(title="alarms")))
-    _layout(fig, "Calendar of alarms", yaxis=dict(autorange="reversed", title="week of", type="category"))
+    _layout(fig, "Calendar of alarms", yaxis=dict(autorange="reversed", title="week of", type="category"),
+            margin=dict(l=110))
     return Picture("history-calendar", "Calendar of alarms", fig,
-                   "each day's alarms from 'history check' (hover for the suspects); grey: no run or no baseline",
+                   "each day's alarms from 'history check' (hover for the suspects); blank: no run, or no earlier run to check against",
                    height=max(260, 60 + 34 * n_weeks))
 
 
