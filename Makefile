@@ -11,7 +11,7 @@ STAMP   = $(VENV)/.fabscope-installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,mpi,map,report,dask]'
+	$(BIN)/pip install --quiet -e '.[test,mpi,map,report,dask,history]'
 	@touch $(STAMP)
 
 setup: $(STAMP)

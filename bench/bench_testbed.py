@@ -130,10 +130,10 @@ def opensm_fabric(tmp: str) -> str:
     return out
 
 
-def compare_classes(name: str, tmp: str, tag: str, *files: str) -> tuple[list[dict], dict]:
+def compare_classes(name: str, tmp: str, tag: str, *files: str, extra: tuple[str, ...] = ()) -> tuple[list[dict], dict]:
     """``fabscope compare FILES --fabric NAME`` (the default model of this branch): classes and the worst pair."""
     res = os.path.join(tmp, f"{name}-{tag}.json")
-    if quiet(["compare", *files, "--fabric", name, "-o", res]) != 0:
+    if quiet(["compare", *files, "--fabric", name, *extra, "-o", res]) != 0:
         raise SystemExit(f"compare {tag} on {name} failed")
     r = Result.read_json(res)
     ratio = np.asarray(r.pairs["ratio"], float)
@@ -144,7 +144,8 @@ def compare_classes(name: str, tmp: str, tag: str, *files: str) -> tuple[list[di
     return r.extra["compare"]["classes"], worst
 
 
-def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp: str, cap: float) -> None:
+def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp: str, cap: float,
+              variants: tuple[str, ...] = ()) -> None:
     from fabscope.testbed.linkbound import records
 
     name = f"bs{i}"
@@ -164,10 +165,11 @@ def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp:
                                          "--rounds", "3", "--seed", str(7 + i))),
                 ("leaf-pairs", measure(name, tmp, "leaf-pairs", "--size", "512KiB", "--iterations", "2",
                                        "--leaf-size", str(leaf)))]
-        for test, path in runs:
-            classes, worst = compare_classes(name, tmp, test, path)
+        for (test, path), extra in ((r, v) for r in runs for v in ("", *variants)):
+            classes, worst = compare_classes(name, tmp, test, path, extra=tuple(extra.split()))
             rec = (records(path) or [{}])[0]
-            print(f"  {test}: {'link-bound' if rec.get('link_bound') else 'NOT link-bound'} ({rec.get('why')})")
+            print(f"  {test}{' compare ' + extra if extra else ''}: "
+                  f"{'link-bound' if rec.get('link_bound') else 'NOT link-bound'} ({rec.get('why')})")
             for c in classes:
                 print(f"    {c['label']:<12} {c['pairs']:>4} pairs  measured {c['measured_avg'] / 1e6:6.2f}  "
                       f"modeled {c['modeled_avg'] / 1e6:6.2f} MB/s  ratio {c['ratio']:.2f} "
@@ -184,6 +186,8 @@ def run() -> int:
     ap.add_argument("--sizes", nargs="+", default=SIZES, help="fabric specs to try, in order")
     ap.add_argument("--skip-forwarding", action="store_true")
     ap.add_argument("--shapes", action="store_true", help="measured vs modeled on shapes the tests do not use")
+    ap.add_argument("--compare", action="append", default=[], metavar="OPTIONS",
+                    help="with --shapes: also compare with these options (e.g. '--model static'); repeatable")
     ap.add_argument("--ignore-budget", action="store_true", help="let up run sizes its CPU budget refuses "
                                                                  "(to check the budget)")
     a = ap.parse_args()
@@ -199,7 +203,7 @@ def run() -> int:
         os.environ["FABSCOPE_TESTBED_DIR"] = os.path.join(tmp, "state")
         if a.shapes:
             for i, (label, spec, leaf) in enumerate(SHAPES):
-                one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate)
+                one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate, tuple(a.compare))
             return 0
         if not a.skip_forwarding:
             forwarding_rate(tmp)

@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=15, help="pairs to list")
     p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare)")
     p.add_argument("--csv", help="write the per-pair table as CSV")
+    p.add_argument("--db", help="also add the result to this history (see 'fabscope history')")
     p.set_defaults(func=run)
 
 
@@ -94,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.result import Result
 
     check_outputs(args.output, args.csv)
+    if args.db:
+        from fabscope.cli.history_db import check_db
+        check_db(args.db)
     model = model_choice(args)
+    fabric = None
     if model not in MODELS:
         if args.fabric:
             raise FabscopeError("give --fabric or --model FILE, not both: a modeled result names its fabric")
@@ -110,4 +115,7 @@ def run(args: argparse.Namespace) -> int:
         res.write_json(args.output)
     if args.csv:
         res.write_csv(args.csv)
+    if args.db:
+        from fabscope.cli.history_db import store_result
+        store_result(args.db, res, fabric, origin=", ".join(args.files))
     return 0

@@ -51,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                          "--fabric names a testbed: that one)")
     where.add_argument("--launcher", help="the plan's script launches with this (mpiexec, mpich, openmpi, srun; "
                                           "default: the MPI's own) on the host files it writes")
+    p.add_argument("--db", help="also add the result to this history (see 'fabscope history')")
     p.set_defaults(func=run)
 
 
@@ -72,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
 
     check_outputs(args.output)
+    if args.db:
+        from fabscope.cli.history_db import check_db
+        check_db(args.db)
     if args.plan:
         return _plan(args)
     if not args.files:
@@ -101,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(diagnosis_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
+    if args.db:
+        from fabscope.cli.history_db import store_result
+        store_result(args.db, res, fabric, origin=", ".join(args.files))
     return 0
 
 

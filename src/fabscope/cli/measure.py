@@ -32,6 +32,7 @@ def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
     p.add_argument("--oversubscribe", action="store_true", default=d(False),
                    help=f"run more than {OVERSUBSCRIBE_FACTOR} ranks per CPU this job may use on this host")
     p.add_argument("--launcher-arg", action="append", default=d([]), help="extra option for the launcher (repeatable)")
+    p.add_argument("--db", default=d(None), help="also add the run to this history (see 'fabscope history')")
     p.add_argument("--testbed", metavar="NAME", default=d(None),
                    help="run on testbed NAME (see 'fabscope testbed'): its hosts (or --hostfile's, named as on "
                         "the testbed), its fabric, --ppn ranks per host, launched into its namespaces")
@@ -96,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
         raise MeasureError(f"--timeout must be positive, got {args.timeout:g}")
     if args.output:
         _check_output(args.output, "-o")
+    if args.db:
+        from fabscope.cli.history_db import check_db
+        check_db(args.db)
     fabric = None
     if args.fabric:
         from fabscope.resolver import resolve_fabric
@@ -135,4 +139,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
         to_result(result, None, fabric).write_json(args.output)
+    if args.db:
+        from fabscope.cli.history_db import add_files
+        add_files(args.db, [out], fabric)
     return 0

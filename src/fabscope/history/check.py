@@ -1,0 +1,224 @@
+"""``history check``: tonight's run against the nights before it.
+
+Per class, the pairs' log ratios to the flow model (log bandwidths where the
+run has no model) are tested against the same class in the baseline runs
+(:func:`.stats.shift_test`).  Per cable and host, the candidates are the
+cables the tomography of tonight's run estimates below ``1 - min_effect`` of
+their capacity (a host's own cable is the host); each is confirmed by the same
+test on the pairs whose routes cross it, tonight against the baseline's
+pairs that crossed it.  Without cable estimates (no fabric in the history)
+every host is tested on the pairs that touch it.
+
+A regression is *new* when the previous run did not have it already (the
+class was not already low against the same baseline; the cable was not
+already estimated slow); a regression that goes on is reported with the
+first run it was slow in, and raises an alarm only with ``persistent``.  So
+a cable that trained at half width on night 20 is an alarm on night 20 and a
+note ("slow since run 20") after.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fabscope.history.db import HistoryError, describe
+from fabscope.history.stats import Shift, shift_test
+from fabscope.history.store import History, Run
+
+
+@dataclass
+class Finding:
+    what: str            # "class", "cable" or "host"
+    name: str
+    test: Shift
+    estimate: float | None = None      # tomography: capacity tonight / nominal
+    first_run: int | None = None       # first run of the streak it is slow in
+    first_time: str | None = None
+    cable: str | None = None
+    regressed: bool = False            # significant, and large enough
+    new: bool = False                  # not already so in the previous run
+    alarm: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"what": self.what, "name": self.name, "cable": self.cable, "n": self.test.n,
+                "n_baseline": self.test.n_base, "p": self.test.p, "factor": self.test.factor,
+                "estimate": self.estimate, "first_run": self.first_run, "first_time": self.first_time,
+                "regressed": self.regressed, "new": self.new, "alarm": self.alarm}
+
+
+@dataclass
+class CheckReport:
+    run: Run
+    baseline: list[Run]
+    values: str                        # "ratio" or "bandwidth"
+    alpha: float
+    min_effect: float
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def alarms(self) -> list[Finding]:
+        return [f for f in self.findings if f.alarm]
+
+    def lines(self, verbose: bool = False) -> list[str]:
+        r = self.run
+        out = [f"run {r.id} ({r.time}, {r.test or r.kind}, {r.n_pairs} pairs) against "
+               f"{len(self.baseline)} baseline runs ({', '.join(str(b.id) for b in self.baseline)}); "
+               f"{'log ratio to the model' if self.values == 'ratio' else 'log bandwidth'} per pair, "
+               f"Mann-Whitney p < {self.alpha:g} / tests and Hodges-Lehmann factor <= {1 - self.min_effect:.2f}"]
+        for f in self.findings:
+            # a cable slow tonight only and not confirmed by its pairs is noise: not printed
+            persisting = f.first_run is not None and f.first_run != r.id
+            if not (f.regressed or persisting or verbose):
+                continue
+            t = f.test
+            where = f" (cable {f.cable})" if f.cable and f.what == "host" else ""
+            state = ("REGRESSED" if f.alarm else "slow, already" if f.regressed or f.estimate is not None
+                     else "ok")
+            since = (f"; slow since run {f.first_run} ({f.first_time})" if f.first_run is not None else "")
+            est = f"; tomography: {f.estimate:.2f} of capacity" if f.estimate is not None else ""
+            out.append(f"  {state:<14} {f.what} {f.name}{where}: x{t.factor:.3f} (Hodges-Lehmann), "
+                       f"p={t.p:.2g}, {t.n} pairs vs {t.n_base}{est}{since}")
+        n = len(self.alarms)
+        out.append(f"{n} regression{'s' * (n != 1)}" + (": " + "; ".join(
+            f"{f.what} {f.name}" + (f" from run {f.first_run}" if f.first_run is not None else "")
+            for f in self.alarms) if n else ""))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run.id, "time": self.run.time, "baseline": [b.id for b in self.baseline],
+                "values": self.values, "alpha": self.alpha, "min_effect": self.min_effect,
+                "findings": [f.to_dict() for f in self.findings], "alarms": len(self.alarms)}
+
+
+def baseline_runs(h: History, run: Run, n: int, runs: list[Run] | None = None) -> list[Run]:
+    """The ``n`` runs of the same test and kind family before ``run``."""
+    runs = runs if runs is not None else h.runs()
+    fam = _family(run.kind)
+    before = [r for r in runs if (r.time, r.id) < (run.time, run.id) and r.test == run.test
+              and _family(r.kind) == fam]
+    return before[-n:] if n > 0 else []
+
+
+def _family(kind: str) -> str:
+    return "measured" if kind in ("measure", "measured", "compare", "diagnose") else kind
+
+
+def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: float = 1e-3,
+          min_effect: float = 0.10, persistent: bool = False, runs: list[Run] | None = None) -> CheckReport:
+    """Tonight (``run_id``, default the newest run) against the ``baseline`` runs before it."""
+    runs = runs if runs is not None else h.runs()
+    if not runs:
+        raise HistoryError(f"history {describe(h.url)} has no runs")
+    run = runs[-1] if run_id is None else next((r for r in runs if r.id == run_id), None)
+    if run is None:
+        raise HistoryError(f"no run {run_id} in the history")
+    base = baseline_runs(h, run, baseline, runs)
+    if not base:
+        raise HistoryError(f"run {run.id} has no earlier run of the same test ({run.test}) to compare with")
+    tonight = h.pairs(run.id)
+    bpairs = [h.pairs(b.id) for b in base]
+    use_ratio = np.isfinite(tonight["ratio"]).mean() > 0.5 and all(np.isfinite(b["ratio"]).mean() > 0.5
+                                                                   for b in bpairs)
+    col = "ratio" if use_ratio else "bandwidth"
+    rep = CheckReport(run, base, col, alpha, min_effect)
+
+    def logs(p: dict[str, np.ndarray]) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(p[col])
+
+    x = logs(tonight)
+    y_all = [logs(b) for b in bpairs]
+    classes = sorted(set(tonight["cls"].tolist()))
+    prev = base[-1]
+    prev_pairs, prev_base = bpairs[-1], bpairs[:-1]
+    findings: list[Finding] = []
+    for c in classes:
+        t = shift_test(x[tonight["cls"] == c], np.concatenate([y[b["cls"] == c] for y, b in zip(y_all, bpairs)]))
+        findings.append(Finding("class", c, t))
+    cand = _cable_candidates(h, run, min_effect)
+    f = h.fabric()
+    if cand and f is not None:
+        routing = run.routing
+        cross_t = _crossing(f, routing, tonight, [c for c, *_ in cand])
+        cross_b = [_crossing(f, routing, b, [c for c, *_ in cand]) for b in bpairs]
+        for c, name, host, est in cand:
+            t = shift_test(x[cross_t[c]], np.concatenate([y[cb[c]] for y, cb in zip(y_all, cross_b)]))
+            first = _first_slow(h, runs, run, c, min_effect)
+            fd = Finding("host" if host else "cable", host or name, t, est, first.id if first else None,
+                         first.time if first else None, cable=name)
+            findings.append(fd)
+    elif f is None or not h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (run.id,)):
+        hosts = sorted(set(tonight["src_host"].tolist()) | set(tonight["dst_host"].tolist()))
+        for hn in hosts:
+            sel = lambda p: (p["src_host"] == hn) | (p["dst_host"] == hn)  # noqa: E731
+            t = shift_test(x[sel(tonight)], np.concatenate([y[sel(b)] for y, b in zip(y_all, bpairs)]))
+            findings.append(Finding("host", hn, t))
+    n_tests = max(len(findings), 1)
+    for fd in findings:
+        fd.regressed = fd.test.regressed(alpha / n_tests, min_effect)
+        if not fd.regressed:
+            continue
+        if fd.what == "class":
+            sel = prev_pairs["cls"] == fd.name
+            yb = [y for y, b in zip(y_all[:-1], prev_base)]
+            before = shift_test(logs(prev_pairs)[sel], np.concatenate(
+                [y[b["cls"] == fd.name] for y, b in zip(yb, prev_base)]) if prev_base else np.array([]))
+            fd.new = not before.regressed(alpha / n_tests, min_effect)
+        elif fd.first_run is not None:
+            fd.new = fd.first_run == run.id
+        else:
+            fd.new = True
+        fd.alarm = fd.new or persistent
+    del prev
+    rep.findings = sorted(findings, key=lambda fd: (not fd.alarm, not fd.regressed, fd.test.factor))
+    return rep
+
+
+def _cable_candidates(h: History, run: Run, min_effect: float) -> list[tuple[int, str, str | None, float]]:
+    rows = h.db.query("SELECT cable, name, host, estimate / capacity FROM cables WHERE run_id = ? AND "
+                      "estimate < ? * capacity ORDER BY estimate / capacity", (run.id, 1.0 - min_effect))
+    return [(int(c), str(n), hs, float(e)) for c, n, hs, e in rows]
+
+
+def _first_slow(h: History, runs: list[Run], run: Run, cable: int, min_effect: float) -> Run | None:
+    """The first run of the streak, ending at ``run``, in which ``cable`` was estimated slow
+    (runs of the same test; a run that did not cross the cable neither breaks nor extends it)."""
+    rows = dict(h.db.query("SELECT run_id, estimate / capacity FROM cables WHERE cable = ?", (cable,)))
+    same = [r for r in runs if r.test == run.test and (r.time, r.id) <= (run.time, run.id)]
+    first = None
+    for r in reversed(same):
+        if r.id not in rows:
+            continue
+        if float(rows[r.id]) < 1.0 - min_effect:
+            first = r
+        else:
+            break
+    return first
+
+
+def _crossing(fabric: Any, routing: str | None, pairs: dict[str, np.ndarray], cables: list[int]) -> dict[int, np.ndarray]:
+    """Per cable: the pairs (bool mask) whose route crosses it, either way."""
+    from fabscope.routing import make_routing
+
+    idx = fabric.host_index
+    n = len(pairs["src_host"])
+    out = {c: np.zeros(n, bool) for c in cables}
+    hs = np.array([idx.get(s, idx.get(s.split(".")[0], -1)) for s in pairs["src_host"].tolist()], dtype=np.int64)
+    hd = np.array([idx.get(s, idx.get(s.split(".")[0], -1)) for s in pairs["dst_host"].tolist()], dtype=np.int64)
+    ok = np.flatnonzero((hs >= 0) & (hd >= 0) & (hs != hd))
+    if not len(ok):
+        return out
+    router = make_routing(fabric, routing)
+    want = np.zeros(fabric.n_links // 2 + 1, bool)
+    want[cables] = True
+    for a, b in ((hs[ok], hd[ok]), (hd[ok], hs[ok])):
+        r = router.routes(a, b)
+        cab = r.link // 2
+        keep = want[cab]
+        for c in cables:
+            hit = r.flow[keep][cab[keep] == c]
+            out[c][ok[hit]] = True
+    return out
