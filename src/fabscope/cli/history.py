@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 
+from fabscope.cli.options import examples
+
 DEFAULT_DB = "fabscope-history.db"
 
 
@@ -19,13 +21,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("history", help="keep every run in a database; flag what regressed tonight",
                        description="A history of one fabric's runs (measured, modeled, compared, diagnosed) in "
                                    "SQLite (default), or PostgreSQL: add runs, list them, show a class, pair, "
-                                   "host or cable over time, check tonight against the nights before, prune.")
+                                   "host or cable over time, check tonight against the nights before, prune.",
+                       epilog=examples("fabscope history example nights",
+                                       "fabscope history add --db nightly.db --fabric fat-tree:k=4,levels=2 "
+                                       "$(ls nights/*.json)",
+                                       "fabscope history check --db nightly.db --run 8 || echo regressed"))
     hs = p.add_subparsers(dest="history_command", metavar="ACTION")
     hs.required = True
 
-    a = hs.add_parser("add", help="add results (fabscope.result JSON) or fabscope-bench runs (.jsonl)")
+    a = hs.add_parser("add", help="add results (fabscope.result JSON) or fabscope-bench runs (.jsonl)",
+                      description="Add runs to the history: their metadata, every pair, the per-class summary and, "
+                                  "for measured runs, each pair's ratio to the model and every cable's estimated "
+                                  "capacity (the tomography).  A run of another fabric, or one already there, is "
+                                  "refused and nothing is written.",
+                      epilog=examples("fabscope history add --db extra.db --fabric fat-tree:k=4,levels=2 "
+                                      "nights/night01.json nights/night02.json",
+                                      "fabscope history add --db extra.db nights/night03.json --label 'after maintenance'"))
     _db_option(a)
-    a.add_argument("files", nargs="+", metavar="RESULT")
+    a.add_argument("files", nargs="+", metavar="RESULT",
+                   help="fabscope.result JSON files (measure, simulate, compare, diagnose) or fabscope-bench .jsonl")
     a.add_argument("--fabric", help="the history's fabric (spec or JSON; needed once, checked after)")
     a.add_argument("--time", help="when the run ran (ISO time; default: the run's own, else the file's mtime)")
     a.add_argument("--label", help="a label for these runs, e.g. 'after maintenance'")
@@ -35,13 +49,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keep the pairs only: no model ratios or cable estimates (faster)")
     a.set_defaults(func=run_add)
 
-    ls = hs.add_parser("list", help="the runs, oldest first")
+    ls = hs.add_parser("list", help="the runs, oldest first",
+                       description="List the history's runs, oldest first: id, time, kind, test, pairs, hosts, job.",
+                       epilog=examples("fabscope history list --db nightly.db",
+                                       "fabscope history list --db nightly.db --json"))
     _db_option(ls)
     ls.add_argument("--since", help="runs from this time on")
     ls.add_argument("--json", action="store_true", help="print JSON lines")
     ls.set_defaults(func=run_list)
 
-    sh = hs.add_parser("show", help="one class, pair, host or cable over time")
+    sh = hs.add_parser("show", help="one class, pair, host or cable over time",
+                       description="One class, pair, host or cable run by run: bandwidth, ratio to the model, and "
+                                   "for a cable its estimated capacity, so you see when it became slow.",
+                       epilog=examples("fabscope history show --db nightly.db --cable 's1-0000[5]'",
+                                       "fabscope history show --db nightly.db --class 'Diff Leafs'"))
     _db_option(sh)
     what = sh.add_mutually_exclusive_group(required=True)
     what.add_argument("--class", dest="cls", metavar="CLASS", help="a pair class, e.g. 'Far Leafs' or Overall")
@@ -51,7 +72,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     sh.add_argument("--min-effect", type=float, default=0.10, help="slow: below 1 - this of capacity (default 0.10)")
     sh.set_defaults(func=run_show)
 
-    ck = hs.add_parser("check", help="tonight against the nights before: exit 3 if something regressed")
+    ck = hs.add_parser("check", help="tonight against the nights before: exit 3 if something regressed",
+                       description="Test one run against the runs of the same test before it, per class and per "
+                                   "cable and host (one-sided Mann-Whitney, Hodges-Lehmann effect size): exit 3 "
+                                   "and the suspects named when something newly regressed, 0 otherwise.",
+                       epilog=examples("fabscope history check --db nightly.db --run 8 || echo regressed",
+                                       "fabscope history check --db nightly.db --run 5 --all"))
     _db_option(ck)
     ck.add_argument("--run", type=int, help="the run to check (default: the newest)")
     ck.add_argument("--baseline", type=int, default=7, help="earlier runs of the same test to compare with (default 7)")
@@ -65,13 +91,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     ck.add_argument("-o", "--output", help="write the findings as JSON")
     ck.set_defaults(func=run_check)
 
-    pr = hs.add_parser("prune", help="delete old runs")
+    pr = hs.add_parser("prune", help="delete old runs",
+                       description="Delete runs (with their pairs and estimates) older than a time, or all but "
+                                   "the newest N.",
+                       epilog=examples("fabscope history prune --db extra.db --keep-last 2",
+                                       "fabscope history prune --db extra.db --before 2026-11-02T00:00Z"))
     _db_option(pr)
     pr.add_argument("--keep-last", type=int, help="keep the N newest runs")
     pr.add_argument("--before", help="delete runs before this time (ISO)")
     pr.set_defaults(func=run_prune)
 
-    rp = hs.add_parser("report", help="one HTML page: trends per class, a calendar of alarms, cables over time")
+    rp = hs.add_parser("report", help="one HTML page: trends per class, a calendar of alarms, cables over time",
+                       description="Write the history as one self-contained HTML page: trends per class, a "
+                                   "calendar of alarms, the estimated capacity of the cables that were ever slow.",
+                       epilog=examples("fabscope history report --db nightly.db -o history.html",
+                                       "fabscope history report --db nightly.db -o history.html --title 'tb1 nights'"))
     _db_option(rp)
     rp.add_argument("-o", "--output", required=True, help="the HTML file to write")
     rp.add_argument("--baseline", type=int, default=7, help="earlier runs each run is checked against (default 7)")
@@ -80,7 +114,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     rp.set_defaults(func=run_report)
 
     ex = hs.add_parser("example", help="write synthetic nights to try the workflow: the model x noise, a cable "
-                                       "degraded from one night on")
+                                       "degraded from one night on",
+                       description="Write synthetic nights (the flow model's pairs times lognormal noise, one cable "
+                                   "slowed from one night on) to try the history workflow without a cluster.",
+                       epilog=examples("fabscope history example nights2 --nights 5 --degrade-from 4",
+                                       "fabscope history example nights3 --nights 4 --factor 0.25"))
     ex.add_argument("folder", help="where to write night01.json, night02.json, ...")
     ex.add_argument("--fabric", default="fat-tree:k=4,levels=2", help="fabric (default fat-tree:k=4,levels=2)")
     ex.add_argument("--nights", type=int, default=10, help="nights (default 10)")
@@ -90,7 +128,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--start", default="2026-11-01T02:00Z", help="time of the first night (one a day after)")
     ex.set_defaults(func=run_example)
 
-    mg = hs.add_parser("migrate", help="bring a history of an older schema up to date")
+    mg = hs.add_parser("migrate", help="bring a history of an older schema up to date",
+                       description="Migrate a history written by an older fabscope to this schema version (a "
+                                   "newer one is refused); a history already up to date is left as it is.",
+                       epilog=examples("fabscope history migrate --db nightly.db",
+                                       "fabscope history migrate --db extra.db"))
     _db_option(mg)
     mg.set_defaults(func=run_migrate)
 
