@@ -33,6 +33,8 @@ from fabscope.errors import FabricError
 
 #: MB as the seeds and the OSU benchmarks count it.
 MB = 1.0e6
+#: the most cores a host may have (a bound on typos and hostile files, far above any node's)
+MAX_CORES = 1 << 20
 
 
 def _ro(a: Any, dtype: Any) -> np.ndarray:
@@ -150,6 +152,7 @@ class Fabric:
             set_(self, "periodic", tuple(bool(p) for p in per))
         set_(self, "params", dict(self.params))
         self._check_links()
+        self._check_host_values()
         self._check_tables()
 
     def _check_tables(self) -> None:
@@ -169,6 +172,29 @@ class Fabric:
             if lft.size and (lft.max() >= self.n_links or lft.min() < -1):
                 raise FabricError(f"fabric {self.name!r}: forwarding tables name a link that does not exist")
             set_(self, "lft", lft)
+
+    def _check_host_values(self) -> None:
+        """Every host number finite and in range, named (a memory_bw of -1 hung the solver)."""
+        checks = (("host_cores", 1, MAX_CORES, False), ("host_sockets", 1, MAX_CORES, False),
+                  ("host_memory_bw", 0, None, True), ("host_copy_rate", 0, None, True))
+        for name, lo, hi, lo_open in checks:
+            v = getattr(self, name).astype(np.float64)
+            bad = ~np.isfinite(v) | ((v <= lo) if lo_open else (v < lo))
+            if hi is not None:
+                bad |= v > hi
+            if np.any(bad):
+                h = int(np.flatnonzero(bad)[0])
+                want = f"> {lo}" if lo_open else f"{lo}..{hi}"
+                raise FabricError(f"fabric {self.name!r}: host {self.node_names[h]!r} has {name[5:]} {v[h]:g}; "
+                                  f"it must be a finite number {want}")
+        for name, lo_open in (("link_capacity", True), ("link_latency", False)):
+            v = getattr(self, name)
+            bad = ~np.isfinite(v) | ((v <= 0) if lo_open else (v < 0))
+            if np.any(bad):
+                i = int(np.flatnonzero(bad)[0])
+                raise FabricError(f"fabric {self.name!r}: link {i} ({self.node_names[int(self.link_src[i])]!r} -> "
+                                  f"{self.node_names[int(self.link_dst[i])]!r}) has {name[5:]} {v[i]:g}; it must be "
+                                  f"a finite number {'> 0' if lo_open else '>= 0'}")
 
     def _check_links(self) -> None:
         n_nodes = len(self.node_names)

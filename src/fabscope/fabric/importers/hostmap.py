@@ -15,10 +15,9 @@ import re
 from dataclasses import dataclass, field
 
 from fabscope.errors import FabricError
+from fabscope.fabric.model import MAX_CORES
 
-
-#: the most cores a host may be given (a bound on typos, far above any node's)
-MAX_CORES = 1 << 20
+__all__ = ["MAX_CORES", "HostMap", "parse_hostmap", "read_hostmap"]
 
 
 @dataclass
