@@ -57,7 +57,7 @@ def test_the_limit_is_fabscope_max_memory_when_set(monkeypatch):
                                           r"of fabric; the limit is 100.0 kB \(FABSCOPE_MAX_MEMORY\)"):
         load_fabric("torus:16x16")
     monkeypatch.setenv("FABSCOPE_MAX_MEMORY", "lots")
-    with pytest.raises(FabricError, match="FABSCOPE_MAX_MEMORY='lots' is not a memory size"):
+    with pytest.raises(FabscopeError, match="FABSCOPE_MAX_MEMORY='lots' is not a memory size"):
         load_fabric("torus:16x16")
 
 

@@ -31,6 +31,7 @@ from fabscope.fabric import generators as gen
 from fabscope.fabric.model import MAX_CORES, Fabric, Level
 from fabscope.numbers import number
 from fabscope.schemas import validate
+from fabscope.textio import load_json
 
 SCHEMA = "fabscope.fabric"
 SCHEMA_VERSION = 1
@@ -319,18 +320,9 @@ def write_json(f: Fabric, path: str | os.PathLike[str]) -> None:
 
 
 def read_json(path: str | os.PathLike[str]) -> Fabric:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise FabricError(f"fabric file {os.fspath(path)!r} does not exist") from None
-    except json.JSONDecodeError as err:
-        raise FabricError(f"{os.fspath(path)}: not valid JSON ({err.msg} at line {err.lineno})") from None
-    except UnicodeDecodeError:
-        raise FabricError(f"{os.fspath(path)}: not a fabric file (not UTF-8 text)") from None
-    except (OSError, ValueError) as err:         # a folder, no permission, a NUL byte in the name
-        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise FabricError(f"cannot read fabric file {os.fspath(path)!r}: {why}") from None
+    if not os.path.exists(path) and "\x00" not in os.fspath(path):
+        raise FabricError(f"fabric file {os.fspath(path)!r} does not exist")
+    doc = load_json(path, "fabric file", FabricError)
     if not isinstance(doc, dict):
         raise SchemaError(f"{os.fspath(path)}: not a fabscope fabric")
     return from_dict(doc, os.fspath(path))

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from fabscope.errors import PlacementError
-from fabscope.fabric.generators.size import human_bytes, memory_limit
+from fabscope.limits import human_bytes, memory_limit
 from fabscope.fabric.model import Fabric
 
 

@@ -115,11 +115,10 @@ def parse_hostfile(lines: Iterable[str], source: str = "host file") -> list[tupl
 
 
 def read_hostfile(path: str) -> list[tuple[str, int]]:
-    try:
-        with open(path) as fh:
-            return parse_hostfile(fh, f"host file {path}")
-    except OSError as err:
-        raise MeasureError(f"cannot read host file {path}: {err.strerror}") from err
+    """:func:`parse_hostfile` of a file, read with :func:`fabscope.textio.read_lines` (bounded, UTF-8 checked)."""
+    from fabscope.textio import read_lines
+
+    return parse_hostfile((line for _, line in read_lines(path, "host file", MeasureError)), f"host file {path}")
 
 
 def job_hosts(env: Mapping[str, str] | None = None) -> tuple[list[tuple[str, int]], str] | None:

@@ -16,7 +16,8 @@ import warnings
 from typing import Any, Callable
 
 from fabscope.errors import FabscopeWarning, TrafficError
-from fabscope.fabric.generators.size import SLOW_SECONDS, human_bytes, human_seconds, memory_limit
+from fabscope.fabric.generators.size import SLOW_SECONDS
+from fabscope.limits import human_bytes, human_seconds, memory_limit
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
 from fabscope.numbers import number
