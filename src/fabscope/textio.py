@@ -148,6 +148,8 @@ def loads_json(text: str | bytes, source: str, what: str = "a fabscope file",
         raise _fail(error, f"{source}: not valid JSON{cut} ({err.msg} at line {err.lineno})") from None
     except UnicodeDecodeError as err:
         raise _fail(error, f"{source}: not UTF-8 text (byte at offset {err.start}); not {_a(what)}") from None
+    except ValueError as err:                   # an integer of more than 4,300 digits
+        raise _fail(error, f"{source}: not valid JSON ({str(err).split(';')[0]})") from None
     if isinstance(doc, (dict, list)):
         check_depth(doc, source, what, error)
     return doc
