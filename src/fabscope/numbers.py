@@ -80,8 +80,10 @@ def _int_text(value: Any, what: str, error: type[FabscopeError]) -> int:
 
 
 def numbers(values: Any, what: str, lo: float | None = None, hi: float | None = None, *,
-            lo_open: bool = False, integer: bool = False, error: type[FabscopeError] = SchemaError) -> np.ndarray:
-    """An array of numbers, every one checked as :func:`number` does; the first bad one is named by index.
+            lo_open: bool = False, integer: bool = False, error: type[FabscopeError] = SchemaError,
+            names: Any = None) -> np.ndarray:
+    """An array of numbers, every one checked as :func:`number` does; the first bad one is named by
+    index, or by ``names[i]`` after ``what`` when given (a host's name).
 
     >>> numbers([1.0, 2.0], "bandwidth", lo=0).tolist()
     [1.0, 2.0]
@@ -89,6 +91,10 @@ def numbers(values: Any, what: str, lo: float | None = None, hi: float | None = 
     Traceback (most recent call last):
     ...
     fabscope.errors.SchemaError: result.json: pair column 'bandwidth' entry 2 is nan, not a finite number
+    >>> numbers([1.0, -1.0], "memory_bw of host", lo=0, lo_open=True, names=["n1", "n2"])
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.SchemaError: memory_bw of host 'n2' is -1.0, not a number > 0
     """
     try:
         a = np.asarray(values)
@@ -107,7 +113,8 @@ def numbers(values: Any, what: str, lo: float | None = None, hi: float | None = 
         bad |= f > hi
     if np.any(bad):
         i = int(np.flatnonzero(bad.ravel())[0])
-        number(a.ravel()[i].item(), f"{what} entry {i + 1}", lo, hi, lo_open=lo_open, integer=integer, error=error)
+        at = f"{what} entry {i + 1}" if names is None else f"{what} {str(names[i])[:60]!r}"
+        number(a.ravel()[i].item(), at, lo, hi, lo_open=lo_open, integer=integer, error=error)
     return a.astype(np.int64) if integer else f
 
 

@@ -55,6 +55,16 @@ class Level:
     label: str
 
 
+class _LinkNames:
+    """``names[i]`` of link ``i`` (``a -> b``), made only for the one a message names."""
+
+    def __init__(self, f: "Fabric") -> None:
+        self.f = f
+
+    def __getitem__(self, i: int) -> str:
+        return f"{self.f.node_names[int(self.f.link_src[i])]} -> {self.f.node_names[int(self.f.link_dst[i])]}"
+
+
 @dataclass(frozen=True, eq=False)
 class Fabric:
     """Hosts, switches, directed links, groups and coordinates.
@@ -175,26 +185,18 @@ class Fabric:
 
     def _check_host_values(self) -> None:
         """Every host number finite and in range, named (a memory_bw of -1 hung the solver)."""
+        from fabscope.numbers import numbers
+
         checks = (("host_cores", 1, MAX_CORES, False), ("host_sockets", 1, MAX_CORES, False),
                   ("host_memory_bw", 0, None, True), ("host_copy_rate", 0, None, True))
+        hosts = self.node_names[: self.n_hosts]
         for name, lo, hi, lo_open in checks:
-            v = getattr(self, name).astype(np.float64)
-            bad = ~np.isfinite(v) | ((v <= lo) if lo_open else (v < lo))
-            if hi is not None:
-                bad |= v > hi
-            if np.any(bad):
-                h = int(np.flatnonzero(bad)[0])
-                want = f"> {lo}" if lo_open else f"{lo}..{hi}"
-                raise FabricError(f"fabric {self.name!r}: host {self.node_names[h]!r} has {name[5:]} {v[h]:g}; "
-                                  f"it must be a finite number {want}")
-        for name, lo_open in (("link_capacity", True), ("link_latency", False)):
-            v = getattr(self, name)
-            bad = ~np.isfinite(v) | ((v <= 0) if lo_open else (v < 0))
-            if np.any(bad):
-                i = int(np.flatnonzero(bad)[0])
-                raise FabricError(f"fabric {self.name!r}: link {i} ({self.node_names[int(self.link_src[i])]!r} -> "
-                                  f"{self.node_names[int(self.link_dst[i])]!r}) has {name[5:]} {v[i]:g}; it must be "
-                                  f"a finite number {'> 0' if lo_open else '>= 0'}")
+            numbers(getattr(self, name), f"fabric {self.name!r}: {name[5:]} of host", lo, hi, lo_open=lo_open,
+                    error=FabricError, names=hosts)
+        cables = _LinkNames(self)
+        numbers(self.link_capacity, f"fabric {self.name!r}: capacity of link", 0, lo_open=True,
+                error=FabricError, names=cables)
+        numbers(self.link_latency, f"fabric {self.name!r}: latency of link", 0, error=FabricError, names=cables)
 
     def _check_links(self) -> None:
         n_nodes = len(self.node_names)
