@@ -139,3 +139,12 @@ def test_critical_workers_beyond_the_cores_are_refused():
     with pytest.raises(FabscopeError, match=r"--workers 100000: this machine has \d+ cores"):
         check_workers(100000)
     check_workers(1)
+
+
+def test_fabric_critical_refuses_100000_workers_before_building_anything(capsys):
+    from fabscope.cli import main
+
+    # the fabric named is unknown: the workers are refused first, so that is what the line says
+    assert main(["fabric", "critical", "--fabric", "no-such-fabric", "--workers", "100000"]) == 1
+    err = capsys.readouterr().err
+    assert "--workers 100000: this machine has" in err and err.count("\n") == 1

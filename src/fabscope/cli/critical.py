@@ -32,7 +32,7 @@ def add_parser(fs: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fabscope.cli.compare import check_outputs, resolve_fabric
-    from fabscope.diagnose.critical import critical_lines, criticality, jobqueue_cluster
+    from fabscope.diagnose.critical import check_workers, critical_lines, criticality, jobqueue_cluster
     from fabscope.errors import FabscopeError
     from fabscope.fabric.placement import Placement
     from fabscope.traffic.spec import make_traffic
@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
         raise FabscopeError("--job-script needs --scheduler FILE")
     if args.workers is not None and args.workers < 0:
         raise FabscopeError(f"--workers must be 0 or more, got {args.workers}")
+    if not args.scheduler:
+        check_workers(args.workers)                  # before the fabric is built
     fabric = resolve_fabric(args.fabric)
     placement = Placement.block(fabric, args.ranks or args.ppn * fabric.n_hosts, args.ppn)
     traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)
