@@ -247,3 +247,14 @@ def test_depth_check_counts_objects_and_lists():
     with pytest.raises(FabscopeError, match="nested deeper"):
         check_depth(json.loads('{"a": ' * 65 + "1" + "}" * 65), "x")
     assert SchemaError  # the readers raise their own subclasses of FabscopeError
+
+
+def test_a_line_of_exactly_the_bound_is_read(tmp_path):
+    from fabscope.textio import read_lines
+
+    p = tmp_path / "f"
+    p.write_bytes(b"x" * 100 + b"\n" + b"y" * 100)
+    assert [len(line) for _, line in read_lines(p, "test file", limit=100)] == [101, 100]
+    p.write_bytes(b"x" * 101 + b"\n")
+    with pytest.raises(FabscopeError, match="line 1: longer than 100 bytes; not a test file"):
+        list(read_lines(p, "test file", limit=100))
