@@ -63,6 +63,7 @@ def test_all_to_all_of_a_million_ranks_is_refused(monkeypatch):
 
 def test_placing_more_ranks_than_memory_holds_is_refused(monkeypatch):
     monkeypatch.setenv("FABSCOPE_MAX_MEMORY", "1MB")
-    f = fat_tree(k=32, levels=2, cores=1024)
-    with pytest.raises(PlacementError, match=r"1,048,576 ranks \(1,024 a node\): about 50.3 MB to place them"):
-        Placement.block(f, 1 << 20, 1024)
+    f = fat_tree(k=32, levels=2, cores=2048)
+    with pytest.raises(PlacementError, match=r"2,097,152 ranks \(2,048 a node\): about 100.7 MB to place them; "
+                                             r"the limit is 1.0 MB \(FABSCOPE_MAX_MEMORY\)"):
+        Placement.block(f, 2 << 20, 2048)
