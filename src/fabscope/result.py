@@ -56,6 +56,10 @@ COLUMN_NUMBERS = {"src": True, "dst": True, "cls": True, "scenario": True,
                   "bytes": False, "bandwidth": False, "time": False}
 
 
+#: link columns checked likewise: a link id, its load and its capacity (bytes/s)
+LINK_NUMBERS = {"link": True, "load": False, "capacity": False}
+
+
 @dataclass(frozen=True)
 class ClassSummary:
     label: str
@@ -151,6 +155,9 @@ class Result:
             for col, integer in COLUMN_NUMBERS.items():
                 if col in pairs:
                     pairs[col] = numbers(pairs[col], f"{origin}: pair column {col!r}", lo=0, integer=integer)
+            for col, integer in LINK_NUMBERS.items():
+                if links is not None and col in links:
+                    numbers(links[col], f"{origin}: link column {col!r}", lo=0, integer=integer)
             n_cls = len(doc["class_labels"])
             if "cls" in pairs and len(pairs["cls"]) and int(pairs["cls"].max()) >= n_cls:
                 raise SchemaError(f"{origin}: pair column 'cls' names class {int(pairs['cls'].max())}; "

@@ -258,3 +258,17 @@ def test_a_line_of_exactly_the_bound_is_read(tmp_path):
     p.write_bytes(b"x" * 101 + b"\n")
     with pytest.raises(FabscopeError, match="line 1: longer than 100 bytes; not a test file"):
         list(read_lines(p, "test file", limit=100))
+
+
+@pytest.mark.parametrize("col,value,msg", [("load", float("nan"), "link column 'load' entry 1 is nan"),
+                                           ("capacity", -5.0, "link column 'capacity' entry 1 is -5.0, not a number >= 0"),
+                                           ("link", -1, "link column 'link' entry 1 is -1, not an integer >= 0")])
+def test_result_link_numbers_are_refused(tmp_path, col, value, msg):
+    from fabscope.result import Result
+
+    doc = {"schema": "fabscope.result", "version": 1, "meta": {"kind": "model"}, "class_labels": ["a"],
+           "pairs": {"cls": [0], "bandwidth": [1e9]}, "links": {"link": [3], "load": [1e9], "capacity": [2e9]}}
+    doc["links"][col] = [value]
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(doc, allow_nan=True))
+    assert msg in _refused(Result.read_json, p)
