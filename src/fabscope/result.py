@@ -30,7 +30,9 @@ from fabscope import __version__
 from fabscope.atomic import atomic_open
 from fabscope.errors import SchemaError
 from fabscope.fabric.model import MB
+from fabscope.numbers import numbers
 from fabscope.schemas import validate
+from fabscope.textio import load_json
 
 SCHEMA = "fabscope.result"
 SCHEMA_VERSION = 1
@@ -47,6 +49,15 @@ PAIR_COLUMNS = {
     "time": "seconds for one message (modeled) or per iteration (measured)",
     "scenario": "independent sub-run the pair belongs to (all-pairs leaf tests)",
 }
+
+
+#: pair columns that must hold finite numbers >= 0 (True: integers), checked on reading
+COLUMN_NUMBERS = {"src": True, "dst": True, "cls": True, "scenario": True,
+                  "bytes": False, "bandwidth": False, "time": False}
+
+
+#: link columns checked likewise: a link id, its load and its capacity (bytes/s)
+LINK_NUMBERS = {"link": True, "load": False, "capacity": False}
 
 
 @dataclass(frozen=True)
@@ -130,7 +141,7 @@ class Result:
                 w.writerow(list(row) + [labels[int(self.pairs["cls"][i])]])
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "Result":
+    def from_dict(cls, doc: Mapping[str, Any], origin: str = "result") -> "Result":
         if not isinstance(doc, Mapping):
             raise SchemaError(f"not a fabscope result (a JSON {type(doc).__name__}, not an object)")
         if doc.get("schema") != SCHEMA:
@@ -140,13 +151,21 @@ class Result:
         validate(doc, "result")
         links = doc.get("links")
         try:
-            for col in ("src", "dst", "cls", "bytes", "bandwidth", "time", "scenario"):
-                if col in doc["pairs"] and np.asarray(doc["pairs"][col]).dtype.kind not in "biuf":
-                    raise SchemaError(f"malformed result file: pair column {col!r} is not all numbers")
+            pairs = {k: np.asarray(v) for k, v in doc["pairs"].items()}
+            for col, integer in COLUMN_NUMBERS.items():
+                if col in pairs:
+                    pairs[col] = numbers(pairs[col], f"{origin}: pair column {col!r}", lo=0, integer=integer)
+            for col, integer in LINK_NUMBERS.items():
+                if links is not None and col in links:
+                    numbers(links[col], f"{origin}: link column {col!r}", lo=0, integer=integer)
+            n_cls = len(doc["class_labels"])
+            if "cls" in pairs and len(pairs["cls"]) and int(pairs["cls"].max()) >= n_cls:
+                raise SchemaError(f"{origin}: pair column 'cls' names class {int(pairs['cls'].max())}; "
+                                  f"the result has {n_cls} class labels")
             return cls(
                 meta=dict(doc["meta"]),
                 class_labels=tuple(doc["class_labels"]),
-                pairs={k: np.asarray(v) for k, v in doc["pairs"].items()},
+                pairs=pairs,
                 links=None if links is None else {k: np.asarray(v) for k, v in links.items()},
                 extra=dict(doc.get("extra") or {}),
             )
@@ -155,17 +174,9 @@ class Result:
 
     @classmethod
     def read_json(cls, path: str | os.PathLike[str]) -> "Result":
-        try:
-            with open(path, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except json.JSONDecodeError as err:
-            raise SchemaError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from err
-        except (OSError, ValueError) as err:     # ValueError: a NUL byte in the name
-            why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-            raise SchemaError(f"cannot read result file {path}: {why}") from None
-        except UnicodeDecodeError:
-            raise SchemaError(f"{path}: not a text file") from None
-        return cls.from_dict(doc)
+        """A result file, read by :func:`fabscope.textio.load_json` (sized, UTF-8 and depth checked)."""
+        doc = load_json(path, "result file", SchemaError)
+        return cls.from_dict(doc, os.fspath(path))
 
 
 def _row(label: str, v: np.ndarray) -> ClassSummary:

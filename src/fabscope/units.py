@@ -24,6 +24,10 @@ _UNITS = {
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d+))?\s*([a-zA-Z]*)\s*$")
 
 
+#: the largest message size read (1 PB): above it a size is a typo or hostile
+MAX_SIZE = 1e15
+
+
 def parse_size(text: str | int) -> int:
     """Bytes in ``text``: ``8``, ``64KiB``, ``1MiB``, ``4M`` (10^6), ``1e6``; a bad one raises FabscopeError."""
     if isinstance(text, int):
@@ -32,7 +36,13 @@ def parse_size(text: str | int) -> int:
     unit = m.group(3).lower() if m else ""
     if not m or unit not in _UNITS:
         raise FabscopeError(f"size {text!r} does not parse; write e.g. 8, 64KiB, 1MiB or 4M")
-    value = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1) * _UNITS[unit]
+    try:
+        exp = min(int(m.group(2)[-5:]) if len(m.group(2)) <= 5 else 400, 400) if m.group(2) else 0
+        value = float(m.group(1)) * 10 ** exp * _UNITS[unit]
+    except OverflowError:                      # 1e400: more than a float holds
+        value = float("inf")
+    if not value <= MAX_SIZE:
+        raise FabscopeError(f"size {text[:40]!r} is larger than any message (at most {MAX_SIZE:.0e} bytes)")
     if value != int(value):
         raise FabscopeError(f"size {text!r} is not a whole number of bytes")
     return int(value)

@@ -59,7 +59,12 @@ def fuzz_tests(strategy: st.SearchStrategy, check: Callable[[Any], Any], default
 #: numbers that break parsers: zero, negatives, off-by-one at type limits, huge
 EDGE_NUMBERS = ["0", "-1", "1", "255", "256", "49151", "49152", "65535", "65536", "70000", "2147483648",
                 "99999999999999999999999", "0x0", "0xffff", "0xc000", "0xffffffffffffffffffff", "1e308", "nan",
-                "inf", "-0", "007", "१२", "²", "½"]
+                "inf", "-0", "007", "१२", "²", "½", "1e400", "-1e400", "NaN", "Infinity", "-inf", "1e-400",
+                "4294967296", "-2147483649", "9" * 40, "1e999999", "0.5", "-1.5", "\"fast\"", "null", "[]", "{}"]
+#: hostile names: separators of every output format, markup, escapes, shell, very long
+HOSTILE_NAMES = ["EOF", "EOF||touch${IFS}/tmp/x", "a,b", "n[1-3]", "L0,L9 Nodes=x", "[/oops]", "\x1b[31mred",
+                 "=cmd|' /C calc'!A0", "@SUM(1)", "a b", "a\tb", "\u2028", "'", '"', "$(id)", "`id`", "x" * 300,
+                 "-rf", "../../etc/passwd", "\x00", "名前", "\ufeff"]
 _TOKEN = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
 junk_line = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"),
@@ -101,6 +106,16 @@ def text_like(lines: list[str]) -> st.SearchStrategy[str]:
     """Mostly mutated samples, sometimes junk, sometimes raw bytes decoded."""
     return st.one_of(
         mutated(lines), mutated(lines), mutated(lines),
-        st.lists(junk_line, max_size=8).map("\n".join),
+        st.lists(junk_line | st.sampled_from(HOSTILE_NAMES), max_size=8).map("\n".join),
         st.binary(max_size=200).map(lambda b: b.decode("utf-8", errors="replace")),
+    )
+
+
+def bytes_like(lines: list[str]) -> st.SearchStrategy[bytes]:
+    """File contents: mutated samples as UTF-8, raw bytes, samples with raw bytes spliced in."""
+    return st.one_of(
+        text_like(lines).map(lambda t: t.encode("utf-8", errors="surrogateescape")),
+        st.binary(max_size=300),
+        st.tuples(text_like(lines), st.binary(min_size=1, max_size=8), st.integers(0, 400)).map(
+            lambda t: (t[0][: t[2]].encode("utf-8", "surrogateescape") + t[1] + t[0][t[2]:].encode("utf-8", "surrogateescape"))),
     )

@@ -36,3 +36,19 @@ def test_a_huge_range_is_refused_not_expanded():
 
     with pytest.raises(MeasureError, match=r"range '0-99999999999999999999' names more than 1000000 nodes"):
         expand_nodelist("node[0-99999999999999999999]")
+
+
+def test_a_product_of_ranges_is_counted_before_it_is_expanded():
+    # each range is under the bound, their product (10^8 names) ran on without end
+    import time
+
+    import pytest
+
+    from fabscope.errors import MeasureError
+
+    t0 = time.perf_counter()
+    with pytest.raises(MeasureError, match=r"names 100,000,000 nodes; at most 1,000,000"):
+        expand_nodelist("r[0-999]-n[0-999]-c[0-99]")
+    with pytest.raises(MeasureError, match=r"names 1,000,002 nodes"):
+        expand_nodelist("a[1-500001],b[1-500001]")
+    assert time.perf_counter() - t0 < 1

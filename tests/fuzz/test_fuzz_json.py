@@ -27,7 +27,8 @@ _p = Placement.block(_f, 4, 1)
 RESULT = json.loads(json.dumps(simulate(_f, _p, make_traffic("random-pairs", _f, _p, 1e6)).to_dict()))
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 10 ** 6) | st.sampled_from([2 ** 63, -(2 ** 63) - 1, 10 ** 30])
+    st.none() | st.booleans() | st.integers(-3, 10 ** 6) | st.sampled_from([2 ** 63, -(2 ** 63) - 1, 10 ** 30, -1])
+    | st.sampled_from(["fast", "", "1e400", "NaN"])
     | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8),
     lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4), max_leaves=8)
 
@@ -97,7 +98,11 @@ def _texts(docs: list[dict]) -> st.SearchStrategy[str]:
     return st.one_of(mutated_doc(docs).map(lambda d: json.dumps(d, allow_nan=True)),
                      st.tuples(st.sampled_from([json.dumps(d) for d in docs]), st.integers(0, 4000))
                      .map(lambda t: t[0][: t[1]]),
-                     st.lists(junk_line, max_size=4).map("\n".join))
+                     st.lists(junk_line, max_size=4).map("\n".join),
+                     st.tuples(st.sampled_from(["[", '{"a":', '{"pairs":[']), st.integers(1, 100_000))
+                     .map(lambda t: t[0] * t[1]),
+                     mutated_doc(docs).map(lambda d: json.dumps(d, allow_nan=True)).map(
+                         lambda t: t.replace("1", "1e400", 1).replace("0", "-1", 1)))
 
 
 test_fabric_json, test_fabric_json_nightly = fuzz_tests(mutated_doc(FABRICS), _fabric)

@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--test", help="test whose pairs to tabulate and write (default: the first pair test)")
     p.add_argument("-o", "--output", help="write the per-pair result (fabscope.result JSON)")
     p.add_argument("--csv", help="write the per-pair table as CSV")
+    p.add_argument("--merge", action="store_true",
+                   help="read a file holding several runs (several headers) as one run (refused otherwise)")
     p.add_argument("--peak-gflops", type=float, help="peak GFLOPS of one core (default: clock x --flops-per-cycle)")
     p.add_argument("--flops-per-cycle", type=float, default=16.0, help="double FLOPs per cycle per core")
     p.set_defaults(func=run)
@@ -91,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fabric:
         from fabscope.resolver import resolve_fabric
         fabric = resolve_fabric(args.fabric)
-    runs = [read_run(f) for f in args.files]
+    runs = [read_run(f, merge=args.merge) for f in args.files]
     if args.host_map:
         from fabscope.fabric.importers.hostmap import read_hostmap
 

@@ -37,7 +37,7 @@ def add_parser(fs: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from fabscope.cli.compare import check_outputs
     from fabscope.resolver import resolve_fabric
-    from fabscope.diagnose.critical import critical_lines, criticality, jobqueue_cluster
+    from fabscope.diagnose.critical import check_workers, critical_lines, criticality, jobqueue_cluster
     from fabscope.errors import FabscopeError
     from fabscope.fabric.placement import Placement
     from fabscope.traffic.spec import make_traffic
@@ -51,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.cli.options import job_shape, require_positive
 
     require_positive(args, "ranks", "ppn")
+    if not args.scheduler:
+        check_workers(args.workers)                  # before the fabric is built
     fabric = resolve_fabric(args.fabric)
     placement = Placement.block(fabric, *job_shape(args, fabric))
     traffic = make_traffic(args.pattern, fabric, placement, parse_size(args.size), seed=args.seed)

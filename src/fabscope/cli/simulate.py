@@ -59,11 +59,10 @@ def run(args: argparse.Namespace) -> int:
     fabric = resolve_fabric(args.fabric)
     size = parse_size(args.size)
     if args.hostfile:
-        try:
-            with open(args.hostfile, encoding="utf-8", errors="replace") as fh:
-                names = [ln.split()[0] for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
-        except OSError as err:
-            raise PlacementError(f"--hostfile {args.hostfile}: {err.strerror}") from None
+        from fabscope.textio import read_lines
+
+        names = [ln.split()[0] for _, ln in read_lines(args.hostfile, "host file", PlacementError)
+                 if ln.strip() and not ln.lstrip().startswith("#")]
         placement = Placement.from_hostlist(fabric, names)
     else:
         ranks, ppn = job_shape(args, fabric)

@@ -178,6 +178,7 @@ def criticality(fabric: Fabric, placement: Placement, traffic: Traffic, routing:
         raise FabscopeError(f"unknown mode {mode!r}; choose cut or degrade")
     if mode == "degrade" and not 0 < factor < 1:
         raise FabscopeError(f"a degraded cable keeps a factor in (0, 1) of its capacity, got {factor}")
+    check_workers(workers, cluster)
     t0 = time.perf_counter()
     name = routing or default_engine(fabric)
     from fabscope.model.simulate import simulate
@@ -214,6 +215,20 @@ def criticality(fabric: Fabric, placement: Placement, traffic: Traffic, routing:
             "rerouted_by": labels}
     return Result(meta=meta, class_labels=base.class_labels, pairs=base.pairs, links=base.links,
                   extra={"criticality": table, "aggregate_before": total})
+
+
+def check_workers(workers: int | None, cluster: Any = None) -> None:
+    """Local workers are processes of this machine: no more of them than it has cores (checked before any start).
+
+    >>> check_workers(100000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.FabscopeError: --workers 100000: this machine has ... cores; a local sweep takes at most one worker a core (0: serial; a batch cluster: --scheduler)
+    """
+    cores = os.cpu_count() or 1
+    if cluster is None and workers is not None and (workers < 0 or workers > cores):
+        raise FabscopeError(f"--workers {workers}: this machine has {cores} cores; a local sweep takes at most "
+                            "one worker a core (0: serial; a batch cluster: --scheduler)")
 
 
 def _name(f: Fabric, c: int) -> str:

@@ -194,15 +194,14 @@ def read_source(src: str | Result) -> list[tuple[str, dict[str, np.ndarray], str
     """One measured input (a fabscope-bench JSON-lines file, a measured result JSON, or a Result)."""
     if isinstance(src, Result):
         return _from_result(src, "result")
+    from fabscope.textio import bounded, open_binary
+
     path = os.fspath(src)
-    try:
-        with open(path) as fh:
-            first = fh.readline()
-    except OSError as err:
-        raise MeasureError(f"cannot read {path}: {err.strerror}") from None
+    with open_binary(path, "measured run", MeasureError) as fh:
+        first = next((line for _, line in bounded(fh, path, "measured run", MeasureError)), "")
     try:
         doc = json.loads(first)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         doc = None
     if isinstance(doc, dict) and doc.get("type") == "header":
         return _from_bench(path)

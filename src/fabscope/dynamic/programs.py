@@ -246,20 +246,26 @@ def replay_matrix(path: str, n_ranks: int | None = None) -> Program:
 def replay_trace(path: str, n_ranks: int | None = None) -> Program:
     """A trace of timed messages: CSV lines ``time,src,dst,bytes`` (seconds, ranks, bytes; ``#``
     comments, an optional header line); each message is posted at its time by both ends."""
+    from fabscope.numbers import number
+    from fabscope.textio import read_lines
+
     rows = []
-    with open(path) as fh:
-        for ln, line in enumerate(fh, 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
+    for ln, line in read_lines(path, "message trace", TrafficError):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        cells = [c.strip() for c in line.replace(";", ",").split(",")]
+        try:
+            t, s, d, b = float(cells[0]), int(cells[1]), int(cells[2]), float(cells[3])
+        except (ValueError, IndexError):
+            if not rows and ln == 1:       # a header line
                 continue
-            cells = [c.strip() for c in line.replace(";", ",").split(",")]
-            try:
-                t, s, d, b = float(cells[0]), int(cells[1]), int(cells[2]), float(cells[3])
-            except (ValueError, IndexError):
-                if not rows and ln == 1:       # a header line
-                    continue
-                raise TrafficError(f"{path}:{ln}: {line[:40]!r} is not 'time,src,dst,bytes'") from None
-            rows.append((t, s, d, b))
+            raise TrafficError(f"{path}:{ln}: {line[:40]!r} is not 'time,src,dst,bytes'") from None
+        for what, v in (("time", t), ("bytes", b)):
+            number(v, f"{path}:{ln}: {what}", 0, error=TrafficError)
+        for what, v in (("src", s), ("dst", d)):        # rank -1 would be the last rank
+            number(v, f"{path}:{ln}: {what}", 0, (n_ranks or 1 << 24) - 1, integer=True, error=TrafficError)
+        rows.append((t, s, d, b))
     if not rows:
         raise TrafficError(f"{path}: the trace holds no message")
     a = np.array(rows)

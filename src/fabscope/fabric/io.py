@@ -28,8 +28,10 @@ import numpy as np
 from fabscope.atomic import atomic_open
 from fabscope.errors import FabricError, SchemaError
 from fabscope.fabric import generators as gen
-from fabscope.fabric.model import Fabric, Level
+from fabscope.fabric.model import MAX_CORES, Fabric, Level
+from fabscope.numbers import number
 from fabscope.schemas import validate
+from fabscope.textio import load_json
 
 SCHEMA = "fabscope.fabric"
 SCHEMA_VERSION = 1
@@ -52,6 +54,18 @@ PRESETS = {
     "redstorm": "torus:27x20x24,periodic=0x0x1,capacity=2.04e9,cores=2",  # seed 004
 }
 
+#: what each generator would build, counted from its parameters before it runs
+ESTIMATORS: dict[str, Callable[..., gen.Size]] = {
+    "itasca": gen.itasca_size,
+    "fat-tree": gen.fat_tree_size,
+    "xgft": gen.xgft_size,
+    "director": gen.director_size,
+    "torus": gen.torus_size,
+    "mesh": gen.mesh_size,
+    "hypercube": gen.hypercube_size,
+    "dragonfly": gen.dragonfly_size,
+}
+
 _POSITIONAL = {"torus": "dims", "mesh": "dims", "xgft": None}
 
 
@@ -70,6 +84,12 @@ def load_fabric(spec: str) -> Fabric:
                           "or give a fabric .json file")
     fn = GENERATORS[name]
     kwargs = _parse_params(name, fn, arg)
+    try:
+        inspect.signature(fn).bind(**kwargs)
+    except TypeError as err:
+        raise FabricError(f"fabric {name!r}: {err}") from None
+    _check_values(name, kwargs)
+    gen.check_size(spec, ESTIMATORS[name](**kwargs))
     try:
         return fn(**kwargs)
     except TypeError as err:
@@ -95,18 +115,30 @@ def _parse_params(name: str, fn: Callable[..., Fabric], arg: str) -> dict[str, A
     return out
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "t", "y"), ("0", "false", "no", "f", "n")
+
+
+def _flag(name: str, key: str, v: str) -> bool:
+    """A 0/1 flag; anything else (``periodic=5x5``) refused rather than read as false."""
+    t = v.strip().lower()
+    if t in _TRUE:
+        return True
+    if t in _FALSE:
+        return False
+    raise FabricError(f"fabric {name!r}: {key} flag {v.strip()[:20]!r} is neither 0 nor 1")
+
+
 def _convert(name: str, key: str, value: str, hint: Any) -> Any:
     text = str(hint)
     try:
         if "Sequence" in text or "tuple" in text:
-            items = [v for v in value.replace(".", "x").split("x")] if "bool" in text else value.split("x")
             if "bool" in text:
-                return tuple(v.strip().lower() in ("1", "true", "yes", "t") for v in items)
-            return tuple(int(v) for v in items)
+                return tuple(_flag(name, key, v) for v in value.replace(".", "x").split("x"))
+            return tuple(int(v) for v in value.split("x"))
         if "bool" in text and "Sequence" not in text:
             if "x" in value:
-                return tuple(v.strip().lower() in ("1", "true", "yes", "t") for v in value.split("x"))
-            return value.lower() in ("1", "true", "yes", "t")
+                return tuple(_flag(name, key, v) for v in value.split("x"))
+            return _flag(name, key, value)
         if "int" in text and "float" not in text:
             return int(value)
         if "float" in text:
@@ -116,6 +148,22 @@ def _convert(name: str, key: str, value: str, hint: Any) -> Any:
             "an integer" if "int" in text and "float" not in text else "a number")
         raise FabricError(f"fabric {name!r}: {key}={value!r} is not {kind}") from None
     return value
+
+
+#: bounds of the generators' number parameters: (lowest, open at the lowest, highest)
+_RANGES: dict[str, tuple[float, bool, float | None]] = {
+    "capacity": (0, True, None), "global_capacity": (0, True, None), "copy_rate": (0, True, None),
+    "memory_bw": (0, True, None), "latency": (0, False, None),
+    "cores": (1, False, MAX_CORES), "sockets": (1, False, MAX_CORES),
+}
+
+
+def _check_values(name: str, kwargs: dict[str, Any]) -> None:
+    """Numbers of a spec finite and in range (``capacity=nan``, ``cores=1e9`` refused by name)."""
+    for key, v in kwargs.items():
+        if key in _RANGES and isinstance(v, (int, float)) and not isinstance(v, bool):
+            lo, lo_open, hi = _RANGES[key]
+            number(v, f"fabric {name!r}: {key}", lo, hi, lo_open=lo_open, error=FabricError)
 
 
 # ---- JSON -------------------------------------------------------------------
@@ -272,18 +320,9 @@ def write_json(f: Fabric, path: str | os.PathLike[str]) -> None:
 
 
 def read_json(path: str | os.PathLike[str]) -> Fabric:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise FabricError(f"fabric file {os.fspath(path)!r} does not exist") from None
-    except json.JSONDecodeError as err:
-        raise FabricError(f"{os.fspath(path)}: not valid JSON ({err.msg} at line {err.lineno})") from None
-    except UnicodeDecodeError:
-        raise FabricError(f"{os.fspath(path)}: not a fabric file (not UTF-8 text)") from None
-    except (OSError, ValueError) as err:         # a folder, no permission, a NUL byte in the name
-        why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise FabricError(f"cannot read fabric file {os.fspath(path)!r}: {why}") from None
+    if not os.path.exists(path) and "\x00" not in os.fspath(path):
+        raise FabricError(f"fabric file {os.fspath(path)!r} does not exist")
+    doc = load_json(path, "fabric file", FabricError)
     if not isinstance(doc, dict):
         raise SchemaError(f"{os.fspath(path)}: not a fabscope fabric")
     return from_dict(doc, os.fspath(path))

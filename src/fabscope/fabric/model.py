@@ -33,6 +33,8 @@ from fabscope.errors import FabricError
 
 #: MB as the seeds and the OSU benchmarks count it.
 MB = 1.0e6
+#: the most cores a host may have (a bound on typos and hostile files, far above any node's)
+MAX_CORES = 1 << 20
 
 
 def _ro(a: Any, dtype: Any) -> np.ndarray:
@@ -51,6 +53,16 @@ class Level:
 
     key: str
     label: str
+
+
+class _LinkNames:
+    """``names[i]`` of link ``i`` (``a -> b``), made only for the one a message names."""
+
+    def __init__(self, f: "Fabric") -> None:
+        self.f = f
+
+    def __getitem__(self, i: int) -> str:
+        return f"{self.f.node_names[int(self.f.link_src[i])]} -> {self.f.node_names[int(self.f.link_dst[i])]}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +162,7 @@ class Fabric:
             set_(self, "periodic", tuple(bool(p) for p in per))
         set_(self, "params", dict(self.params))
         self._check_links()
+        self._check_host_values()
         self._check_tables()
 
     def _check_tables(self) -> None:
@@ -169,6 +182,21 @@ class Fabric:
             if lft.size and (lft.max() >= self.n_links or lft.min() < -1):
                 raise FabricError(f"fabric {self.name!r}: forwarding tables name a link that does not exist")
             set_(self, "lft", lft)
+
+    def _check_host_values(self) -> None:
+        """Every host number finite and in range, named (a memory_bw of -1 hung the solver)."""
+        from fabscope.numbers import numbers
+
+        checks = (("host_cores", 1, MAX_CORES, False), ("host_sockets", 1, MAX_CORES, False),
+                  ("host_memory_bw", 0, None, True), ("host_copy_rate", 0, None, True))
+        hosts = self.node_names[: self.n_hosts]
+        for name, lo, hi, lo_open in checks:
+            numbers(getattr(self, name), f"fabric {self.name!r}: {name[5:]} of host", lo, hi, lo_open=lo_open,
+                    error=FabricError, names=hosts)
+        cables = _LinkNames(self)
+        numbers(self.link_capacity, f"fabric {self.name!r}: capacity of link", 0, lo_open=True,
+                error=FabricError, names=cables)
+        numbers(self.link_latency, f"fabric {self.name!r}: latency of link", 0, error=FabricError, names=cables)
 
     def _check_links(self) -> None:
         n_nodes = len(self.node_names)

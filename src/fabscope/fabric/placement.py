@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from fabscope.errors import PlacementError
+from fabscope.limits import human_bytes, memory_limit
 from fabscope.fabric.model import Fabric
 
 
@@ -101,3 +102,15 @@ def _fits(fabric: Fabric, n_ranks: int, ppn: int, n_hosts: int) -> None:
     if n_ranks > ppn * n_hosts:
         raise PlacementError(f"{n_ranks} ranks at {ppn} per node need {-(-n_ranks // ppn)} hosts; "
                              f"{fabric.name!r} has {n_hosts}")
+    if n_ranks * BYTES_PER_RANK < SMALL:
+        return
+    lim, source = memory_limit()
+    if n_ranks * BYTES_PER_RANK > lim:
+        raise PlacementError(f"{n_ranks:,} ranks ({ppn:,} a node): about {human_bytes(n_ranks * BYTES_PER_RANK)} "
+                             f"to place them; the limit is {human_bytes(lim)} ({source})")
+
+
+#: placing a rank holds its host and core and sorts them: about 6 int64 a rank at the peak
+BYTES_PER_RANK = 48
+#: placements smaller than this are not checked against the memory limit (no /proc read per placement)
+SMALL = 64e6

@@ -25,6 +25,7 @@ import numpy as np
 from fabscope.atomic import atomic_open
 from fabscope.errors import TrafficError
 from fabscope.mapping.commgraph import CommGraph
+from fabscope.textio import read_lines
 
 __all__ = ["read_comm_file", "read_csv_matrix", "read_mtx", "write_mtx"]
 
@@ -41,16 +42,23 @@ def _check_square(path: str, shape: tuple[int, int]) -> int:
 def read_csv_matrix(path: str) -> CommGraph:
     """A dense ``n x n`` bytes matrix, comma, semicolon or white-space separated; ``#`` comments."""
     rows: list[list[float]] = []
-    with open(path) as fh:
-        for ln, line in enumerate(fh, 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            cells = [c for c in line.replace(";", ",").replace(",", " ").split()]
-            try:
-                rows.append([float(c) for c in cells])
-            except ValueError:
-                raise TrafficError(f"{path}:{ln}: {line[:40]!r} is not a row of numbers") from None
+    width = None
+    for ln, line in read_lines(path, "communication matrix", TrafficError):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        cells = [c for c in line.replace(";", ",").replace(",", " ").split()]
+        if width is None:
+            width = len(cells)
+            if width * width > MAX_DENSE:
+                raise TrafficError(f"{path}:{ln}: a dense {width}x{width} matrix is larger than fabscope "
+                                   f"reads ({MAX_DENSE:,} entries at most; write it as Matrix Market)")
+        if len(rows) >= width:
+            raise TrafficError(f"{path}:{ln}: more than {width} rows; the matrix must be square")
+        try:
+            rows.append([float(c) for c in cells])
+        except ValueError:
+            raise TrafficError(f"{path}:{ln}: {line[:40]!r} is not a row of numbers") from None
     if not rows:
         raise TrafficError(f"{path}: communication matrix is empty")
     widths = {len(r) for r in rows}
@@ -94,72 +102,68 @@ def read_mtx(path: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     integer or pattern) and ``array`` (real or integer) forms, ``general`` or
     ``symmetric``.
     """
-    try:
-        fh = open(path, encoding="utf-8", errors="replace")
-    except OSError as err:
-        raise TrafficError(f"cannot read {path}: {err.strerror}") from None
-    with fh:
-        head = fh.readline(1000).split()
-        if len(head) != 5 or head[0].lower() != "%%matrixmarket" or head[1].lower() != "matrix":
-            raise TrafficError(f"{path} line 1: not a Matrix Market file (expected "
-                               "'%%MatrixMarket matrix coordinate real general')")
-        fmt, fld, sym = (h.lower() for h in head[2:])
-        if fmt not in ("coordinate", "array") or fld not in ("real", "integer", "double", "pattern") \
-                or sym not in ("general", "symmetric") or (fmt == "array" and fld == "pattern"):
-            raise TrafficError(f"{path} line 1: Matrix Market {fmt} {fld} {sym} is not a communication matrix "
-                               "(take coordinate or array, real or integer, general or symmetric)")
-        size: list[int] | None = None
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        count = ar = ac = 0
-        for n, line in enumerate(fh, start=2):
-            s = line.strip()
-            if not s or s.startswith("%"):
-                continue
-            tok = s.split()
-            if size is None:
-                want = 3 if fmt == "coordinate" else 2
-                if len(tok) != want:
-                    raise TrafficError(f"{path} line {n}: the size line should hold {want} numbers, got {s[:40]!r}")
-                size = [_mm_int(path, n, t, "size") for t in tok]
-                _check_square(path, (size[0], size[1]))
-                if size[0] > MAX_RANKS or (fmt == "array" and size[0] * size[1] > MAX_DENSE):
-                    raise TrafficError(f"{path}: a {size[0]}x{size[1]} {fmt} matrix is larger than fabscope maps "
-                                       f"(at most {MAX_RANKS} ranks, {MAX_DENSE} dense entries)")
-                continue
-            dim = size[0]
-            total = _mm_total(fmt, sym, size)
-            if count >= total:
-                raise TrafficError(f"{path} line {n}: more entries than the {total} the size line declares")
-            if fmt == "coordinate":
-                want = 2 if fld == "pattern" else 3
-                if len(tok) != want:
-                    raise TrafficError(f"{path} line {n}: expected 'row column{'' if want == 2 else ' value'}', "
-                                       f"got {s[:40]!r}")
-                r, c = _mm_int(path, n, tok[0], "row") - 1, _mm_int(path, n, tok[1], "column") - 1
-                if not (0 <= r < dim and 0 <= c < dim):
-                    raise TrafficError(f"{path} line {n}: entry ({r + 1}, {c + 1}) lies outside the {dim}x{dim} matrix")
-                v = 1.0 if fld == "pattern" else _mm_float(path, n, tok[2])
-            else:
-                if len(tok) != 1:
-                    raise TrafficError(f"{path} line {n}: expected one value a line, got {s[:40]!r}")
-                r, c = ar, ac                   # column-major; symmetric: the lower triangle only
-                ar += 1
-                if ar == dim:
-                    ac += 1
-                    ar = ac if sym == "symmetric" else 0
-                v = _mm_float(path, n, tok[0])
-            count += 1
-            if fmt == "array" and v == 0.0:
-                continue
-            rows.append(r)
-            cols.append(c)
+    lines = read_lines(path, "Matrix Market file", TrafficError)
+    head = next(lines, (1, ""))[1].split()
+    if len(head) != 5 or head[0].lower() != "%%matrixmarket" or head[1].lower() != "matrix":
+        raise TrafficError(f"{path} line 1: not a Matrix Market file (expected "
+                           "'%%MatrixMarket matrix coordinate real general')")
+    fmt, fld, sym = (h.lower() for h in head[2:])
+    if fmt not in ("coordinate", "array") or fld not in ("real", "integer", "double", "pattern") \
+            or sym not in ("general", "symmetric") or (fmt == "array" and fld == "pattern"):
+        raise TrafficError(f"{path} line 1: Matrix Market {fmt} {fld} {sym} is not a communication matrix "
+                           "(take coordinate or array, real or integer, general or symmetric)")
+    size: list[int] | None = None
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    count = ar = ac = 0
+    for n, line in lines:
+        s = line.strip()
+        if not s or s.startswith("%"):
+            continue
+        tok = s.split()
+        if size is None:
+            want = 3 if fmt == "coordinate" else 2
+            if len(tok) != want:
+                raise TrafficError(f"{path} line {n}: the size line should hold {want} numbers, got {s[:40]!r}")
+            size = [_mm_int(path, n, t, "size") for t in tok]
+            _check_square(path, (size[0], size[1]))
+            if size[0] > MAX_RANKS or (fmt == "array" and size[0] * size[1] > MAX_DENSE):
+                raise TrafficError(f"{path}: a {size[0]}x{size[1]} {fmt} matrix is larger than fabscope maps "
+                                   f"(at most {MAX_RANKS} ranks, {MAX_DENSE} dense entries)")
+            continue
+        dim = size[0]
+        total = _mm_total(fmt, sym, size)
+        if count >= total:
+            raise TrafficError(f"{path} line {n}: more entries than the {total} the size line declares")
+        if fmt == "coordinate":
+            want = 2 if fld == "pattern" else 3
+            if len(tok) != want:
+                raise TrafficError(f"{path} line {n}: expected 'row column{'' if want == 2 else ' value'}', "
+                                   f"got {s[:40]!r}")
+            r, c = _mm_int(path, n, tok[0], "row") - 1, _mm_int(path, n, tok[1], "column") - 1
+            if not (0 <= r < dim and 0 <= c < dim):
+                raise TrafficError(f"{path} line {n}: entry ({r + 1}, {c + 1}) lies outside the {dim}x{dim} matrix")
+            v = 1.0 if fld == "pattern" else _mm_float(path, n, tok[2])
+        else:
+            if len(tok) != 1:
+                raise TrafficError(f"{path} line {n}: expected one value a line, got {s[:40]!r}")
+            r, c = ar, ac                   # column-major; symmetric: the lower triangle only
+            ar += 1
+            if ar == dim:
+                ac += 1
+                ar = ac if sym == "symmetric" else 0
+            v = _mm_float(path, n, tok[0])
+        count += 1
+        if fmt == "array" and v == 0.0:
+            continue
+        rows.append(r)
+        cols.append(c)
+        vals.append(v)
+        if sym == "symmetric" and r != c:
+            rows.append(c)
+            cols.append(r)
             vals.append(v)
-            if sym == "symmetric" and r != c:
-                rows.append(c)
-                cols.append(r)
-                vals.append(v)
     if size is None:
         raise TrafficError(f"{path}: Matrix Market file without a size line (empty?)")
     total = _mm_total(fmt, sym, size)

@@ -13,10 +13,47 @@ from __future__ import annotations
 import os
 
 from fabscope.errors import TrafficError
-from fabscope.mapping.commfiles import read_comm_file
+from fabscope.limits import human_bytes, memory_limit
+from fabscope.mapping.commfiles import MAX_RANKS, read_comm_file
+from fabscope.numbers import number
 from fabscope.mapping.commgraph import GENERATORS, CommGraph
 
 __all__ = ["load_comm"]
+
+
+# Calibration: load_comm("random:1000000,degree=8") (8 M edges) grows the peak RSS by 759 MB (the
+# generator's int64 temporaries and CommGraph's sorting; resource.getrusage before and after): 95 B an
+# edge; rounded up.
+BYTES_PER_EDGE = 120.0
+
+
+def _edges(name: str, pos: str, kw: dict[str, str]) -> tuple[int, int]:
+    """(ranks, an upper bound on the edges) a generator spec makes, from its text alone."""
+    from math import prod
+
+    from fabscope.mapping.commgraph import _dims
+
+    dims = _dims(pos)
+    n = prod(dims)
+    if name in ("pencils", "fft"):
+        return n, n * (sum(dims) if len(dims) == 2 else 1)
+    if name == "random":
+        deg = number(kw.get("degree", "6"), "communication spec: degree", 1, error=TrafficError, integer=True)
+        return n, n * deg
+    if name.startswith("stencil"):
+        return n, 2 * len(dims) * n
+    return n, 2 * n                              # ring, tree
+
+
+def check_edges(spec: str, name: str, pos: str, kw: dict[str, str]) -> None:
+    """Refuse a generated graph too large to hold, with the estimate, before it is made."""
+    n, edges = _edges(name, pos, kw)
+    if n > MAX_RANKS:
+        raise TrafficError(f"communication spec {spec!r}: {n:,} ranks; fabscope maps at most {MAX_RANKS:,}")
+    lim, source = memory_limit()
+    if edges * BYTES_PER_EDGE > lim:
+        raise TrafficError(f"communication spec {spec!r}: {n:,} ranks, {edges:,} edges, about "
+                           f"{human_bytes(edges * BYTES_PER_EDGE)}; the limit is {human_bytes(lim)} ({source})")
 
 
 def load_comm(spec: str, n_ranks: int | None = None) -> CommGraph:
@@ -44,6 +81,7 @@ def load_comm(spec: str, n_ranks: int | None = None) -> CommGraph:
             if not eq:
                 raise TrafficError(f"communication spec {spec!r}: {item!r} is not key=value")
             kw[k.strip().lower()] = v.strip()
+        check_edges(spec, name.lower(), pos, kw)
         g = GENERATORS[name.lower()](pos, kw)
         if kw:
             raise TrafficError(f"communication spec {spec!r}: unknown option {sorted(kw)[0]!r}")

@@ -66,9 +66,37 @@ def _expand_one(name: str) -> list[str]:
     return out
 
 
+def _count_one(name: str) -> int:
+    """How many names ``name`` expands to (the product of its bracket groups), counted, not made."""
+    n = 1
+    for group in re.findall(r"\[([^\[\]]*)\]", name):
+        k = 0
+        for rng in group.split(","):
+            a, dash, b = rng.partition("-")
+            if dash and a.isascii() and a.isdecimal() and b.isascii() and b.isdecimal() and len(a) < 20 and len(b) < 20:
+                k += max(int(b) - int(a) + 1, 0)
+            else:
+                k += 1                         # a single number, or a bad entry that expansion names
+        n *= max(k, 1)
+    return n
+
+
 def expand_nodelist(text: str) -> list[str]:
-    """Slurm's compressed ``node[001-004,010]`` syntax, expanded in order."""
-    return [h for part in _split_top(text) for h in _expand_one(part)]
+    """Slurm's compressed ``node[001-004,010]`` syntax, expanded in order.
+
+    The names are counted before they are made: more than :data:`MAX_NODES` in all
+    (``r[0-999]-n[0-999]-c[0-99]`` names 10^8) is refused.
+
+    >>> expand_nodelist("r[0-999]-n[0-999]-c[0-99]")
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.MeasureError: node list 'r[0-999]-n[0-999]-c[0-99]' names 100,000,000 nodes; at most 1,000,000
+    """
+    parts = _split_top(text)
+    total = sum(_count_one(p) for p in parts)
+    if total > MAX_NODES:
+        raise MeasureError(f"node list {text[:60]!r} names {total:,} nodes; at most {MAX_NODES:,}")
+    return [h for part in parts for h in _expand_one(part)]
 
 
 def parse_hostfile(lines: Iterable[str], source: str = "host file") -> list[tuple[str, int]]:
@@ -115,11 +143,10 @@ def parse_hostfile(lines: Iterable[str], source: str = "host file") -> list[tupl
 
 
 def read_hostfile(path: str) -> list[tuple[str, int]]:
-    try:
-        with open(path) as fh:
-            return parse_hostfile(fh, f"host file {path}")
-    except OSError as err:
-        raise MeasureError(f"cannot read host file {path}: {err.strerror}") from err
+    """:func:`parse_hostfile` of a file, read with :func:`fabscope.textio.read_lines` (bounded, UTF-8 checked)."""
+    from fabscope.textio import read_lines
+
+    return parse_hostfile((line for _, line in read_lines(path, "host file", MeasureError)), f"host file {path}")
 
 
 def job_hosts(env: Mapping[str, str] | None = None) -> tuple[list[tuple[str, int]], str] | None:

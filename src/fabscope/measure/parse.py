@@ -22,7 +22,6 @@ the former, drops the latter and says so (:meth:`BenchRun.describe`).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,9 @@ import numpy as np
 from fabscope.errors import MeasureError, SchemaError
 from fabscope.fabric.model import Fabric
 from fabscope.measure.classes import classify
+from fabscope.numbers import number, numbers
 from fabscope.result import Result
+from fabscope.textio import loads_json, read_lines
 
 SCHEMA = "fabscope.bench"
 SCHEMA_VERSION = 1
@@ -72,52 +73,131 @@ class BenchRun:
         return f"{name}: {what}; incomplete: the job stopped{where}" + (", last line cut" if self.truncated else "")
 
 
-def read_run(path: str | os.PathLike[str]) -> BenchRun:
-    """Read a fabscope-bench JSON-lines file, as far as it is whole."""
+#: numbers of measurement lines: field -> integer?  (all finite and >= 0; ranks also below nranks)
+RECORD_NUMBERS = {"src": True, "dst": True, "bytes": True, "iters": True, "ranks": True, "pairs": True,
+                  "node": True, "elements": True, "scenario": True,
+                  "time": False, "latency": False, "bandwidth": False}
+#: fields every measurement line must have, by type
+RECORD_FIELDS = {"pair": ("test", "src", "dst", "bytes"), "size": ("test", "bytes"), "stream": ("test", "bandwidth")}
+#: the most ranks a run may declare (a bound on hostile headers, far above any job measured)
+MAX_RANKS = 1 << 24
+
+
+def read_run(path: str | os.PathLike[str], merge: bool = False) -> BenchRun:
+    """Read a fabscope-bench JSON-lines file, as far as it is whole.
+
+    Lines are read bounded and decoded strictly (:mod:`fabscope.textio`); every
+    number of a measurement is checked finite and in range, and a missing
+    field is named with its line.  A file holding two runs (a second header) is
+    refused unless ``merge``: their measurements are then read as one run (of
+    as many ranks, on the same hosts).
+    """
     path = os.fspath(path)
-    try:
-        with open(path) as fh:
-            text = fh.read()
-    except OSError as err:
-        raise MeasureError(f"cannot read {path}: {err.strerror}") from err
-    lines = text.split("\n")
-    docs: list[dict[str, Any]] = []
+    docs: list[tuple[int, dict[str, Any]]] = []
     truncated = False
-    for i, line in enumerate(lines):
+    bad: tuple[int, str] | None = None          # a line that was not JSON: only the last one may be
+    for n, line in read_lines(path, "fabscope-bench output", SchemaError):
         if not line.strip():
             continue
+        if bad is not None:
+            raise SchemaError(f"{path}: line {bad[0]} is not JSON ({bad[1]})")
         try:
-            docs.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            if i >= len(lines) - 2:  # only the last line may be cut short
-                truncated = True
-                break
-            raise SchemaError(f"{path}: line {i + 1} is not JSON ({err.msg})") from err
-    if not docs or docs[0].get("type") != "header":
+            doc = loads_json(line, f"{path}:{n}", "fabscope-bench output", SchemaError)
+        except SchemaError as err:
+            if "nested deeper" in str(err):
+                raise
+            bad = (n, str(err).rsplit("(", 1)[-1].rstrip(")"))
+            continue
+        if not isinstance(doc, dict):
+            raise SchemaError(f"{path}:{n}: a JSON {type(doc).__name__}, not a fabscope-bench record")
+        docs.append((n, doc))
+    truncated = bad is not None
+    if not docs or docs[0][1].get("type") != "header":
         raise SchemaError(f"{path}: no fabscope-bench header line; is this a fabscope-bench output file?")
-    head = docs[0]
+    n0, head = docs[0]
+    _check_header(path, n0, head)
+    nranks = int(head.get("nranks", 0))
+    run = BenchRun(path, head, {}, truncated=truncated)
+    for n, d in docs[1:]:
+        t = d.get("type")
+        where = f"{path}:{n}"
+        if t == "header":
+            _second_header(path, n, head, d, merge)
+            continue
+        if t == "ranks":
+            ranks = _check_ranks(where, d, nranks)
+            if run.ranks and merge and run.ranks.get("host") != ranks.get("host"):
+                raise SchemaError(f"{where}: the merged runs ran on different hosts; runs merge only on the same")
+            run.ranks = ranks
+        elif t == "test":
+            run.tests.append(_text(where, d, "test"))
+        elif t in MEASUREMENTS:
+            run.records.append(_check_record(where, d, t, nranks))
+        elif t == "error":
+            run.error = str(d.get("message"))
+        elif t == "end":
+            run.status = number(d.get("status", 0), f"{where}: 'status'", integer=True)
+    if not run.ranks:
+        run.ranks = {"host": ["?"] * nranks, "core": [-1] * nranks, "socket": [0] * nranks}
+    return run
+
+
+def _text(where: str, d: dict[str, Any], key: str) -> str:
+    if key not in d:
+        raise SchemaError(f"{where}: a {d.get('type')!r} line without {key!r}")
+    if not isinstance(d[key], str):
+        raise SchemaError(f"{where}: {key!r} is {str(d[key])[:30]}, not a name")
+    return d[key]
+
+
+def _check_header(path: str, n: int, head: dict[str, Any]) -> None:
     if head.get("schema") != SCHEMA:
         raise SchemaError(f"{path}: schema {head.get('schema')!r}, expected {SCHEMA!r}")
     if head.get("version") != SCHEMA_VERSION:
         raise SchemaError(f"{path}: fabscope-bench schema version {head.get('version')!r}; "
                           f"this fabscope reads version {SCHEMA_VERSION}")
-    run = BenchRun(path, head, {}, truncated=truncated)
-    for d in docs[1:]:
-        t = d.get("type")
-        if t == "ranks":
-            run.ranks = d
-        elif t == "test":
-            run.tests.append(d["test"])
-        elif t in MEASUREMENTS:
-            run.records.append(d)
-        elif t == "error":
-            run.error = d.get("message")
-        elif t == "end":
-            run.status = int(d.get("status", 0))
-    if not run.ranks:
-        n = int(head.get("nranks", 0))
-        run.ranks = {"host": ["?"] * n, "core": [-1] * n, "socket": [0] * n}
-    return run
+    head["nranks"] = number(head.get("nranks", 0), f"{path}:{n}: 'nranks'", 1, MAX_RANKS, integer=True)
+
+
+def _second_header(path: str, n: int, first: dict[str, Any], head: dict[str, Any], merge: bool) -> None:
+    """Two runs in one file (two jobs appending to one --out): refused unless asked to merge."""
+    _check_header(path, n, head)
+    a, b = first.get("mpi_library"), head.get("mpi_library")
+    what = (f"a second run, of another MPI ({' '.join(str(b).split())[:40]!r}, the first "
+            f"{' '.join(str(a).split())[:40]!r})" if a != b else "a second run")
+    if not merge:
+        raise SchemaError(f"{path}:{n}: {what} starts here; one run per file (give --merge to read them as one, "
+                          "or split the file)")
+    if head["nranks"] != first["nranks"]:
+        raise SchemaError(f"{path}:{n}: the runs have {first['nranks']} and {head['nranks']} ranks; "
+                          "only runs of as many ranks merge")
+
+
+def _check_ranks(where: str, d: dict[str, Any], nranks: int) -> dict[str, Any]:
+    hosts = d.get("host")
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise SchemaError(f"{where}: 'host' of the ranks line is not a list of host names")
+    if len(hosts) != nranks:
+        raise SchemaError(f"{where}: the ranks line lists {len(hosts)} hosts for {nranks} ranks")
+    for key in ("core", "socket"):
+        if key in d:
+            v = d[key]
+            if not isinstance(v, list) or len(v) != nranks:
+                raise SchemaError(f"{where}: {key!r} of the ranks line is not a list of {nranks} numbers")
+            numbers(v, f"{where}: {key!r}", -1, MAX_RANKS, integer=True)
+    return d
+
+
+def _check_record(where: str, d: dict[str, Any], t: str, nranks: int) -> dict[str, Any]:
+    for key in RECORD_FIELDS[t]:
+        if key not in d:
+            raise SchemaError(f"{where}: a {t!r} line without {key!r}")
+    _text(where, d, "test")
+    for key, integer in RECORD_NUMBERS.items():
+        if key in d:
+            hi = nranks - 1 if key in ("src", "dst") else None
+            d[key] = number(d[key], f"{where}: {key!r}", 0, hi, integer=integer)
+    return d
 
 
 def mpi_record(run: BenchRun) -> dict[str, Any]:

@@ -26,7 +26,6 @@ fabscope.errors.SchemaError: a is of fabric 'itasca' but b of fabric 'torus(4x4)
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -82,14 +81,9 @@ def read_input(path: str | os.PathLike[str], partial: bool = False) -> Run:
     first = head.split(b"\n", 1)[0]
     if b'"fabscope.bench"' in first or b'"type": "header"' in first or b'"type":"header"' in first:
         return _read_bench(path, label, partial)
-    try:
-        with open(path) as fh:
-            doc = json.load(fh)
-    except json.JSONDecodeError as err:
-        cut = " (truncated?)" if err.pos >= os.path.getsize(path) - 2 else ""
-        raise SchemaError(f"{path}: not valid JSON{cut}: {err.msg} at line {err.lineno}") from err
-    except UnicodeDecodeError as err:
-        raise SchemaError(f"{path}: not a text file") from err
+    from fabscope.textio import load_json
+
+    doc = load_json(path, "report input", SchemaError)
     if not isinstance(doc, dict):
         raise SchemaError(f"{path}: not a fabscope result (a JSON {type(doc).__name__})")
     if doc.get("schema") == MAPPING_SCHEMA:
@@ -106,9 +100,9 @@ def read_input(path: str | os.PathLike[str], partial: bool = False) -> Run:
         raise SchemaError(f"{path}: result schema version {doc.get('version')!r}, "
                           f"this fabscope reads version {RESULT_VERSION}")
     try:
-        result = Result.from_dict(doc)
+        result = Result.from_dict(doc, path)
     except SchemaError as err:
-        raise SchemaError(f"{path}: {err}") from err
+        raise SchemaError(str(err) if str(err).startswith(path) else f"{path}: {err}") from err
     if result.n_pairs == 0 and not _has_extras(result):
         raise SchemaError(f"{path}: a result without pairs: nothing to report")
     rows = result.extra.get("mapping")

@@ -12,11 +12,15 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
-from fabscope.errors import TrafficError
+from fabscope.errors import FabscopeWarning, TrafficError
+from fabscope.fabric.generators.size import SLOW_SECONDS
+from fabscope.limits import human_bytes, human_seconds, memory_limit
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
+from fabscope.numbers import number
 from fabscope.traffic import patterns as pt
 from fabscope.traffic.flows import Traffic
 
@@ -70,6 +74,71 @@ PATTERNS: dict[str, Callable[..., Traffic]] = {
     "stencil3d": _stencil(3),
 }
 
+# Calibration (peak RSS growth and wall time of make_traffic on 4,096 ranks of fat-tree:k=16,cores=16):
+#   bisection:samples=500  2,048,000 flows  134 MB  1.6 s;   all-to-all  16,773,120 flows  803 MB  20 s
+# that is 48-65 B and up to 1.2 us a flow; rounded up:
+BYTES_PER_FLOW = 80.0
+SECONDS_PER_FLOW = 1.5e-6
+
+
+def _int(kw: dict[str, Any], key: str, default: int) -> int:
+    try:
+        return int(kw.get(key, default))
+    except (TypeError, ValueError):
+        return default                         # the pattern itself refuses it, by name
+
+
+def _dims_points(kw: dict[str, Any], n: int) -> int:
+    try:
+        from math import prod
+
+        return prod(int(x) for x in str(kw["dims"]).split("x")) if kw.get("dims") else n
+    except ValueError:
+        return n
+
+
+#: integer parameters of the patterns and their ranges (``samples=1e8`` reads as 100000000, then is sized)
+_INTEGERS: dict[str, tuple[int | None, int | None]] = {
+    "samples": (1, None), "offset": (1, None), "nodes_per_leaf": (1, None), "hops": (0, None),
+    "k": (None, None), "low": (0, None), "high": (0, None)}
+
+#: an upper bound on the flows each pattern makes for n ranks, from its parameters alone
+FLOWS: dict[str, Callable[[int, dict[str, Any]], int]] = {
+    "random-pairs": lambda n, kw: n,
+    "leaf-offset": lambda n, kw: 2 * n,
+    "leaf-pairs": lambda n, kw: 2 * n * max(n // max(_int(kw, "nodes_per_leaf", 8), 1), 1),
+    "partner-hops": lambda n, kw: n,
+    "bisection": lambda n, kw: 2 * (n // 2) * max(_int(kw, "samples", 10), 0),
+    "shift": lambda n, kw: n,
+    "permutation": lambda n, kw: n,
+    "all-to-all": lambda n, kw: n * n,
+    "natural-ring": lambda n, kw: 2 * n,
+    "random-ring": lambda n, kw: 2 * n,
+    "bucket-brigade": lambda n, kw: n,
+    "random-messaging": lambda n, kw: n,
+    "stencil2d": lambda n, kw: 4 * _dims_points(kw, n),
+    "stencil3d": lambda n, kw: 6 * _dims_points(kw, n),
+}
+
+
+def check_flows(what: str, flows: int, limit: tuple[int, str] | None = None) -> None:
+    """Refuse traffic that would not fit in memory, with the estimate; warn of a slow one.
+
+    >>> check_flows("bisection:samples=100000000", 51200000000, limit=(16 * 10 ** 9, "FABSCOPE_MAX_MEMORY"))
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.TrafficError: bisection:samples=100000000: 51,200,000,000 flows, about 4.1 TB; the limit is 16.0 GB (FABSCOPE_MAX_MEMORY)
+    """
+    lim, source = limit if limit is not None else memory_limit()
+    need = flows * BYTES_PER_FLOW
+    if need > lim:
+        raise TrafficError(f"{what}: {flows:,} flows, about {human_bytes(need)}; the limit is {human_bytes(lim)} "
+                           f"({source})")
+    if flows * SECONDS_PER_FLOW > SLOW_SECONDS:
+        warnings.warn(f"{what}: {flows:,} flows, about {human_bytes(need)}; making them takes about "
+                      f"{human_seconds(flows * SECONDS_PER_FLOW)}", FabscopeWarning, stacklevel=3)
+
+
 _POSITIONAL = {"stencil2d": "dims", "stencil3d": "dims", "leaf-offset": "offset", "partner-hops": "hops",
                "shift": "k", "random-pairs": "rounds"}
 
@@ -100,6 +169,11 @@ def make_traffic(spec: str, fabric: Fabric, placement: Placement, size: float, s
         takes = [k for k in params if k not in ("f", "p", "size", "seed")]
         raise TrafficError(f"pattern {name!r} has no parameter {unknown[0]!r}"
                            + (f" (takes: {', '.join(takes)})" if takes else " (takes none)"))
+    for k, v in list(kw.items()):
+        if k in _INTEGERS:
+            lo, hi = _INTEGERS[k]
+            kw[k] = number(v, f"pattern {name!r}: {k}", lo, hi, integer=True, error=TrafficError)
+    check_flows(spec.strip(), FLOWS[name](placement.n_ranks, kw))
     try:
         return PATTERNS[name](fabric, placement, size, seed, **kw)
     except ValueError as err:

@@ -13,11 +13,13 @@ mesh in X and Y, torus in Z)::
 from __future__ import annotations
 
 from itertools import product
+from math import prod
 from typing import Sequence
 
 import numpy as np
 
 from fabscope.errors import FabricError
+from fabscope.fabric.generators.size import Size
 from fabscope.fabric.model import Fabric, FabricBuilder, Level
 
 #: Blue Gene/P torus link, seed 002 (0.425 GB/s)
@@ -95,6 +97,33 @@ def torus(dims: Sequence[int], *, periodic: bool | Sequence[bool] = True, hosts_
     )
 
 
+def torus_size(dims: Sequence[int], *, periodic: bool | Sequence[bool] = True, hosts_per_router: int = 1,
+               **_: object) -> Size:
+    """What :func:`torus` would build, counted (Python integers: nothing is allocated).
+
+    >>> torus_size((4, 4, 4)).links == torus((4, 4, 4)).n_links
+    True
+    >>> torus_size((100000,) * 3).hosts
+    1000000000000000
+    """
+    dims = tuple(int(d) for d in dims)
+    per = (bool(periodic),) * len(dims) if isinstance(periodic, (bool, int, np.bool_)) \
+        else tuple(bool(p) for p in periodic)
+    routers = prod(max(d, 0) for d in dims) if dims else 0
+    cables = 0
+    for d, k in enumerate(dims):
+        if k > 1:                          # k - 1 cables along each line of k routers, one more if it wraps
+            cables += routers // k * (k - 1 + (1 if d < len(per) and per[d] and k > 2 else 0))
+    hosts = routers * max(int(hosts_per_router), 0)
+    return Size(hosts, routers, 2 * (hosts + cables))
+
+
+def mesh_size(dims: Sequence[int], **kw: object) -> Size:
+    """What :func:`mesh` would build."""
+    kw.setdefault("periodic", False)
+    return torus_size(dims, **kw)  # type: ignore[arg-type]
+
+
 def mesh(dims: Sequence[int], **kw) -> Fabric:
     """A mesh: :func:`torus` without wrap-around links."""
     kw.setdefault("periodic", False)
@@ -114,6 +143,27 @@ def hypercube(d: int, *, hosts_per_router: int = 1, capacity: float = BGP_LINK,
     f = torus((2,) * d, periodic=False, hosts_per_router=hosts_per_router, capacity=capacity,
               latency=latency, cores=cores, name=f"hypercube(d={d})")
     return f.with_params(generator="hypercube", d=d)
+
+
+def hypercube_size(d: int, *, hosts_per_router: int = 1, **_: object) -> Size:
+    """What :func:`hypercube` would build.
+
+    >>> hypercube_size(4).links == hypercube(4).n_links
+    True
+    """
+    return torus_size((2,) * max(int(d), 0), periodic=False, hosts_per_router=hosts_per_router)
+
+
+def dragonfly_size(a: int, p: int, h: int, g: int, **_: object) -> Size:
+    """What :func:`dragonfly` would build.
+
+    >>> dragonfly_size(a=4, p=2, h=2, g=9).links == dragonfly(a=4, p=2, h=2, g=9).n_links
+    True
+    """
+    a, p, h, g = (max(int(x), 0) for x in (a, p, h, g))
+    hosts, routers = g * a * p, g * a
+    per_pair = (a * h) // (g - 1) if g > 1 else 0
+    return Size(hosts, routers, 2 * (hosts + g * (a * (a - 1) // 2) + per_pair * (g * (g - 1) // 2)))
 
 
 def dragonfly(a: int, p: int, h: int, g: int, *, capacity: float = 3071e6, global_capacity: float | None = None,

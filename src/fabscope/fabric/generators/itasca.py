@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabscope.errors import FabricError
+from fabscope.fabric.generators.size import Size
 from fabscope.fabric.generators.trees import QDR_BYTES_PER_S, SWITCH_LATENCY_S
 from fabscope.fabric.model import MB, Fabric, FabricBuilder, Level
 
@@ -52,6 +53,33 @@ def _add_director(b: FabricBuilder, tag: str, radix: int, links_per_pair: int,
             for _ in range(links_per_pair):
                 b.cable(ln, sp, capacity, latency)
     return lines
+
+
+def director_size(radix: int = 36, *, links_per_pair: int = 2, **_: object) -> Size:
+    """What :func:`director` would build.
+
+    >>> director_size().links == director().n_links
+    True
+    """
+    radix, lpp = int(radix), max(int(links_per_pair), 1)
+    lines, spines = radix // lpp, radix // 2 // lpp
+    hosts = lines * (radix // 2)
+    return Size(hosts, lines + spines, 2 * (hosts + lines * spines * lpp))
+
+
+def itasca_size(leaves: int = 67, *, nodes_per_leaf: int = 16, directors: int = 2, radix: int = 36,
+                links_per_pair: int = 2, **_: object) -> Size:
+    """What :func:`itasca` would build.
+
+    >>> itasca_size().links == itasca().n_links
+    True
+    """
+    leaves, npl, dirs, radix = (max(int(x), 0) for x in (leaves, nodes_per_leaf, directors, radix))
+    lpp = max(int(links_per_pair), 1)
+    lines, spines = radix // lpp, radix // 2 // lpp
+    hosts = leaves * npl
+    cables = hosts + leaves * dirs * 2 * lpp + dirs * lines * spines * lpp
+    return Size(hosts, leaves + dirs * (lines + spines), 2 * cables)
 
 
 def director(radix: int = 36, *, links_per_pair: int = 2, capacity: float = QDR_BYTES_PER_S,

@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from fabscope.errors import FabricError
+from fabscope.fabric.generators.size import XGFT_BYTES_PER_LINK, XGFT_BYTES_PER_NODE, XGFT_SECONDS_PER_LINK, Size
 from fabscope.fabric.model import Fabric, Level
 
 #: QDR InfiniBand delivers about 3071 MB/s of its 4 GB/s (seed 000)
@@ -106,6 +107,35 @@ def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
         params={"generator": "xgft", "m": list(m), "w": list(w), "links_per_pair": links_per_pair,
                 "capacity": capacity, "latency": latency, "cores": cores, "sockets": sockets},
     )
+
+
+def xgft_size(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1, **_: object) -> Size:
+    """What :func:`xgft` would build, counted (Python integers: nothing is allocated).
+
+    >>> xgft_size((4, 4), (1, 2)).links == xgft((4, 4), (1, 2)).n_links
+    True
+    """
+    m = tuple(max(int(x), 0) for x in m)
+    w = tuple(max(int(x), 0) for x in w)
+    h = min(len(m), len(w))
+    n_at = [prod(m[l:h]) * prod(w[:l]) for l in range(h + 1)]
+    cables = sum(n_at[l] * w[l] * (1 if l == 0 else max(int(links_per_pair), 0)) for l in range(h))
+    return Size(n_at[0], sum(n_at[1:]), 2 * cables, bytes_per_link=XGFT_BYTES_PER_LINK,
+                bytes_per_node=XGFT_BYTES_PER_NODE, seconds_per_link=XGFT_SECONDS_PER_LINK)
+
+
+def fat_tree_size(k: int, levels: int = 2, *, up: int | None = None, links_per_pair: int = 1,
+                  **_: object) -> Size:
+    """What :func:`fat_tree` would build.
+
+    >>> fat_tree_size(4, 3).links == fat_tree(k=4, levels=3).n_links
+    True
+    >>> fat_tree_size(1000, 5).hosts
+    1000000000000000
+    """
+    k, levels = int(k), max(int(levels), 0)
+    up = k if up is None else int(up)
+    return xgft_size((k,) * levels, (1,) + (up,) * (levels - 1) if levels else (), links_per_pair=links_per_pair)
 
 
 def _ports(link_src: np.ndarray) -> np.ndarray:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from fabscope.errors import FabricError
+from fabscope.fabric.model import MAX_CORES
+from fabscope.textio import read_lines, text_lines
 
-
-#: the most cores a host may be given (a bound on typos, far above any node's)
-MAX_CORES = 1 << 20
+__all__ = ["MAX_CORES", "HostMap", "parse_hostmap", "read_hostmap"]
 
 
 @dataclass
@@ -38,10 +39,12 @@ class HostMap:
         return self.by_desc.get(first)
 
 
-def parse_hostmap(text: str, source: str = "hostmap") -> HostMap:
+def parse_hostmap(text: str | Iterable[tuple[int, str]], source: str = "hostmap") -> HostMap:
+    """A host map from its text, or from ``(line number, line)`` pairs (:func:`fabscope.textio.read_lines`)."""
     hm = HostMap(source=source)
     seen: dict[str, int] = {}
-    for n, raw in enumerate(text.splitlines(), start=1):
+    lines = text_lines(text, source, "host map", FabricError) if isinstance(text, str) else text
+    for n, raw in lines:
         s = raw.split("#", 1)[0].strip()
         if not s:
             continue
@@ -71,8 +74,4 @@ def parse_hostmap(text: str, source: str = "hostmap") -> HostMap:
 
 
 def read_hostmap(path: str) -> HostMap:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return parse_hostmap(fh.read(), path)
-    except OSError as err:
-        raise FabricError(f"cannot read host map {path}: {err.strerror}") from None
+    return parse_hostmap(read_lines(path, "host map", FabricError), path)

@@ -2,6 +2,8 @@
 
 A file that is not what it should be (a binary, random bytes, a file with no
 line breaks) is refused at its first overlong line instead of being read whole.
+The reading itself is :func:`fabscope.textio.bounded_text`, the one bounded
+reader of every text format; this names the InfiniBand importers' error class.
 
 >>> import io
 >>> list(bounded_lines(io.StringIO("a\\nb\\n"), "x", 10, "a table"))
@@ -17,16 +19,9 @@ from __future__ import annotations
 from typing import IO, Iterator
 
 from fabscope.errors import FabricError
+from fabscope.textio import bounded_text
 
 
 def bounded_lines(fh: IO[str], source: str, limit: int, what: str) -> Iterator[str]:
     """The lines of ``fh``, never holding more than ``limit`` characters of one."""
-    n = 0
-    while True:
-        line = fh.readline(limit + 1)
-        if not line:
-            return
-        n += 1
-        if len(line.rstrip("\\r\\n")) > limit:
-            raise FabricError(f"{source} line {n}: longer than {limit} characters; not {what}")
-        yield line
+    return bounded_text(fh, source, what, FabricError, limit)
