@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from fabscope.names import plain
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="measured pairs beside the model of the same pairs on the same routes",
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         fabric = resolve_fabric(args.fabric)
         measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
         res = compare(measured, args.routing)
-    print("\n".join(compare_lines(res, args.top)))
+    print("\n".join(plain(ln) for ln in compare_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
     if args.csv:

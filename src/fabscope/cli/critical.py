@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from fabscope.names import plain
+
 
 def add_parser(fs: argparse._SubParsersAction) -> None:
     c = fs.add_parser("critical", help="cut or degrade every cable in turn; rank by bandwidth lost",
@@ -68,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if cluster is not None:
             cluster.close()
-    print("\n".join(critical_lines(res, args.top)))
+    print("\n".join(plain(ln) for ln in critical_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
     return 0

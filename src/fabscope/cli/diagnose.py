@@ -6,6 +6,7 @@ import argparse
 import re
 
 from fabscope.cli.compare import check_outputs, load_hostmap, resolve_fabric
+from fabscope.names import plain
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     d = diagnose(measured, args.routing, sigmas=args.sigmas, penalty=args.penalty,
                  calibrate=not args.no_calibrate)
     res = d.to_result()
-    print("\n".join(diagnosis_lines(res, args.top)))
+    print("\n".join(plain(ln) for ln in diagnosis_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
     return 0

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from fabscope.cli.analyze import report
 from fabscope.errors import MeasureError
+from fabscope.names import plain
 from fabscope.measure.mpi import describe
 from fabscope.measure.parse import to_result
 from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, execute, plan
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = execute(job, timeout=args.timeout, progress=progress if con.is_terminal else None)
-    print("\n".join(report(result, fabric)))
+    print("\n".join(plain(ln) for ln in report(result, fabric)))
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
         to_result(result, None, fabric).write_json(args.output)

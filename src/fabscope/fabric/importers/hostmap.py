@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from fabscope.errors import FabricError
+from fabscope.names import check_host_name
 
 
 #: the most cores a host may be given (a bound on typos, far above any node's)
@@ -53,7 +54,7 @@ def parse_hostmap(text: str, source: str = "hostmap") -> HostMap:
             parts = [" ".join(tok[:-k])] + tok[-k:] if len(tok) > 1 else tok
         if len(parts) < 2 or not parts[0] or not parts[1] or len(parts) > 3:
             raise FabricError(f"{source} line {n}: expected 'guid-or-description host [cores]', got {s[:60]!r}")
-        key, host = parts[0], parts[1]
+        key, host = parts[0], check_host_name(parts[1], f"{source} line {n}")
         if key in seen:
             raise FabricError(f"{source} line {n}: {key!r} is mapped twice (first at line {seen[key]})")
         seen[key] = n
