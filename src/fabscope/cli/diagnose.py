@@ -35,6 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def plan_outputs(output: str) -> tuple[str, str]:
+    """Where ``--plan -o OUTPUT`` writes the script and its JSON summary.
+
+    >>> plan_outputs("plan.sh"), plan_outputs("plan.json")
+    (('plan.sh', 'plan.sh.json'), ('plan.sh', 'plan.json'))
+    """
+    if output.endswith(".json"):        # a JSON name gets the JSON; the script goes beside it as .sh
+        return output[:-len(".json")] + ".sh", output
+    return output, output + ".json"
+
+
 def parse_duration(text: str) -> float:
     """``600``, ``600s``, ``10min``, ``1h`` -> seconds.
 
@@ -75,10 +86,12 @@ def run(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     import json
 
-    from fabscope.atomic import atomic_open
+    from fabscope.atomic import all_or_none, atomic_open, check_outputs
     from fabscope.diagnose.plan import make_plan
     from fabscope.units import parse_size
 
+    script_path, summary_path = plan_outputs(args.output) if args.output else (None, None)
+    check_outputs({"-o (script)": script_path, "-o (summary)": summary_path})
     budget = parse_duration(args.budget)
     fabric = resolve_fabric(args.fabric)
     plan = make_plan(fabric, args.routing, budget=budget, size=int(parse_size(args.size)),
@@ -91,13 +104,14 @@ def _plan(args: argparse.Namespace) -> int:
             f"{s['unrouted_cables']} cables no route of this routing crosses (no measurement can see them); "
             f"{s['never_at_line_rate']} routed cables never full in a planned round; "
             f"{len(s['unidentifiable'])} groups of cables crossed by the same pairs"]
-    if args.output:
-        with atomic_open(args.output) as fh:
-            fh.write(script)
-        print("\n".join(info + [f"wrote {args.output}: run it with 'sh {args.output}'"]))
-        with atomic_open(args.output + ".json") as fh:
-            json.dump(s, fh, indent=1)
-            fh.write("\n")
+    if script_path and summary_path:
+        with all_or_none():
+            with atomic_open(script_path) as fh:
+                fh.write(script)
+            with atomic_open(summary_path) as fh:
+                json.dump(s, fh, indent=1)
+                fh.write("\n")
+        print("\n".join(info + [f"wrote {script_path} and {summary_path}: run it with 'sh {script_path}'"]))
     else:
         print("\n".join(info) + "\n" + script, end="")
     return 0
