@@ -81,7 +81,7 @@ def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from fabscope.atomic import all_or_none, check_outputs
 
-    check_outputs({"-o/--output": args.output, "--csv": args.csv})
+    check_outputs({"-o/--output": args.output, "--csv": args.csv}, inputs=[*args.files, getattr(args, "fabric", None)])
     fabric = None
     if args.fabric:
         from fabscope.fabric.io import load_fabric

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Sequence
 
 from fabscope.names import plain
 
@@ -52,13 +53,15 @@ def load_hostmap(path: str | None):
     return read_hostmap(path)
 
 
-def check_outputs(*paths: str | None) -> None:
-    """Refuse, before any work, an output whose folder does not exist."""
+def check_outputs(*paths: str | None, inputs: Sequence[str | None] = ()) -> None:
+    """Refuse, before any work, an output whose folder does not exist, or that is one of ``inputs``."""
+    from fabscope.atomic import check_outputs as check_all
     from fabscope.errors import FabscopeError
 
     for p in paths:
         if p and p != "-" and not os.path.isdir(os.path.dirname(os.path.abspath(p))):
             raise FabscopeError(f"cannot write {p}: no folder {os.path.dirname(os.path.abspath(p))}")
+    check_all({f"output {i + 1}" if len(paths) > 1 else "-o/--output": p for i, p in enumerate(paths)}, inputs=inputs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.diagnose.measured import load_measured
     from fabscope.result import Result
 
-    check_outputs(args.output, args.csv)
+    check_outputs(args.output, args.csv, inputs=[*args.files, getattr(args, "model", None)])
     if args.model:
         res = compare_with_model(list(args.files), Result.read_json(args.model))
     else:

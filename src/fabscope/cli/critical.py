@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 
-    check_outputs(args.output)
+    check_outputs(args.output, inputs=[args.scheduler])
     if args.job_script and not args.scheduler:
         raise FabscopeError("--job-script needs --scheduler FILE")
     if args.workers is not None and args.workers < 0:

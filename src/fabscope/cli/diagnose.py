@@ -63,7 +63,7 @@ def parse_duration(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
 
-    check_outputs(args.output)
+    check_outputs(args.output, inputs=[*args.files, args.host_map])
     if args.plan:
         return _plan(args)
     if not args.files:
