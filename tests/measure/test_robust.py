@@ -6,6 +6,7 @@ jobs may run on the machine at the same time)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -53,11 +54,20 @@ def fabscope_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "fabscope.cli", *args]
 
 
+def live(out: Path) -> Path:
+    """The file a running job writes: a temporary file beside --out, renamed to it at the end."""
+    parts = list(out.parent.glob(f".{out.name}.*.part"))
+    assert len(parts) <= 1, parts
+    return parts[0] if parts else out
+
+
 def wait_for_pairs(out: Path, n: int = 5, limit: float = 40) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        if out.exists() and out.read_text().count('"type":"pair"') >= n:
-            return
+        f = live(out)
+        with contextlib.suppress(FileNotFoundError):
+            if f.read_text().count('"type":"pair"') >= n:
+                return
         time.sleep(0.05)
     raise AssertionError(f"the job wrote no {n} pairs in {limit} s")
 
@@ -184,7 +194,7 @@ def test_a_dead_rank_is_named_with_its_host_and_signal(tmp_path, marker):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_pairs(out)
-        ranks = next(d for d in whole_lines(out) if d["type"] == "ranks")
+        ranks = next(d for d in whole_lines(live(out)) if d["type"] == "ranks")
         os.kill(ranks["pid"][1], signal.SIGKILL)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -233,3 +243,83 @@ def test_doctor_lists_candidates_and_says_fabscope_mpicc_pins(mpi, monkeypatch, 
     monkeypatch.delenv("FABSCOPE_MPICC")
     main(["doctor", "--no-run"])
     assert "set FABSCOPE_MPICC=/path/to/mpicc to pin" in capsys.readouterr().out
+
+
+# ---- issue 19: --out written through a temporary file, locked, renamed at the end ----------
+
+def test_out_symlink_refused_before_anything_runs(tmp_path, spy, capsys):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    out = tmp_path / "run.jsonl"
+    out.symlink_to(victim)
+    assert main(["measure", "--np", "2", "pingpong", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "symbolic link" in err and err.count("\n") == 1
+    assert victim.read_text() == "precious\n" and out.is_symlink() and not spy.exists()
+
+
+def test_a_failed_job_with_no_measurement_leaves_no_file(tmp_path, capsys, marker):
+    out = tmp_path / "fabscope-random-pairs.jsonl"
+    assert main(["measure", "--np", "1", "random-pairs", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "needs at least 2 ranks" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_second_measure_to_one_file_is_refused_at_once(tmp_path, marker):
+    out = tmp_path / "run.jsonl"
+    first = subprocess.Popen(fabscope_argv("measure", "--np", "2", *LONG, "--out", str(out)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_pairs(out, n=1)
+        second = subprocess.run(fabscope_argv("measure", "--np", "2", "pingpong", "--out", str(out)),
+                                capture_output=True, text=True, timeout=120)
+        assert first.poll() is None
+        first.send_signal(signal.SIGTERM)
+        _, err1 = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.returncode == 1
+    line = [ln for ln in second.stderr.splitlines() if ln.startswith("fabscope:")]
+    assert len(line) == 1 and f"another fabscope process {first.pid} is writing it" in line[0], second.stderr
+    assert "stopped the job" in err1
+    docs = whole_lines(out)                # the first run's lines only, whole
+    assert sum(d["type"] == "header" for d in docs) == 1 and not any(d.get("test") == "pingpong" for d in docs)
+    assert os.listdir(tmp_path) == ["run.jsonl"]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    d = tmp_path / "disk"
+    d.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a tmpfs needs root")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+    yield d
+    subprocess.run(["umount", "-l", str(d)], check=True)
+
+
+def test_full_disk_is_named_and_only_whole_lines_are_kept(small_disk, marker):
+    out = small_disk / "run.jsonl"
+    p = subprocess.run(fabscope_argv("measure", "--np", "2", *LONG, "--out", str(out)),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("fabscope:")]
+    assert len(lines) == 1 and f"--out {out}: No space left on device" in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
+    assert os.listdir(small_disk) == ["run.jsonl"]          # no temporary file, no lock left
+    docs = whole_lines(out)
+    assert docs[0]["type"] == "header" and any(d["type"] == "pair" for d in docs)
+    assert job_processes(marker) == []
+
+
+def test_out_honours_the_umask(tmp_path, marker):
+    out = tmp_path / "pp.jsonl"
+    p = subprocess.run(["sh", "-c", 'umask 077 && exec "$@"', "sh",
+                        *fabscope_argv("measure", "--np", "2", "pingpong", "--max-size", "8", "--iterations", "5",
+                                       "--out", str(out))], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600

@@ -8,6 +8,7 @@ import os
 from rich.console import Console
 
 from fabscope.cli.analyze import report
+from fabscope.atomic import check_outputs
 from fabscope.errors import MeasureError
 from fabscope.names import plain
 from fabscope.measure.mpi import describe
@@ -67,14 +68,6 @@ def split_args(args: argparse.Namespace) -> list[str]:
     return rest
 
 
-def _check_output(path: str, what: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise MeasureError(f"{what} {path} is a directory")
-    if not os.path.isdir(d):
-        raise MeasureError(f"{what} {path}: directory {d} does not exist")
-
-
 def run(args: argparse.Namespace) -> int:
     from fabscope.cli.options import require_positive
 
@@ -83,13 +76,14 @@ def run(args: argparse.Namespace) -> int:
     rest = split_args(args)
     if args.timeout is not None and not args.timeout > 0:
         raise MeasureError(f"--timeout must be positive, got {args.timeout:g}")
-    if args.output:
-        _check_output(args.output, "-o")
+    out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
+    # -o and --out checked first (folders, links, each other, the inputs): nothing is built or launched before
+    check_outputs({"--out": out, "-o": args.output},
+                  inputs=[args.hostfile, args.fabric if args.fabric and os.path.exists(args.fabric) else None])
     fabric = None
     if args.fabric:
         from fabscope.fabric.io import load_fabric
         fabric = load_fabric(args.fabric)
-    out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
     launcher, hostfile, launcher_args, oversubscribe = args.launcher, args.hostfile, list(args.launcher_arg), args.oversubscribe
     if args.testbed:
         from fabscope.testbed.launch import job as testbed_job
