@@ -323,3 +323,54 @@ def test_out_honours_the_umask(tmp_path, marker):
                                        "--out", str(out))], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+def _supervisors(marker: str) -> list[int]:
+    """Live supervisors of this test's jobs (python -m fabscope.measure.supervise)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                env = fh.read()
+            with open(f"/proc/{name}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"fabscope.measure.supervise" in cmd and state != "Z" and \
+                f"FABSCOPE_TEST_MARK={marker}".encode() in env.split(b"\0"):
+            out.append(int(name))
+    return out
+
+
+@pytest.mark.parametrize("moment", ["launcher", "ranks", "mid-run"])
+def test_sigkill_of_fabscope_leaves_no_process_of_the_job(tmp_path, marker, moment):
+    """The job's own sessions do not save it: within 5 s of fabscope's SIGKILL, nothing of it runs."""
+    out = tmp_path / "run.jsonl"
+    proc = subprocess.Popen(fabscope_argv("measure", "--np", "2", *LONG, "--out", str(out)),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            names = [c for _, c in job_processes(marker)]
+            if (moment == "launcher" and names) or (moment == "ranks" and names.count("fabscope-bench") >= 2):
+                break
+            if moment == "mid-run":
+                wait_for_pairs(out, n=5)
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the job never started")
+        proc.kill()
+        proc.wait(10)
+        t0 = time.monotonic()
+        while (job_processes(marker) or _supervisors(marker)) and time.monotonic() - t0 < 5:
+            time.sleep(0.05)
+        left = job_processes(marker)
+        assert left == [] and _supervisors(marker) == [], f"{time.monotonic() - t0:.1f} s after SIGKILL: {left}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()

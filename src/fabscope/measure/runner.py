@@ -24,6 +24,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -180,6 +181,18 @@ def plan(args: Sequence[str], np: int, out: str | os.PathLike[str], launcher: st
                 hostfile, ppn, list(launcher_args), oversubscribe)
 
 
+def supervised(argv: Sequence[str], fd: int) -> list[str]:
+    """The launcher's command run under :mod:`fabscope.measure.supervise`, watching pipe ``fd``."""
+    return [sys.executable, "-m", "fabscope.measure.supervise", str(fd), "--", *argv]
+
+
+def _supervisor_env(env: dict[str, str]) -> dict[str, str]:
+    """The job's environment, with this fabscope first on the supervisor's module path."""
+    here = str(Path(__file__).resolve().parents[2])
+    path = env.get("PYTHONPATH")
+    return {**env, "PYTHONPATH": here + (os.pathsep + path if path else "")}
+
+
 def check_args(binary: Path, args: Sequence[str]) -> None:
     """Let the program parse its options (tests, sizes, counts) without starting MPI."""
     try:
@@ -317,12 +330,20 @@ def _execute(p: Plan, path: Path, timeout: float | None, progress: Progress | No
     """Run the job writing ``path``; messages name ``p.out``, where the lines will be."""
     argv = p.argv()
     with _SignalsToExceptions():
+        if shutil.which(argv[0]) is None:
+            raise MeasureError(f"cannot start {argv[0]}: not found, or not executable")
+        # fabscope's death (SIGKILL too) closes `alive`'s write end: the supervisor then ends the job
+        watch, alive = os.pipe()
         try:
             # Hydra reports a rank that died on standard output: read both, as one stream
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    stdin=subprocess.DEVNULL, env=p.env(), start_new_session=True)
+            proc = subprocess.Popen(supervised(argv, watch), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, stdin=subprocess.DEVNULL, env=_supervisor_env(p.env()),
+                                    start_new_session=True, pass_fds=(watch,))
         except OSError as err:
+            os.close(alive)
             raise MeasureError(f"cannot start {argv[0]}: {err.strerror}") from err
+        finally:
+            os.close(watch)
         job = JobProcesses(proc)
         err_lines: list[str] = []
         reader = threading.Thread(target=lambda: err_lines.extend(proc.stdout or []), daemon=True)
@@ -348,7 +369,9 @@ def _execute(p: Plan, path: Path, timeout: float | None, progress: Progress | No
             if not done:  # Ctrl-C, or anything else: the job ends with fabscope
                 job.stop(GRACE)
                 _keep_whole_lines(path)
+                os.close(alive)
         left = job.stop(GRACE)  # ranks a launcher left running after it exited
+        os.close(alive)
         reader.join(5)
     if left:
         raise MeasureError(f"{len(left)} processes of the job (pids {', '.join(str(k[0]) for k in left[:5])}) "
