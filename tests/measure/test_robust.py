@@ -374,3 +374,37 @@ def test_sigkill_of_fabscope_leaves_no_process_of_the_job(tmp_path, marker, mome
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def _python_start_up() -> float:
+    """How long this machine takes now to start Python with its site (no fabscope code runs in it)."""
+    t0 = time.monotonic()
+    for _ in range(3):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return (time.monotonic() - t0) / 3
+
+
+def test_sigint_during_start_up_is_one_line_and_130(tmp_path, marker):
+    """Ctrl-C from fabscope's first line on (imports, parsing, the build, the option check, the launch):
+    'fabscope: interrupted', exit 130, no traceback, nothing written, nothing left running."""
+    base = _python_start_up()
+    out = tmp_path / "r.jsonl"
+    for delay in (1.5 * base, 2 * base, 3 * base, 0.6, 1.0, 1.6, "launcher"):
+        p = subprocess.Popen(fabscope_argv("measure", "--np", "2", *LONG, "--out", str(out)),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            if delay == "launcher":
+                deadline = time.monotonic() + 60
+                while not job_processes(marker) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            else:
+                time.sleep(delay)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        assert "Traceback" not in err, (delay, err)
+        lines = [ln for ln in err.splitlines() if ln.startswith("fabscope:")]
+        assert p.returncode == 130 and len(lines) == 1 and lines[0].startswith("fabscope: interrupted"), (delay, err)
+        assert not out.exists() and job_processes(marker) == []
