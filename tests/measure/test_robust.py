@@ -408,3 +408,21 @@ def test_sigint_during_start_up_is_one_line_and_130(tmp_path, marker):
         lines = [ln for ln in err.splitlines() if ln.startswith("fabscope:")]
         assert p.returncode == 130 and len(lines) == 1 and lines[0].startswith("fabscope: interrupted"), (delay, err)
         assert not out.exists() and job_processes(marker) == []
+
+
+@pytest.mark.parametrize("form", ["{h}:{n}", "{h} slots={n}", "localhost:{n}"])
+def test_host_file_naming_this_host_does_not_bypass_the_oversubscription_check(tmp_path, spy, capsys, form):
+    import socket
+
+    np = usable_cpus() * OVERSUBSCRIBE_FACTOR + 1
+    hf = tmp_path / "hosts"
+    hf.write_text(form.format(h=socket.gethostname(), n=np) + "\n")
+    assert main(["measure", "--np", str(np), "--hostfile", str(hf), "pingpong", "--out", str(tmp_path / "x.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert f"{np} ranks on this host ({hf} puts them on this host)" in err and "--oversubscribe" in err, err
+    assert err.count("\n") == 1 and not spy.exists() and not (tmp_path / "x.jsonl").exists()
+    # spread over another host, or with --oversubscribe, it passes the checks (plan() launches nothing)
+    hf.write_text(form.format(h=socket.gethostname(), n=2) + "\nother-node:64\n")
+    assert plan(["pingpong"], np=np, out=tmp_path / "x.jsonl", hostfile=str(hf)).np == np
+    hf.write_text(form.format(h=socket.gethostname(), n=np) + "\n")
+    assert plan(["pingpong"], np=np, out=tmp_path / "x.jsonl", hostfile=str(hf), oversubscribe=True).np == np

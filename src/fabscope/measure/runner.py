@@ -69,6 +69,39 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def this_host_names() -> set[str]:
+    """The names a host file may give this host by.
+
+    >>> "localhost" in this_host_names()
+    True
+    """
+    import socket
+
+    names = {"localhost", "localhost.localdomain", "127.0.0.1", "::1"}
+    for n in (socket.gethostname(), socket.getfqdn()):
+        names |= {n, n.split(".")[0]}
+    return names
+
+
+def ranks_here(hosts: Sequence[tuple[str, int]], np: int, ppn: int | None = None) -> int:
+    """How many of ``np`` ranks a launcher places on this host, filling the hosts in order
+    (``ppn`` each, else their slots), as Hydra and Open MPI's default by-slot mapping do.
+
+    >>> ranks_here([("localhost", 12), ("n2", 12)], 16), ranks_here([("n2", 4), ("localhost", 12)], 6)
+    (12, 2)
+    """
+    local = this_host_names()
+    left, here = np, 0
+    for host, slots in hosts:
+        take = min(left, ppn or slots)
+        if host in local or host.split(".")[0] in local:
+            here += take
+        left -= take
+        if left <= 0:
+            break
+    return here
+
+
 def bench_args(args: Sequence[str]) -> list[str]:
     """Test arguments with sizes parsed once, here, as :func:`fabscope.units.parse_size` reads them.
 
@@ -143,16 +176,18 @@ def plan(args: Sequence[str], np: int, out: str | os.PathLike[str], launcher: st
         found = job_hosts()
         if found:
             hosts, where = found
+    here, named = np, ""
     if hosts is not None:
         slots = sum(n for _, n in hosts) if ppn is None else ppn * len(hosts)
         if np > slots:
             raise MeasureError(f"{np} ranks, but the {len(hosts)} hosts of {where} allow {slots}")
-    else:
-        cpus = usable_cpus()
-        if np > cpus * OVERSUBSCRIBE_FACTOR and not oversubscribe:
-            raise MeasureError(f"{np} ranks on this host, where the job may use {cpus} CPU{'s' * (cpus != 1)} "
-                               f"(its affinity set): more than {OVERSUBSCRIBE_FACTOR} ranks per CPU; "
-                               "give --oversubscribe to run it anyway, or --hostfile to spread the ranks")
+        # a host file naming this host ('vm:12') puts ranks here as surely as no host file does
+        here, named = ranks_here(hosts, np, ppn), f" ({where} puts them on this host)"
+    cpus = usable_cpus()
+    if here > cpus * OVERSUBSCRIBE_FACTOR and not oversubscribe:
+        raise MeasureError(f"{here} ranks on this host{named}, where the job may use {cpus} CPU{'s' * (cpus != 1)} "
+                           f"(its affinity set): more than {OVERSUBSCRIBE_FACTOR} ranks per CPU; "
+                           "give --oversubscribe to run it anyway, or --hostfile to spread the ranks")
     out = Path(out)
     if out.is_dir():
         raise MeasureError(f"--out {out} is a directory")
