@@ -188,21 +188,29 @@ def test_timeout_leaves_no_process(tmp_path, marker, mpi):
     whole_lines(out)
 
 
-def test_a_dead_rank_is_named_with_its_host_and_signal(tmp_path, marker):
+@pytest.mark.parametrize("victim", [1, 3, 0])
+def test_a_dead_rank_is_named_right_or_not_at_all(tmp_path, marker, victim):
+    """Hydra names the first rank *by index* whose status is bad, often one it stopped itself
+    (rank 0 when rank 3 was killed): fabscope names the rank the kernel saw end first, or only the host."""
     out = tmp_path / "dead.jsonl"
-    proc = subprocess.Popen(fabscope_argv("measure", "--np", "2", *LONG, "--out", str(out)),
+    proc = subprocess.Popen(fabscope_argv("measure", "--np", "4", *LONG, "--out", str(out)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_pairs(out)
         ranks = next(d for d in whole_lines(live(out)) if d["type"] == "ranks")
-        os.kill(ranks["pid"][1], signal.SIGKILL)
+        time.sleep(0.3)
+        os.kill(ranks["pid"][victim], signal.SIGKILL)
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 1
     line = next(ln for ln in err.splitlines() if ln.startswith("fabscope: error:"))
-    assert f"rank 1 on host {ranks['host'][1]} was killed by signal SIGKILL" in line, err
+    host = ranks["host"][victim]
+    named = f"rank {victim} on host {host} was killed by signal SIGKILL" in line
+    assert named or f"a rank on host {host} was killed by signal SIGKILL" in line, err
+    for other in set(range(4)) - {victim}:
+        assert f"rank {other} on host" not in line, err
     assert job_processes(marker) == []
 
 

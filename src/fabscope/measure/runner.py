@@ -41,7 +41,7 @@ from fabscope.measure.hostlists import job_hosts, read_hostfile
 from fabscope.measure.launchers import Job, get_launcher, launcher_for
 from fabscope.measure.mpi import MPIInstall, find_mpi
 from fabscope.measure.parse import BenchRun, read_run
-from fabscope.measure.processes import JobProcesses
+from fabscope.measure.processes import ExitOrder, JobProcesses
 from fabscope.units import parse_size
 
 SIZE_OPTIONS = ("--size", "--min-size", "--max-size")
@@ -300,6 +300,34 @@ def _has_results(path: Path) -> bool:
     return False
 
 
+def _ranks_line(path: Path) -> dict | None:
+    """The program's ``ranks`` line (pids and hosts), from the first lines of its output; None before it."""
+    try:
+        with open(path, "rb") as fh:
+            for _, line in zip(range(8), fh):
+                if b'"type":"ranks"' in line and line.endswith(b"\n"):
+                    doc = json.loads(line)
+                    return doc if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _watch_ranks(path: Path) -> "ExitOrder | bool | None":
+    """Watch this host's ranks for the first to end, once the ranks line is there (None: not yet;
+    False: nothing to watch here)."""
+    ranks = _ranks_line(path)
+    if ranks is None:
+        return None
+    local = this_host_names()
+    pids = [int(p) for p, h in zip(ranks.get("pid") or [], ranks.get("host") or [])
+            if isinstance(p, int) and isinstance(h, str) and (h in local or h.split(".")[0] in local)]
+    if not pids or len(pids) != len(ranks.get("pid") or []):
+        return False   # ranks on other hosts: their ends cannot be seen from here
+    order = ExitOrder()
+    return order if order.watch(pids, comm="fabscope-bench") else False
+
+
 def _kept(p: Plan, path: Path) -> str:
     """What a failed job leaves, as the end of its message."""
     if p.write_to is not None and not _has_results(path):
@@ -385,9 +413,12 @@ def _execute(p: Plan, path: Path, timeout: float | None, progress: Progress | No
         reader.start()
         start = time.monotonic()
         done = False
+        order: ExitOrder | bool | None = None   # which local rank ends first, once the ranks line names them
         try:
             while proc.poll() is None:
                 job.refresh()
+                if order is None:
+                    order = _watch_ranks(path)
                 if timeout is not None and time.monotonic() - start > timeout:
                     job.stop(GRACE)
                     _keep_whole_lines(path)
@@ -424,7 +455,8 @@ def _execute(p: Plan, path: Path, timeout: float | None, progress: Progress | No
             ranks = read_run(path).ranks
         except FabscopeError:  # no file, or not yet a run: it tells nothing about the ranks
             ranks = {}
-        who = dead_rank(err_lines, ranks)
+        first = order.wait(1.0) if isinstance(order, ExitOrder) else None
+        who = dead_rank(err_lines, ranks, first)
         if who is None:  # the launcher did not say; the rank seen gone first is the likely cause
             pids = list(ranks.get("pid") or [])
             first = next((pid for pid in job.ended if pid in pids), None)
