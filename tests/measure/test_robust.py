@@ -434,3 +434,24 @@ def test_host_file_naming_this_host_does_not_bypass_the_oversubscription_check(t
     assert plan(["pingpong"], np=np, out=tmp_path / "x.jsonl", hostfile=str(hf)).np == np
     hf.write_text(form.format(h=socket.gethostname(), n=np) + "\n")
     assert plan(["pingpong"], np=np, out=tmp_path / "x.jsonl", hostfile=str(hf), oversubscribe=True).np == np
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_build_leaves_no_temporary_file(tmp_path, mpi, sig):
+    """fabscope-bench is built into a temporary file renamed when done: Ctrl-C or SIGTERM mid-build leaves nothing."""
+    env = {**os.environ, "FABSCOPE_CACHE": str(tmp_path / "cache"), "FABSCOPE_MPICC": mpi.mpicc}
+    code = ("import signal, sys\n"
+            "signal.signal(signal.SIGTERM, lambda n, f: sys.exit(143))\n"
+            "from fabscope.measure.build import bench_binary\nfrom fabscope.measure.mpi import find_mpi\n"
+            "bench_binary(find_mpi(), force=True)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list((tmp_path / "cache").glob("*/.build-*")):
+        time.sleep(0.01)
+    assert list((tmp_path / "cache").glob("*/.build-*")), "the build never started"
+    time.sleep(0.3)                                       # the compiler is running
+    p.send_signal(sig)
+    p.communicate(timeout=60)
+    assert p.returncode != 0
+    assert list((tmp_path / "cache").glob("*/.build-*")) == []
+    assert list((tmp_path / "cache").glob("*/fabscope-bench")) == []
