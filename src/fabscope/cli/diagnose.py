@@ -6,7 +6,7 @@ import argparse
 import re
 
 from fabscope.cli.compare import check_outputs, load_hostmap, resolve_fabric
-from fabscope.names import plain
+from fabscope.names import plain, shell_word
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -111,7 +111,7 @@ def _plan(args: argparse.Namespace) -> int:
             with atomic_open(summary_path) as fh:
                 json.dump(s, fh, indent=1)
                 fh.write("\n")
-        print("\n".join(info + [f"wrote {script_path} and {summary_path}: run it with 'sh {script_path}'"]))
+        print("\n".join(info + [f"wrote {script_path} and {summary_path}: run it with: sh {shell_word(script_path)}"]))
     else:
         print("\n".join(info) + "\n" + script, end="")
     return 0
