@@ -312,3 +312,13 @@ def test_report_images_folder_refused_first(tmp_path, capsys, kind):
     line = err.strip()
     assert line.startswith("fabscope: error: --images") and "\n" not in line and images in line, line
     assert sorted(os.listdir(tmp_path)) == before and (tmp_path / "file.png").read_text() == "x"
+
+
+def test_report_images_into_a_new_folder(tmp_path, capsys, monkeypatch):
+    """A new folder (written 'figs/' too) in a folder that exists passes the checks."""
+    from fabscope.cli.report import check_images
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("figs/", "figs", str(tmp_path / "figs") + "/"):
+        check_images(name)
+    assert os.listdir(tmp_path) == []

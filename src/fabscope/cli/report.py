@@ -56,7 +56,7 @@ def check_images(folder: str) -> None:
     if os.path.islink(folder) or (os.path.exists(folder) and not os.path.isdir(folder)):
         raise FabscopeError(f"--images {folder}: not a folder (give a folder for the pictures)")
     # a file in the folder (or, for a new folder, beside it) can be created: the same checks as any output
-    probe = os.path.join(folder, "picture.png") if os.path.isdir(folder) else folder
+    probe = os.path.join(folder, "picture.png") if os.path.isdir(folder) else (folder.rstrip(os.sep) or os.sep)
     check_file(probe, f"--images {folder}:" if os.path.isdir(folder) else "--images")
 
 
