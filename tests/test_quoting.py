@@ -212,3 +212,30 @@ def test_terminal_function_and_print_tables():
                                        ("\tx", "'\tx"), ("\rx", "'\rx"), ("node1", "node1"), (-3, -3), (1.5, 1.5)])
 def test_csv_cell(cell, want):
     assert csv_cell(cell) == want
+
+
+def test_error_lines_show_escape_sequences_not_run_them(tmp_path, capsys):
+    """A message carrying a name with a terminal escape (a Python-built fabric skips the import checks)."""
+    from fabscope.errors import FabscopeError
+
+    def boom(args):
+        raise FabscopeError("host h\x1b]0;pwned\x07 is down")
+
+    import argparse
+
+    from fabscope import cli
+
+    real = cli.build_parser
+
+    def fake():
+        p = argparse.ArgumentParser()
+        p.set_defaults(func=boom)
+        return p
+
+    cli.build_parser = fake
+    try:
+        assert cli.main([]) == 1
+    finally:
+        cli.build_parser = real
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "h\\x1b]0;pwned\\x07 is down" in err

@@ -32,8 +32,9 @@ import argparse  # noqa: E402
 import importlib  # noqa: E402
 import warnings  # noqa: E402
 
-from fabscope import __version__
-from fabscope.errors import FabscopeError, FabscopeWarning
+from fabscope import __version__  # noqa: E402
+from fabscope.errors import FabscopeError, FabscopeWarning  # noqa: E402
+from fabscope.names import plain  # noqa: E402
 
 # Modules of this package that add a subcommand, in the order ``--help`` lists them.
 COMMAND_MODULES = [
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
     """fabscope's own warnings as one line; others as Python prints them."""
     if issubclass(category, FabscopeWarning):
-        print(f"fabscope: warning: {message}", file=sys.stderr)
+        print(f"fabscope: warning: {plain(message)}", file=sys.stderr)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)
 
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         return int(args.func(args) or 0)
     except FabscopeError as err:
-        print(f"fabscope: error: {err}", file=sys.stderr)
+        print(f"fabscope: error: {plain(err)}", file=sys.stderr)   # a name's escape sequence shown, not run
         return 1
     except KeyboardInterrupt:
         print("fabscope: interrupted", file=sys.stderr)
