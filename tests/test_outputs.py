@@ -322,3 +322,10 @@ def test_report_images_into_a_new_folder(tmp_path, capsys, monkeypatch):
     for name in ("figs/", "figs", str(tmp_path / "figs") + "/"):
         check_images(name)
     assert os.listdir(tmp_path) == []
+
+
+def test_long_output_name_gets_a_lock_too(tmp_path):
+    p = tmp_path / ("x" * 250)
+    with atomic_open(p) as fh:
+        fh.write("ok\n")
+    assert p.read_text() == "ok\n" and os.listdir(tmp_path) == [p.name]

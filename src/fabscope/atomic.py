@@ -183,6 +183,10 @@ class Lock:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         folder, name = os.path.split(os.path.abspath(self.path))
+        if len(name.encode()) > 200:    # a long name's lock would pass the file system's 255 bytes
+            import hashlib
+
+            name = hashlib.sha256(name.encode(errors="surrogateescape")).hexdigest()[:32]
         self.lock = os.path.join(folder, f".{name}.fabscope-lock")
         self.fd: int | None = None
 
