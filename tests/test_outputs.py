@@ -329,3 +329,26 @@ def test_long_output_name_gets_a_lock_too(tmp_path):
     with atomic_open(p) as fh:
         fh.write("ok\n")
     assert p.read_text() == "ok\n" and os.listdir(tmp_path) == [p.name]
+
+
+def test_a_command_holds_its_outputs_from_the_check_to_the_end(tmp_path):
+    """Two long commands to one output: the second is refused at its start, not silently replaced later."""
+    import subprocess
+    import time
+
+    out = tmp_path / "sim.json"
+    slow = [sys.executable, "-m", "fabscope.cli", "simulate", "--fabric", "itasca", "--pattern", "all-to-all",
+            "--ranks", "2048", "-o", str(out)]
+    first = subprocess.Popen(slow, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lock = tmp_path / ".sim.json.fabscope-lock"
+        deadline = time.monotonic() + 60
+        while not lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert lock.exists() and first.poll() is None
+        second = subprocess.run(slow, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1 and second.stderr.count("\n") == 1
+        assert f"-o/--output {out}: another fabscope process {first.pid} is writing it" in second.stderr
+    finally:
+        first.kill()
+        first.wait()

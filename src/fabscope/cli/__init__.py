@@ -33,6 +33,7 @@ import importlib  # noqa: E402
 import warnings  # noqa: E402
 
 from fabscope import __version__  # noqa: E402
+from fabscope.atomic import hold_output_locks  # noqa: E402
 from fabscope.errors import FabscopeError, FabscopeWarning  # noqa: E402
 from fabscope.names import plain  # noqa: E402
 
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         if signal.getsignal(signal.SIGINT) is _interrupted_quietly:
             # from here Ctrl-C is KeyboardInterrupt: a running job is stopped and its files settled first
             signal.signal(signal.SIGINT, signal.default_int_handler)
-        return int(args.func(args) or 0)
+        with hold_output_locks():       # outputs checked by a command stay locked until it ends
+            return int(args.func(args) or 0)
     except FabscopeError as err:
         print(f"fabscope: error: {plain(err)}", file=sys.stderr)   # a name's escape sequence shown, not run
         return 1
