@@ -455,3 +455,22 @@ def test_an_interrupted_build_leaves_no_temporary_file(tmp_path, mpi, sig):
     assert p.returncode != 0
     assert list((tmp_path / "cache").glob("*/.build-*")) == []
     assert list((tmp_path / "cache").glob("*/fabscope-bench")) == []
+
+
+def test_the_job_gets_its_own_environment_through_the_supervisor(tmp_path, mpi, monkeypatch):
+    """The supervisor finds fabscope by PYTHONPATH; the launcher and ranks get the job's own back."""
+    from fabscope.measure.runner import JOB_PYTHONPATH, _supervisor_env, supervised
+
+    seen = tmp_path / "env"
+    script = tmp_path / "launcher"
+    script.write_text(f'#!/bin/sh\nprintf "%s|%s" "${{PYTHONPATH-unset}}" "${{{JOB_PYTHONPATH}-unset}}" > {seen}\n')
+    script.chmod(0o755)
+    for job_path, want in ((None, "unset|unset"), ("/x/y", "/x/y|unset")):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        if job_path:
+            env["PYTHONPATH"] = job_path
+        r, w = os.pipe()
+        p = subprocess.run(supervised([str(script)], r), env=_supervisor_env(env), pass_fds=(r,), timeout=60)
+        os.close(r)
+        os.close(w)
+        assert p.returncode == 0 and seen.read_text() == want

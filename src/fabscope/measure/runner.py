@@ -216,16 +216,21 @@ def plan(args: Sequence[str], np: int, out: str | os.PathLike[str], launcher: st
                 hostfile, ppn, list(launcher_args), oversubscribe)
 
 
+#: the job's own PYTHONPATH ("" for none) while the supervisor runs with fabscope's
+JOB_PYTHONPATH = "FABSCOPE_JOB_PYTHONPATH"
+
+
 def supervised(argv: Sequence[str], fd: int) -> list[str]:
     """The launcher's command run under :mod:`fabscope.measure.supervise`, watching pipe ``fd``."""
     return [sys.executable, "-m", "fabscope.measure.supervise", str(fd), "--", *argv]
 
 
 def _supervisor_env(env: dict[str, str]) -> dict[str, str]:
-    """The job's environment, with this fabscope first on the supervisor's module path."""
+    """The job's environment, with this fabscope first on the supervisor's module path
+    (the supervisor gives the launcher the job's own ``PYTHONPATH`` back)."""
     here = str(Path(__file__).resolve().parents[2])
     path = env.get("PYTHONPATH")
-    return {**env, "PYTHONPATH": here + (os.pathsep + path if path else "")}
+    return {**env, "PYTHONPATH": here + (os.pathsep + path if path else ""), JOB_PYTHONPATH: path or ""}
 
 
 def check_args(binary: Path, args: Sequence[str]) -> None:

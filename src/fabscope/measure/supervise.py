@@ -122,6 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m fabscope.measure.supervise FD -- LAUNCHER [ARGS...]", file=sys.stderr)
         return 2
     fd, cmd = int(args[0]), args[2:]
+    if "FABSCOPE_JOB_PYTHONPATH" in os.environ:   # the job's own module path, not the one that found this module
+        path = os.environ.pop("FABSCOPE_JOB_PYTHONPATH")
+        if path:
+            os.environ["PYTHONPATH"] = path
+        else:
+            os.environ.pop("PYTHONPATH", None)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _on_signal)
