@@ -182,10 +182,14 @@ def test_signal_to_fabscope_ends_the_whole_job(tmp_path, marker, sig):
 
 def test_timeout_leaves_no_process(tmp_path, marker, mpi):
     out = tmp_path / "t.jsonl"
-    with pytest.raises(MeasureError, match=r"ran over 2 s and was stopped; .* keeps what finished"):
+    with pytest.raises(MeasureError, match=r"ran over 2 s and was stopped; ") as err:
         measure(LONG, np=2, out=out, timeout=2, mpi=mpi)
     assert job_processes(marker) == []
-    whole_lines(out)
+    if "keeps what finished" in str(err.value):
+        assert any(d["type"] == "pair" for d in whole_lines(out))
+    else:   # a loaded machine may finish no pair in 2 s: then nothing is written
+        assert "no measurement finished" in str(err.value) and not out.exists()
+    assert os.listdir(tmp_path) in (["t.jsonl"], [])
 
 
 @pytest.mark.parametrize("victim", [1, 3, 0])
