@@ -414,7 +414,14 @@ void fb_emit(fb_ctx *c, const char *fmt, ...)
     vfprintf(c->out, fmt, ap);
     va_end(ap);
     fputc('\n', c->out);
-    fflush(c->out);  /* a job killed at its wall time keeps every finished line */
+    /* a job killed at its wall time keeps every finished line; a full disk ends the job, named,
+       rather than leaving a file cut mid-line behind an exit status of 0 */
+    if (fflush(c->out) != 0 || ferror(c->out)) {
+        const char *why = strerror(errno ? errno : EIO);
+        fprintf(stderr, "fabscope-bench: error: cannot write the output: %s\n", why);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 5);
+    }
 }
 
 void fb_json_str(char *dst, size_t cap, const char *s)

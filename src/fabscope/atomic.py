@@ -1,7 +1,24 @@
 """Writing files so that a failure never leaves one half-written.
 
 Files are created as ``open()`` would create them: mode ``0666`` less the
-umask (a file that already exists keeps its mode).
+umask (a file that already exists keeps its mode).  The rules every output
+follows:
+
+* it is written to a temporary file in the target folder and renamed over
+  the target at the end, so a reader sees the old file or the new one;
+* a target that is a symbolic link is refused (fabscope never writes
+  through a link, nor replaces one): name the link's target instead;
+* a target that is one of the command's inputs (the same file, also by
+  another name or through a link) is refused before any work
+  (:func:`check_outputs` with ``inputs``);
+* a full disk (``ENOSPC``, ``EDQUOT``) is one :class:`OutputError` naming
+  the file and the folder; the temporary file is removed;
+* two fabscope processes writing the same file: the second is refused at
+  once, naming the first (an ``flock`` on ``.NAME.fabscope-lock`` beside
+  the target, held until the rename; see :func:`output_lock`).  The CLI
+  holds each command's outputs from :func:`check_outputs` to the command's
+  end (:func:`hold_output_locks`), so two long runs to one file do not
+  silently replace each other.
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp()
@@ -35,18 +52,23 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
+import fcntl
 import io
 import os
 import sys
 import tempfile
-from typing import IO, Iterator, Mapping
+from typing import IO, Iterable, Iterator, Mapping
 
 from fabscope.errors import OutputError
 
-# (temporary path or None for stdout, final path, buffered stdout text) of the
+# (temporary path or None for stdout, final path, buffered stdout text, lock held) of the
 # files written inside the innermost all_or_none block; None outside one
-_PENDING: contextvars.ContextVar[list[tuple[str | None, str, str]] | None] = contextvars.ContextVar(
+_Pending = tuple[str | None, str, str, "Lock | None"]
+_PENDING: contextvars.ContextVar[list[_Pending] | None] = contextvars.ContextVar(
     "fabscope_pending_outputs", default=None)
+#: errors that mean the disk (or the user's quota) is full
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def current_umask() -> int:
@@ -79,18 +101,31 @@ def _short(path: str) -> str:
     return d if d else "."
 
 
+def _refuse_link(p: str, what: str) -> None:
+    if os.path.islink(p):
+        try:
+            to = f" (to {os.readlink(p)})"
+        except OSError:
+            to = ""
+        hint = "; give - for standard output" if p.startswith("/dev/") else ""
+        raise OutputError(f"{what}: is a symbolic link{to}; fabscope does not write through links: "
+                          f"name the file itself{hint}")
+
+
 def check_output(path: str | os.PathLike[str], option: str = "output") -> None:
     """Raise :class:`OutputError` (naming ``option``) unless a file can be written at ``path``.
 
     Checks that the folder exists and is a folder, that ``path`` is not a
-    folder, and that a file can be created there (a read-only file system or
-    a folder the user may not write fails here, before any work).
+    folder nor a symbolic link, and that a file can be created there (a
+    read-only file system or a folder the user may not write fails here,
+    before any work).
     """
     p = os.fspath(path)
     if p == "-":
         return
     if not p:
         raise OutputError(f"{option}: empty file name")
+    _refuse_link(p, f"{option} {p}")
     if os.path.isdir(p):
         raise OutputError(f"{option} {p}: is a directory; give a file name")
     folder = _short(p)
@@ -109,19 +144,157 @@ def check_output(path: str | os.PathLike[str], option: str = "output") -> None:
         os.unlink(probe)
 
 
-def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None]) -> None:
-    """Check every ``option -> path`` (``None`` skipped); two options naming one file is an error too."""
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """``a`` and ``b`` are one existing file (by device and inode: ``./x``, links and hard links too).
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "x"); open(p, "w").close()
+    >>> same_file(p, os.path.join(d, ".", "x")), same_file(p, os.path.join(d, "y"))
+    (True, False)
+    """
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def check_outputs(outputs: Mapping[str, str | os.PathLike[str] | None],
+                  inputs: Iterable[str | os.PathLike[str] | None] = ()) -> None:
+    """Check every ``option -> path`` (``None`` skipped); two options naming one file is an error too,
+    and so is an output that is one of ``inputs`` (it would be lost)."""
     seen: dict[str, str] = {}
+    ins = [os.fspath(i) for i in inputs if i is not None and os.fspath(i) != "-"]
     for option, path in outputs.items():
         if path is None:
             continue
-        check_output(path, option)
         p = os.fspath(path)
+        for i in ins:
+            if p != "-" and same_file(p, i):
+                raise OutputError(f"{option} {p} is also an input ({i}); fabscope does not overwrite "
+                                  "what it reads: write elsewhere")
+        check_output(path, option)
         key = p if p == "-" else os.path.realpath(p)
         if key in seen:
             what = "standard output" if p == "-" else p
             raise OutputError(f"{seen[key]} and {option} both write {what}")
         seen[key] = option
+    holding = _HOLDING.get()
+    if holding is not None:   # the command's outputs stay locked from this check to its end
+        for option, path in outputs.items():
+            if path is not None and os.fspath(path) != "-":
+                try:
+                    holding.append(Lock(path).acquire())
+                except OutputError as err:
+                    raise OutputError(f"{option} {err}") from None
+
+
+# the locks taken by check_outputs inside hold_output_locks(); None outside it
+_HOLDING: contextvars.ContextVar[list["Lock"] | None] = contextvars.ContextVar("fabscope_held_locks", default=None)
+# lock file -> the Lock this process holds on it (a second Lock on it here is the same holder, not a rival)
+_HELD: dict[str, "Lock"] = {}
+
+
+@contextlib.contextmanager
+def hold_output_locks() -> Iterator[None]:
+    """Inside, :func:`check_outputs` also locks each output until the block ends (the CLI wraps a
+    command in it): a second fabscope writing one of them meanwhile is refused at once."""
+    held: list[Lock] = []
+    token = _HOLDING.set(held)
+    try:
+        yield
+    finally:
+        _HOLDING.reset(token)
+        for lock in reversed(held):
+            lock.release()
+
+
+class Lock:
+    """An exclusive ``flock`` on ``.NAME.fabscope-lock`` beside an output, holding this process's pid."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        folder, name = os.path.split(os.path.abspath(self.path))
+        if len(name.encode()) > 200:    # a long name's lock would pass the file system's 255 bytes
+            import hashlib
+
+            name = hashlib.sha256(name.encode(errors="surrogateescape")).hexdigest()[:32]
+        self.lock = os.path.join(folder, f".{name}.fabscope-lock")
+        self.fd: int | None = None
+        self.nested = False
+
+    def acquire(self) -> "Lock":
+        if self.lock in _HELD:      # this process holds it already (a command's outputs, held from its check)
+            self.nested = True
+            return self
+        for _ in range(20):   # the holder may remove the file between our open and our flock: try again
+            try:
+                fd = os.open(self.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+            except OSError as err:
+                raise OutputError(f"{self.path}: cannot create the lock file {self.lock} ({err.strerror})") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as err:
+                holder = ""
+                with contextlib.suppress(OSError):
+                    holder = os.pread(fd, 24, 0).decode(errors="replace").strip()
+                os.close(fd)
+                if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise OutputError(f"{self.path}: cannot lock {self.lock} ({err.strerror})") from None
+                who = f"fabscope process {holder}" if holder.isdecimal() else "fabscope process"
+                raise OutputError(f"{self.path}: another {who} is writing it (lock {self.lock}); "
+                                  "wait for it to finish, or write elsewhere") from None
+            try:
+                st, now = os.fstat(fd), os.stat(self.lock, follow_symlinks=False)
+                ours = (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino)
+            except OSError:
+                ours = False
+            if ours:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self.fd = fd
+                _HELD[self.lock] = self
+                return self
+            os.close(fd)
+        raise OutputError(f"{self.path}: cannot lock {self.lock}: other processes keep replacing it")
+
+    def release(self) -> None:
+        if self.nested:
+            self.nested = False
+            return
+        if self.fd is not None:
+            _HELD.pop(self.lock, None)
+            with contextlib.suppress(OSError):
+                os.unlink(self.lock)    # while still held: a waiter that opened it sees it gone and retries
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self) -> "Lock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def output_lock(path: str | os.PathLike[str]) -> Lock:
+    """``with output_lock(p):`` no other fabscope process writes ``p`` meanwhile (it is refused at once,
+    naming this one); within this process a second lock on ``p`` is the same holder.
+
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "run.jsonl")
+    >>> with output_lock(p):
+    ...     with output_lock(p):
+    ...         sorted(os.listdir(d))
+    ['.run.jsonl.fabscope-lock']
+    >>> os.listdir(d)
+    []
+    """
+    return Lock(path)
+
+
+def disk_full(err: OSError, path: str) -> OutputError:
+    """The one line for a write that failed because the disk is full."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return OutputError(f"{path}: {err.strerror or 'disk full'} (writing in {folder}); nothing was written")
 
 
 @contextlib.contextmanager
@@ -131,31 +304,30 @@ def all_or_none() -> Iterator[None]:
     Standard output (``"-"``) is buffered and printed at the end too, so a
     failure prints no partial file either.
     """
-    pending: list[tuple[str | None, str, str]] = []
+    pending: list[_Pending] = []
     token = _PENDING.set(pending)
+    i = 0
     try:
         yield
-    except BaseException:
         _PENDING.reset(token)
-        for tmp, _, _ in pending:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-        raise
-    _PENDING.reset(token)
-    try:
-        for i, (tmp, path, text) in enumerate(pending):
+        token = None
+        for i, (tmp, path, text, _) in enumerate(pending):
             if tmp is None:
                 sys.stdout.write(text)
                 sys.stdout.flush()
             else:
                 os.replace(tmp, path)
-    except BaseException:
-        for tmp, _, _ in pending[i:]:
+        i = len(pending)
+    finally:
+        if token is not None:
+            _PENDING.reset(token)
+        for tmp, _, _, _ in pending[i:]:
             if tmp is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-        raise
+        for *_, lock in pending:
+            if lock is not None:
+                lock.release()
 
 
 @contextlib.contextmanager
@@ -173,31 +345,46 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
             return
         buf = io.StringIO()
         yield buf
-        pending.append((None, "-", buf.getvalue()))
+        pending.append((None, "-", buf.getvalue(), None))
         return
     path = os.fspath(path)
+    _refuse_link(path, path)
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OutputError(f"{path}: directory {folder} does not exist")
+    lock = Lock(path).acquire()
     try:
         fd, tmp = tempfile.mkstemp(prefix=".fabscope-", suffix=".tmp", dir=folder)
-    except FileNotFoundError:
-        raise OutputError(f"{path}: directory {folder} does not exist") from None
-    except IsADirectoryError:
-        raise OutputError(f"{path}: is a directory") from None
-    except OSError as err:
-        raise OutputError(f"{path}: cannot write in {folder} ({err.strerror})") from None
+    except BaseException as err:
+        lock.release()
+        if isinstance(err, FileNotFoundError):
+            raise OutputError(f"{path}: directory {folder} does not exist") from None
+        if isinstance(err, IsADirectoryError):
+            raise OutputError(f"{path}: is a directory") from None
+        if isinstance(err, OSError):
+            raise OutputError(f"{path}: cannot write in {folder} ({err.strerror})") from None
+        raise
     try:
         os.fchmod(fd, _mode_for(path))
-        with os.fdopen(fd, mode) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with os.fdopen(fd, mode) as fh:
+                yield fh
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as err:
+            if err.errno in DISK_FULL:
+                raise disk_full(err, path) from None
+            raise
         if os.path.isdir(path):
             raise OutputError(f"{path}: is a directory; give a file name")
+        _refuse_link(path, path)   # made a link while we wrote: os.replace would replace the link, refuse
         if pending is None:
             os.replace(tmp, path)
+            lock.release()
         else:
-            pending.append((tmp, path, ""))
+            pending.append((tmp, path, "", lock))
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        lock.release()
         raise

@@ -8,12 +8,14 @@ pure-Python reference and can say why (the second value returned).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 __all__ = ["cache_dir", "load_library"]
 
@@ -21,6 +23,24 @@ __all__ = ["cache_dir", "load_library"]
 def cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "fabscope")
+
+
+def sweep_stale(folder: str | os.PathLike[str], prefix: str, age: float = 3600.0) -> None:
+    """Remove ``prefix*`` temporary files older than ``age`` seconds from ``folder``: what a build
+    killed outright (SIGKILL, a power cut) could not remove itself.
+
+    >>> import tempfile, time
+    >>> d = tempfile.mkdtemp(); old = os.path.join(d, ".build-x"); open(old, "w").close()
+    >>> os.utime(old, (time.time() - 7200,) * 2); sweep_stale(d, ".build-"); os.listdir(d)
+    []
+    """
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.name.startswith(prefix) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > age:
+                        os.unlink(entry.path)
 
 
 def load_library(source: str, stem: str) -> tuple[ctypes.CDLL | None, str]:
@@ -37,18 +57,23 @@ def load_library(source: str, stem: str) -> tuple[ctypes.CDLL | None, str]:
     out_dir = cache_dir()
     lib = os.path.join(out_dir, f"{stem}-{tag}.so")
     if not os.path.exists(lib):
+        tmp = None
         try:
             os.makedirs(out_dir, exist_ok=True)
+            sweep_stale(out_dir, f".{stem}-")
             fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so", dir=out_dir)
             os.close(fd)
             p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", tmp, source, "-lm"],
                                capture_output=True, text=True, timeout=120)
             if p.returncode:
-                os.unlink(tmp)
                 return None, f"{cc} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}"
             os.replace(tmp, lib)
         except (OSError, subprocess.TimeoutExpired) as err:
             return None, f"cannot build {stem} in {out_dir}: {err}"
+        finally:   # Ctrl-C and SIGTERM included: no half-built library is left behind
+            if tmp is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
     try:
         return ctypes.CDLL(lib), ""
     except OSError as err:

@@ -28,6 +28,7 @@ import numpy as np
 
 from fabscope import __version__
 from fabscope.atomic import atomic_open
+from fabscope.names import csv_cell
 from fabscope.errors import SchemaError
 from fabscope.fabric.model import MB
 from fabscope.numbers import numbers
@@ -134,11 +135,11 @@ class Result:
         cols = [c for c in PAIR_COLUMNS if c in self.pairs] + [c for c in self.pairs if c not in PAIR_COLUMNS]
         with atomic_open(path, "w") as fh:
             w = csv.writer(fh)
-            w.writerow(cols + ["class"])
+            w.writerow([csv_cell(c) for c in cols] + ["class"])
             labels = self.class_labels
             data = [self.pairs[c].tolist() for c in cols]
             for i, row in enumerate(zip(*data)):
-                w.writerow(list(row) + [labels[int(self.pairs["cls"][i])]])
+                w.writerow([csv_cell(v) for v in row] + [csv_cell(labels[int(self.pairs["cls"][i])])])
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], origin: str = "result") -> "Result":

@@ -56,7 +56,7 @@ def test_ibsim_rates_and_limits():
     h = b.add_hosts(['h"0'])
     s = b.add_switch("s")
     b.cable(h[0], s, 1e9)
-    with pytest.raises(FabricError, match="cannot go into an ibsim net file"):
+    with pytest.raises(FabricError, match=r"ibsim net file: node name 'h\"0' has '\"' \(U\+0022\)"):
         to_ibsim(b.build(groups={"leaf": [0]}, levels=[Level("leaf", "Same Leaf")]))
 
 

@@ -7,13 +7,35 @@ arguments and returning an exit code.  The library never imports this package.
 
 from __future__ import annotations
 
-import argparse
-import importlib
+import os
+import signal
 import sys
-import warnings
 
-from fabscope import __version__
-from fabscope.errors import FabscopeError, FabscopeWarning
+
+def _interrupted_quietly(num: int, frame: object) -> None:
+    """Ctrl-C while the program starts (its imports): one line, exit 130, no traceback."""
+    os.write(2, b"fabscope: interrupted\n")
+    os._exit(130)
+
+
+def _as_program() -> bool:
+    """Run as the ``fabscope`` command or ``python -m fabscope.cli`` (not imported by a library or tests)."""
+    arg0 = sys.argv[0] if sys.argv else ""
+    return os.path.basename(arg0) == "fabscope" or arg0 == "-m" or arg0.endswith(os.path.join("cli", "__main__.py"))
+
+
+# first, before the slower imports: a Ctrl-C during start-up ends the program in one line
+if _as_program() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_quietly)
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import warnings  # noqa: E402
+
+from fabscope import __version__  # noqa: E402
+from fabscope.atomic import hold_output_locks  # noqa: E402
+from fabscope.errors import FabscopeError, FabscopeWarning  # noqa: E402
+from fabscope.names import plain  # noqa: E402
 
 # Modules of this package that add a subcommand, in the order ``--help`` lists them.
 COMMAND_MODULES = [
@@ -66,7 +88,7 @@ def walk_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
     """fabscope's own warnings as one line; others as Python prints them."""
     if issubclass(category, FabscopeWarning):
-        print(f"fabscope: warning: {message}", file=sys.stderr)
+        print(f"fabscope: warning: {plain(message)}", file=sys.stderr)
     else:
         _python_show_warning(message, category, filename, lineno, file, line)
 
@@ -76,12 +98,16 @@ _python_show_warning = warnings.showwarning
 
 def main(argv: list[str] | None = None) -> int:
     warnings.showwarning = _show_warning
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        parser = build_parser()          # imports every command: Ctrl-C here ends quietly too
+        args = parser.parse_args(argv)
+        if signal.getsignal(signal.SIGINT) is _interrupted_quietly:
+            # from here Ctrl-C is KeyboardInterrupt: a running job is stopped and its files settled first
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        with hold_output_locks():       # outputs checked by a command stay locked until it ends
+            return int(args.func(args) or 0)
     except FabscopeError as err:
-        print(f"fabscope: error: {err}", file=sys.stderr)
+        print(f"fabscope: error: {plain(err)}", file=sys.stderr)   # a name's escape sequence shown, not run
         return 1
     except KeyboardInterrupt:
         print("fabscope: interrupted", file=sys.stderr)

@@ -11,6 +11,7 @@ from typing import Any
 from fabscope.fabric.model import MB
 from fabscope.measure import analysis as an
 from fabscope.measure.parse import PAIR_TESTS, BenchRun, read_run, to_result
+from fabscope.names import plain
 
 HEADLINE = {"bw": "bandwidth", "bibw": "bandwidth", "mbw": "bandwidth", "random-msg": "bandwidth",
             "bucket-brigade": "bandwidth", "ring": "bandwidth", "random-ring": "bandwidth",
@@ -88,7 +89,7 @@ def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from fabscope.atomic import all_or_none, check_outputs
 
-    check_outputs({"-o/--output": args.output, "--csv": args.csv})
+    check_outputs({"-o/--output": args.output, "--csv": args.csv}, inputs=[*args.files, getattr(args, "fabric", None)])
     fabric = None
     if args.fabric:
         from fabscope.resolver import resolve_fabric
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         for r in runs:
             r.ranks["host"] = [hm.lookup(-1, -1, h) or h for h in r.ranks["host"]]
     for i, r in enumerate(runs):
-        print(("\n" if i else "") + "\n".join(report(r, fabric, args.peak_gflops, args.flops_per_cycle)))
+        print(("\n" if i else "") + "\n".join(plain(ln) for ln in report(r, fabric, args.peak_gflops, args.flops_per_cycle)))
     kinds = {an.pair_kind(r): r for r in runs if r.of("pingpong")}
     intra = kinds.get("Intra-socket") or kinds.get("Inter-socket")
     if intra and "Inter-node" in kinds:

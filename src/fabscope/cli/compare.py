@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+from typing import Sequence
 
 from fabscope.cli.options import examples
-import os
-
+from fabscope.names import plain
 from fabscope.resolver import resolve_fabric
 
 
@@ -59,13 +60,15 @@ def load_hostmap(path: str | None):
     return read_hostmap(path)
 
 
-def check_outputs(*paths: str | None) -> None:
-    """Refuse, before any work, an output whose folder does not exist."""
+def check_outputs(*paths: str | None, inputs: Sequence[str | None] = ()) -> None:
+    """Refuse, before any work, an output whose folder does not exist, or that is one of ``inputs``."""
+    from fabscope.atomic import check_outputs as check_all
     from fabscope.errors import FabscopeError
 
     for p in paths:
         if p and p != "-" and not os.path.isdir(os.path.dirname(os.path.abspath(p))):
             raise FabscopeError(f"cannot write {p}: no folder {os.path.dirname(os.path.abspath(p))}")
+    check_all({f"output {i + 1}" if len(paths) > 1 else "-o/--output": p for i, p in enumerate(paths)}, inputs=inputs)
 
 
 def model_choice(args: argparse.Namespace) -> str:
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
     from fabscope.result import Result
 
-    check_outputs(args.output, args.csv)
+    check_outputs(args.output, args.csv,
+                  inputs=[*args.files, args.model if args.model not in MODELS else None])
     if args.db:
         from fabscope.cli.history_db import check_db
         check_db(args.db)
@@ -109,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
         res = compare(measured, args.routing, model=model, iterations=args.model_iterations,
                       start_offset=args.start_offset)
-    print("\n".join(compare_lines(res, args.top)))
+    print("\n".join(plain(ln) for ln in compare_lines(res, args.top)))
     warn_not_link_bound(args.files)
     if args.output:
         res.write_json(args.output)

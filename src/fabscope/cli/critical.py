@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples
+from fabscope.names import plain
 
 
 def add_parser(fs: argparse._SubParsersAction) -> None:
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 
-    check_outputs(args.output)
+    check_outputs(args.output, inputs=[args.scheduler])
     if args.job_script and not args.scheduler:
         raise FabscopeError("--job-script needs --scheduler FILE")
     if args.workers is not None and args.workers < 0:
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if cluster is not None:
             cluster.close()
-    print("\n".join(critical_lines(res, args.top)))
+    print("\n".join(plain(ln) for ln in critical_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
     return 0

@@ -7,6 +7,7 @@ import re
 
 from fabscope.cli.compare import check_outputs, load_hostmap
 from fabscope.cli.options import add_size, examples
+from fabscope.names import plain, shell_word
 from fabscope.resolver import resolve_fabric
 from fabscope.units import plural
 
@@ -55,6 +56,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def plan_outputs(output: str) -> tuple[str, str]:
+    """Where ``--plan -o OUTPUT`` writes the script and its JSON summary.
+
+    >>> plan_outputs("plan.sh"), plan_outputs("plan.json")
+    (('plan.sh', 'plan.sh.json'), ('plan.sh', 'plan.json'))
+    """
+    if output.endswith(".json"):        # a JSON name gets the JSON; the script goes beside it as .sh
+        return output[:-len(".json")] + ".sh", output
+    return output, output + ".json"
+
+
 def parse_duration(text: str) -> float:
     """``600``, ``600s``, ``10min``, ``1h`` -> seconds.
 
@@ -72,7 +84,7 @@ def parse_duration(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
 
-    check_outputs(args.output)
+    check_outputs(args.output, inputs=[*args.files, args.host_map])
     if args.db:
         from fabscope.cli.history_db import check_db
         check_db(args.db)
@@ -102,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         # the healthy fabric's prediction stays the model of record
         d.modeled, d.rms_before = first.modeled, first.rms_before
     res = d.to_result()
-    print("\n".join(diagnosis_lines(res, args.top)))
+    print("\n".join(plain(ln) for ln in diagnosis_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
     if args.db:
@@ -114,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     import json
 
-    from fabscope.atomic import atomic_open
+    from fabscope.atomic import all_or_none, atomic_open, check_outputs
     from fabscope.diagnose.plan import make_plan
     from fabscope.units import parse_size
 
@@ -122,6 +134,8 @@ def _plan(args: argparse.Namespace) -> int:
     from fabscope.resolver import named_testbed
     from fabscope.measure.launchers import get_launcher
 
+    script_path, summary_path = plan_outputs(args.output) if args.output else (None, None)
+    check_outputs({"-o (script)": script_path, "-o (summary)": summary_path})
     budget = parse_duration(args.budget)
     ref = named_testbed(args.fabric)
     testbed = args.testbed or (ref[0] if ref and not args.launcher else None)
@@ -142,13 +156,14 @@ def _plan(args: argparse.Namespace) -> int:
             f"{s['unrouted_cables']} cables no route of this routing crosses (no measurement can see them); "
             f"{s['never_at_line_rate']} routed cables never full in a planned round; "
             f"{len(s['unidentifiable'])} groups of cables crossed by the same pairs"]
-    if args.output:
-        with atomic_open(args.output) as fh:
-            fh.write(script)
-        print("\n".join(info + [f"wrote {args.output}: run it with 'sh {args.output}'"]))
-        with atomic_open(args.output + ".json") as fh:
-            json.dump(s, fh, indent=1)
-            fh.write("\n")
+    if script_path and summary_path:
+        with all_or_none():
+            with atomic_open(script_path) as fh:
+                fh.write(script)
+            with atomic_open(summary_path) as fh:
+                json.dump(s, fh, indent=1)
+                fh.write("\n")
+        print("\n".join(info + [f"wrote {script_path} and {summary_path}: run it with: sh {shell_word(script_path)}"]))
     else:
         print("\n".join(info) + "\n" + script, end="")
     return 0

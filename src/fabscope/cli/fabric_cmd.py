@@ -105,7 +105,9 @@ def _discover(args: argparse.Namespace) -> int:
     from fabscope.fabric.ibtools import discover
     from fabscope.fabric.importers import import_fabric
 
-    check_output(args.output, "-o/--output")
+    check_outputs({"-o/--output": args.output}, inputs=[
+        os.path.join(args.from_dir, n) for n in ("ibnetdiscover.txt", "dump_fts.txt", "opensm-lfts.dump")
+    ] if args.from_dir else [args.hostmap])
     if args.from_dir:
         topo = os.path.join(args.from_dir, "ibnetdiscover.txt")
         lfts = next((os.path.join(args.from_dir, n) for n in ("dump_fts.txt", "opensm-lfts.dump")
@@ -121,7 +123,7 @@ def _import(args: argparse.Namespace) -> int:
     from fabscope.fabric.importers import import_fabric
 
     require_positive(args, "cores")
-    check_output(args.output, "-o/--output")
+    check_outputs({"-o/--output": args.output}, inputs=[args.ibnetdiscover, args.lfts, args.hostmap])
     _write(import_fabric(args.ibnetdiscover, args.lfts, args.hostmap, args.name, args.cores), args.output)
     return 0
 
@@ -140,7 +142,7 @@ def _export(args: argparse.Namespace) -> int:
     from fabscope.fabric.exporters import export_fabric
     from fabscope.resolver import resolve_fabric
 
-    check_output(args.output, "-o/--output")
+    check_outputs({"-o/--output": args.output}, inputs=[args.fabric if os.path.exists(args.fabric) else None])
     export_fabric(resolve_fabric(args.fabric), args.format, args.output)
     return 0
 

@@ -8,9 +8,11 @@ import os
 from rich.console import Console
 
 from fabscope.cli.analyze import report
+from fabscope.atomic import check_outputs
 from fabscope.cli.options import examples
 from fabscope.errors import MeasureError
 from fabscope.measure.benchhelp import help_of_test, options_help, tests_help
+from fabscope.names import plain
 from fabscope.measure.mpi import describe
 from fabscope.measure.parse import to_result
 from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, execute, plan
@@ -75,14 +77,6 @@ def split_args(args: argparse.Namespace) -> list[str]:
     return rest
 
 
-def _check_output(path: str, what: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise MeasureError(f"{what} {path} is a directory")
-    if not os.path.isdir(d):
-        raise MeasureError(f"{what} {path}: directory {d} does not exist")
-
-
 def run(args: argparse.Namespace) -> int:
     from fabscope.cli.options import require_positive
 
@@ -95,8 +89,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.timeout is not None and not args.timeout > 0:
         raise MeasureError(f"--timeout must be positive, got {args.timeout:g}")
-    if args.output:
-        _check_output(args.output, "-o")
+    out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
+    # -o and --out checked first (folders, links, each other, the inputs): nothing is built or launched before
+    check_outputs({"--out": out, "-o": args.output},
+                  inputs=[args.hostfile, args.fabric if args.fabric and os.path.exists(args.fabric) else None])
     if args.db:
         from fabscope.cli.history_db import check_db
         check_db(args.db)
@@ -104,7 +100,6 @@ def run(args: argparse.Namespace) -> int:
     if args.fabric:
         from fabscope.resolver import resolve_fabric
         fabric = resolve_fabric(args.fabric)
-    out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
     launcher, hostfile, launcher_args, oversubscribe = args.launcher, args.hostfile, list(args.launcher_arg), args.oversubscribe
     if args.testbed:
         from fabscope.testbed.launch import job as testbed_job
@@ -128,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = execute(job, timeout=args.timeout, progress=progress if con.is_terminal else None)
-    print("\n".join(report(result, fabric)))
+    print("\n".join(plain(ln) for ln in report(result, fabric)))
     if watch is not None:
         from fabscope.testbed.linkbound import append
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Sequence
 
 from fabscope.cli.options import examples
 from fabscope.errors import FabscopeError
@@ -37,14 +38,29 @@ def _need_libraries() -> None:
                             "pip install 'fabscope[report]'") from err
 
 
-def check_output(path: str) -> None:
+def check_output(path: str, inputs: Sequence[str | None] = ()) -> None:
     """Refuse before any work a report that cannot be written (and a missing report library)."""
+    from fabscope.atomic import check_outputs
+
     _need_libraries()
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FabscopeError(f"cannot write {path}: no folder {folder}")
     if not os.access(folder, os.W_OK):
         raise FabscopeError(f"cannot write {path}: folder {folder} is not writable")
+    check_outputs({"-o/--output": path}, inputs=inputs)
+
+
+def check_images(folder: str) -> None:
+    """``--images DIR``: an existing folder fabscope may write in, or a new one in such a folder
+    (created only once every picture is drawn); anything else is refused before any work."""
+    from fabscope.atomic import check_output as check_file
+
+    if os.path.islink(folder) or (os.path.exists(folder) and not os.path.isdir(folder)):
+        raise FabscopeError(f"--images {folder}: not a folder (give a folder for the pictures)")
+    # a file in the folder (or, for a new folder, beside it) can be created: the same checks as any output
+    probe = os.path.join(folder, "picture.png") if os.path.isdir(folder) else (folder.rstrip(os.sep) or os.sep)
+    check_file(probe, f"--images {folder}:" if os.path.isdir(folder) else "--images")
 
 
 def report_results(results, output: str, fabric=None, console=None, labels=None) -> int:
@@ -65,10 +81,11 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.resolver import resolve_fabric
 
         fabric = resolve_fabric(args.fabric)
-    check_output(args.output)
+    check_output(args.output, inputs=[*args.files, args.fabric if args.fabric and os.path.exists(args.fabric) else None])
     if args.images:
         from fabscope.report.export import find_browser
 
+        check_images(args.images)
         if find_browser() is None:
             raise FabscopeError("--images needs Chromium (Debian: apt-get install chromium) or BROWSER_PATH")
     runs = read_inputs(args.files, model=args.model, fabric=fabric, partial=args.partial)
@@ -80,6 +97,7 @@ def write(runs, output: str, title: str | None = None, images: str | None = None
     """Draw (with a progress bar on a terminal), print the tables, write the page; also used by demo and simulate."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    from fabscope.atomic import all_or_none
     from fabscope.report.build import report_sections, write_report
     from fabscope.report.tables import make_console, print_tables
 
@@ -93,13 +111,14 @@ def write(runs, output: str, title: str | None = None, images: str | None = None
             prog.update(task, description=what, advance=1)
 
         sections = report_sections(runs, step)
-        size = write_report(runs, output, title, sections=sections, progress=step)
         paths = []
-        if images:
-            from fabscope.report.export import export_images
+        with all_or_none():    # the page lands only once the pictures are written too
+            size = write_report(runs, output, title, sections=sections, progress=step)
+            if images:
+                from fabscope.report.export import export_images
 
-            step(f"exporting pictures to {images}")
-            paths = export_images([p for s in sections for p in s.pictures], images)
+                step(f"exporting pictures to {images}")
+                paths = export_images([p for s in sections for p in s.pictures], images)
     if not quiet:
         for s in sections:
             if s.tables:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from rich.console import Console
 
@@ -55,7 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     con = make_console()
     require_positive(args, "ranks", "ppn")
-    check_outputs({"-o/--output": args.output, "--csv": args.csv})
+    if args.report:
+        from fabscope.cli.report import check_output
+
+        check_output(args.report)
+    check_outputs({"-o/--output": args.output, "--csv": args.csv, "--report": args.report},
+                  inputs=[args.fabric if os.path.exists(args.fabric) else None, args.hostfile])
     fabric = resolve_fabric(args.fabric)
     size = parse_size(args.size)
     if args.hostfile:
@@ -68,10 +74,6 @@ def run(args: argparse.Namespace) -> int:
         ranks, ppn = job_shape(args, fabric)
         build = Placement.block if args.placement == "block" else Placement.cyclic
         placement = build(fabric, ranks, ppn)
-    if args.report:
-        from fabscope.cli.report import check_output
-
-        check_output(args.report)
     if args.dynamic:
         from fabscope.cli.dynamic import run_dynamic
 

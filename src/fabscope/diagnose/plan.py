@@ -21,13 +21,13 @@ until the time budget is spent; it reports what stays uncovered or tied.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
 from fabscope.errors import FabscopeError
+from fabscope.names import shell_word
 from fabscope.fabric.model import Fabric
 from fabscope.diagnose.pairmodel import PairModel
 from fabscope.traffic.draws import shuffle
@@ -283,14 +283,12 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
 
 
 def sh_quote(word: object) -> str:
-    """The one way a plan's script writes a word: POSIX shell quoting (``shlex.quote``).
-
-    Host names come from files (ibnetdiscover node descriptions) and are data, never shell:
+    """The one way a plan's script writes a word: :func:`fabscope.names.shell_word` (POSIX quoting).
 
     >>> print(sh_quote("node001"), sh_quote("EOF||touch${IFS}/tmp/x"))
     node001 'EOF||touch${IFS}/tmp/x'
     """
-    return shlex.quote(str(word))
+    return shell_word(str(word))
 
 
 def _comment(text: str) -> str:

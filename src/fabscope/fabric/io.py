@@ -29,6 +29,7 @@ from fabscope.atomic import atomic_open
 from fabscope.errors import FabricError, SchemaError
 from fabscope.fabric import generators as gen
 from fabscope.fabric.model import MAX_CORES, Fabric, Level
+from fabscope.names import check_names, check_switch_name
 from fabscope.numbers import number
 from fabscope.schemas import validate
 from fabscope.textio import load_json
@@ -230,6 +231,11 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
     _check_coords(doc, origin)
     try:
         hosts, switches, cables = doc["hosts"], doc["switches"], doc["cables"]
+        check_names(hosts["name"], switches["name"], origin)
+        # the fabric's own name and its class labels reach scripts, tables and CSV files too
+        for what, text in [("fabric", doc.get("name", origin)), ("class", doc.get("far_label", "Far")),
+                           *(("class", lv.get("label") if isinstance(lv, dict) else lv) for lv in doc.get("levels", []))]:
+            check_switch_name(text, origin, what=what)
         names = list(hosts["name"]) + list(switches["name"])
         index = {n: i for i, n in enumerate(names)}
         if len(index) != len(names):

@@ -39,6 +39,7 @@ import numpy as np
 
 from fabscope.atomic import atomic_open
 from fabscope.mapping.targets import Mapping
+from fabscope.names import launcher_host, shell_word, slurm_name
 
 __all__ = ["FORMATS", "render", "write", "LAUNCH", "launch_command", "openmpi_version", "detect_openmpi"]
 
@@ -66,7 +67,16 @@ def _runs(names: list[str]) -> list[tuple[str, int]]:
 
 def render(mapping: Mapping, fmt: str) -> str:
     """The text of ``mapping`` in format ``fmt`` (one of :data:`FORMATS`)."""
+    if fmt not in FORMATS:
+        from fabscope.errors import MappingError
+
+        raise MappingError(f"unknown output format {fmt!r}; choose from {', '.join(FORMATS)}")
+    # every host name checked for what launchers' files can carry (a Fabric built in Python skips the importers)
     names = mapping.host_names
+    for h in set(names):
+        launcher_host(h)
+        if fmt == "slurm":
+            slurm_name(h)
     if fmt in ("hostfile", "slurm"):
         return "".join(h + "\n" for h in names)
     if fmt == "rankfile":
@@ -147,7 +157,10 @@ def launch_command(fmt: str, path: str, n: int, ompi: tuple[int, ...] | None = N
     'mpirun --rankfile r.txt -np 8 ./a.out'
     >>> launch_command("rankfile", "r.txt", 8, (5, 0, 3))
     'mpirun --map-by rankfile:file=r.txt -np 8 ./a.out'
+    >>> launch_command("hostfile", "my hosts;x", 8)
+    "mpirun --map-by seq -hostfile 'my hosts;x' -np 8 ./a.out"
     """
+    path = shell_word(path)      # the command is meant to be pasted into a shell
     if fmt == "rankfile":
         v5 = LAUNCH["rankfile"].format(file=path, n=n)
         v4 = f"mpirun --rankfile {path} -np {n} ./a.out"

@@ -31,6 +31,7 @@ from fabscope.errors import MeasureError
 from fabscope.units import plural
 from fabscope.fabric.model import MB, Fabric
 from fabscope.measure.classes import PLAIN_LABELS, classify  # noqa: F401  (classify: re-exported)
+from fabscope.names import launcher_host, plain
 
 if TYPE_CHECKING:
     from fabscope.measure.parse import BenchRun
@@ -43,10 +44,10 @@ def topo_lines(fabric: Fabric, group_level: str | None = None) -> list[str]:
     """
     key = group_level or (fabric.levels[0].key if fabric.levels else None)
     groups = fabric.groups[key] if key else np.asarray(fabric.host_switch)
-    out = ["# host group [coordinates]: written by fabscope from fabric " + fabric.name]
+    out = ["# host group [coordinates]: written by fabscope from fabric " + plain(fabric.name)]
     for h, name in enumerate(fabric.host_names):
         coords = "" if fabric.coords is None else " " + " ".join(str(int(x)) for x in fabric.coords[h])
-        out.append(f"{name} {int(groups[h])}{coords}")
+        out.append(f"{launcher_host(name)} {int(groups[h])}{coords}")   # fields split at spaces: a name has none
     return out
 
 

@@ -9,12 +9,14 @@ a source or switching MPI rebuilds it, and nothing else does.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
 import tempfile
 from pathlib import Path
 
+from fabscope.cbuild import sweep_stale
 from fabscope.errors import MeasureError
 from fabscope.measure.mpi import MPIInstall
 
@@ -67,6 +69,10 @@ def build_key(mpi: MPIInstall, src: Path | None = None) -> str:
     return h.hexdigest()[:20]
 
 
+#: seconds a build may take
+BUILD_TIMEOUT = 300
+
+
 def bench_binary(mpi: MPIInstall, force: bool = False) -> tuple[Path, bool]:
     """Path of the built program and whether it was built just now."""
     src = source_dir()
@@ -75,18 +81,23 @@ def bench_binary(mpi: MPIInstall, force: bool = False) -> tuple[Path, bool]:
     if exe.is_file() and os.access(exe, os.X_OK) and not force:
         return exe, False
     folder.mkdir(parents=True, exist_ok=True)
+    sweep_stale(folder, ".build-")
     fd, tmp = tempfile.mkstemp(prefix=".build-", dir=folder)
     os.close(fd)
     cmd = [mpi.mpicc, *CFLAGS, *defines(mpi), "-o", tmp, *[str(p) for p in sources(src) if p.suffix == ".c"], "-lm"]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    except OSError as err:
-        os.unlink(tmp)
-        raise MeasureError(f"cannot run {mpi.mpicc}: {err.strerror}") from err
-    if p.returncode != 0:
-        os.unlink(tmp)
-        first = next((ln for ln in p.stderr.splitlines() if "error" in ln), p.stderr.strip()[:200])
-        raise MeasureError(f"building fabscope-bench with {mpi.mpicc} failed: {first}")
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, exe)  # atomic: a concurrent build never sees a half-written binary
+    try:   # however the build ends (failure, Ctrl-C, SIGTERM, timeout), its temporary file goes
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+        except OSError as err:
+            raise MeasureError(f"cannot run {mpi.mpicc}: {err.strerror}") from err
+        except subprocess.TimeoutExpired:
+            raise MeasureError(f"building fabscope-bench with {mpi.mpicc} took over {BUILD_TIMEOUT} s") from None
+        if p.returncode != 0:
+            first = next((ln for ln in p.stderr.splitlines() if "error" in ln), p.stderr.strip()[:200])
+            raise MeasureError(f"building fabscope-bench with {mpi.mpicc} failed: {first}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, exe)  # atomic: a concurrent build never sees a half-written binary
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
     return exe, True

@@ -1,14 +1,22 @@
 """What a launcher's error output says about a rank that died.
 
-Hydra (MPICH, MVAPICH, Intel MPI) names the pid and host of the process that
-ended badly, and the signal in its exit string; Open MPI's ``mpirun`` names
-the rank, pid, node and signal.  fabscope-bench writes every rank's pid in
-its ``ranks`` line, so a pid gives the rank.
+Hydra (MPICH, MVAPICH, Intel MPI) names a pid and host and the signal in
+its exit string, but the pid is not always the rank that failed: it stops the
+others with SIGKILL at once and then reports the first rank *by index* with a
+bad status.  So the rank is named only when the kernel saw it end first
+(``first_gone``, from :class:`fabscope.measure.processes.ExitOrder`); else
+the message names the host only.  Open MPI's ``mpirun`` names the rank, pid,
+node and signal itself.  fabscope-bench writes every rank's pid in its
+``ranks`` line, so a pid gives the rank.
 
 >>> hydra = ["=   PID 4711 RUNNING AT vm", "=   EXIT CODE: 9",
 ...          "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"]
+>>> dead_rank(hydra, {"pid": [4710, 4711, 4712], "host": ["vm", "vm", "vm"]}, first_gone=[4712])
+'rank 2 on host vm was killed by signal SIGKILL'
+>>> dead_rank(hydra, {"pid": [4710, 4711, 4712], "host": ["vm", "vm", "vm"]}, first_gone=[4711, 4712])
+'a rank on host vm was killed by signal SIGKILL'
 >>> dead_rank(hydra, {"pid": [4710, 4711], "host": ["vm", "vm"]})
-'rank 1 on host vm was killed by signal SIGKILL'
+'a rank on host vm was killed by signal SIGKILL (the launcher reports rank 1, which may be one it stopped)'
 >>> ompi = ["mpirun noticed that process rank 3 with PID 0 on node n7 exited on signal 11 (Segmentation fault)."]
 >>> dead_rank(ompi, {})
 'rank 3 on host n7 was killed by signal SIGSEGV'
@@ -42,8 +50,12 @@ def signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-def dead_rank(stderr_lines: Sequence[str], ranks: Mapping[str, Any]) -> str | None:
-    """One phrase naming the rank, its host and how it ended; None if the launcher said nothing we read."""
+def dead_rank(stderr_lines: Sequence[str], ranks: Mapping[str, Any],
+              first_gone: Sequence[int] | None = None) -> str | None:
+    """One phrase naming the rank (when sure), its host and how it ended; None if the launcher said nothing we read.
+
+    ``first_gone``: the rank pids the kernel saw end first (None: not watched).
+    """
     text = "\n".join(stderr_lines)
     m = _OMPI.search(text)
     if m:
@@ -54,10 +66,18 @@ def dead_rank(stderr_lines: Sequence[str], ranks: Mapping[str, Any]) -> str | No
         return None
     pid, host = int(m[1]), m[2]
     pids = list(ranks.get("pid") or [])
-    who = f"rank {pids.index(pid)}" if pid in pids else f"a rank (pid {pid}, not in the ranks line)"
     hosts = list(ranks.get("host") or [])
-    if pid in pids and len(hosts) > pids.index(pid):
-        host = hosts[pids.index(pid)]
+    note = ""
+    if first_gone is not None and len(first_gone) == 1 and first_gone[0] in pids:
+        r = pids.index(first_gone[0])   # the kernel saw it end before any other: the rank that failed
+        who = f"rank {r}"
+        host = hosts[r] if len(hosts) > r else host
+    elif pid in pids:
+        who = "a rank"
+        if first_gone is None:
+            note = f" (the launcher reports rank {pids.index(pid)}, which may be one it stopped)"
+    else:
+        who = f"a rank (pid {pid}, not in the ranks line)"
     sig = _SIGNAL_TEXT.search(text)
     code = _HYDRA_CODE.search(text)
     if sig:
@@ -66,4 +86,4 @@ def dead_rank(stderr_lines: Sequence[str], ranks: Mapping[str, Any]) -> str | No
         how = f"was killed by signal {signal_name(int(code[1]) - 128)}"
     else:
         how = f"exited with status {code[1] if code else 'unknown'}"
-    return f"{who} on host {host} {how}"
+    return f"{who} on host {host} {how}{note}"

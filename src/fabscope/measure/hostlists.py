@@ -16,6 +16,7 @@ import warnings
 from typing import Iterable, Mapping
 
 from fabscope.errors import FabscopeWarning, MeasureError
+from fabscope.names import check_host_name
 
 
 #: the most nodes one bracket range may name (a typo such as node[1-99999999] is refused, not expanded)
@@ -128,7 +129,7 @@ def parse_hostfile(lines: Iterable[str], source: str = "host file") -> list[tupl
         m = re.match(r"^(\S+?)(?::(\d+))?(?:\s+(?:slots|max_slots)=(\d+).*)?$", line)
         if not m:
             raise MeasureError(f"host file line {raw.strip()!r} is neither 'host', 'host:N' nor 'host slots=N'")
-        host, explicit = m.group(1), bool(m.group(2) or m.group(3))
+        host, explicit = check_host_name(m.group(1), f"{source} line {n}", MeasureError), bool(m.group(2) or m.group(3))
         n_slots = int(m.group(2) or m.group(3) or 1)
         if host in slots and host not in warned and (host != prev or explicit or host in counted):
             warned.add(host)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from fabscope.errors import MeasureError
+from fabscope.names import launcher_host, slurm_name
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def get_launcher(name: str, exe: str | None = None) -> Launcher:
 
 
 def _host_list(hosts: Sequence[tuple[str, int]]) -> str:
-    return ",".join(f"{h}:{n}" for h, n in hosts)
+    return ",".join(f"{launcher_host(h)}:{n}" for h, n in hosts)
 
 
 @register("mpich", "mpiexec")
@@ -126,7 +127,7 @@ class SrunLauncher(Launcher):
         if job.hostfile:
             argv += ["--nodefile", job.hostfile]
         elif job.hosts:
-            argv += ["--nodelist", ",".join(h for h, _ in job.hosts)]
+            argv += ["--nodelist", ",".join(slurm_name(launcher_host(h)) for h, _ in job.hosts)]
         if job.ppn:
             argv += ["--ntasks-per-node", str(job.ppn)]
         if job.oversubscribe:

@@ -22,8 +22,10 @@ True
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
+import threading
 import time
 
 Key = tuple[int, int]  # (pid, start time in clock ticks since boot)
@@ -129,3 +131,84 @@ class JobProcesses:
         except subprocess.TimeoutExpired:
             pass
         return self.running()
+
+
+class ExitOrder:
+    """Which of a job's local ranks ended first, seen by the kernel (``pidfd_open``, Linux 5.3+).
+
+    A launcher's own report cannot be trusted for this: Hydra stops the other
+    ranks with SIGKILL within milliseconds and then names the first rank *by
+    index* whose status is bad, often one it stopped itself.  A thread blocks
+    in ``poll`` on a pidfd per rank; the ranks whose pidfds are ready when it
+    first wakes are :attr:`first`.  One rank there: it ended before the others.
+    Several: the watcher cannot tell (the caller then names no rank).
+
+    >>> import subprocess, sys
+    >>> ps = [subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({t})"]) for t in (0.2, 30)]
+    >>> w = ExitOrder()
+    >>> w.watch([p.pid for p in ps])
+    True
+    >>> ps[0].wait(); w.wait(5) == [ps[0].pid]
+    0
+    True
+    >>> ps[1].kill(); ps[1].wait() != 0
+    True
+    """
+
+    def __init__(self) -> None:
+        self.first: list[int] | None = None
+        self._done = threading.Event()
+
+    def watch(self, pids: list[int], comm: str | None = None) -> bool:
+        """Start watching ``pids`` (of this host; each checked to be named ``comm`` if given).
+        False if nothing can be watched (no pidfd support, a pid not a rank)."""
+        fds: dict[int, int] = {}
+        gone = []
+        for pid in pids:
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                gone.append(pid)
+                continue
+            except (OSError, AttributeError):
+                break
+            fds[fd] = pid
+            if comm is not None and _comm(pid) != comm:
+                break
+        else:
+            if gone or not fds:
+                for fd in fds:
+                    os.close(fd)
+                self.first = gone or None
+                self._done.set()
+                return bool(gone)
+            threading.Thread(target=self._wait, args=(fds,), daemon=True).start()
+            return True
+        for fd in fds:
+            os.close(fd)
+        return False
+
+    def _wait(self, fds: dict[int, int]) -> None:
+        poller = select.poll()
+        for fd in fds:
+            poller.register(fd, select.POLLIN)
+        try:
+            ready = poller.poll()
+            self.first = sorted(fds[fd] for fd, _ in ready)
+        finally:
+            for fd in fds:
+                os.close(fd)
+            self._done.set()
+
+    def wait(self, timeout: float) -> list[int] | None:
+        """:attr:`first` once a watched rank has ended (None if none did within ``timeout`` s)."""
+        self._done.wait(timeout)
+        return self.first
+
+
+def _comm(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return None

@@ -7,6 +7,7 @@ finds Debian's ``chromium`` on the PATH, or the browser named by the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from typing import Sequence
@@ -39,7 +40,14 @@ def export_images(pictures: Sequence[Picture], folder: str, formats: Sequence[st
     os.environ.setdefault("BROWSER_PATH", browser)     # how kaleido's choreographer is told which browser
     import plotly.io as pio
 
-    os.makedirs(folder, exist_ok=True)
+    made = not os.path.isdir(folder)
+    try:
+        os.mkdir(folder)          # its parent only: a missing parent is refused, not created
+    except FileExistsError:
+        if not os.path.isdir(folder):
+            raise FabscopeError(f"--images {folder}: not a folder (give a folder for the pictures)") from None
+    except OSError as err:
+        raise FabscopeError(f"--images {folder}: cannot create it ({err.strerror})") from None
     figs, paths, seen = [], [], set()
     for p in pictures:
         stem = prefix + p.name
@@ -57,10 +65,17 @@ def export_images(pictures: Sequence[Picture], folder: str, formats: Sequence[st
         for t, (_, _, path) in zip(tmp, figs):
             os.replace(t, path)
             paths.append(path)
-    except Exception as err:
+    except BaseException as err:
         for t in tmp:
             if os.path.exists(t):
                 os.unlink(t)
+        if made:                  # the folder this call made goes too: a failure leaves nothing
+            for path in paths:
+                os.unlink(path)
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        if not isinstance(err, Exception):
+            raise
         if isinstance(err, FabscopeError):
             raise
         raise FabscopeError(f"static export failed: {type(err).__name__}: {err}".splitlines()[0]) from err

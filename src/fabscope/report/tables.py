@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from fabscope.names import plain, terminal
 from fabscope.result import ClassSummary, Result
 
 
@@ -49,7 +50,7 @@ def class_table(rows: Sequence[ClassSummary], title: str = "",
         t.add_column(col, justify="left" if col == "[MB/sec]" else "right",
                      style="dim" if col == "pairs" else ("cyan" if i >= 5 else None))
     for row in cells:
-        t.add_row(*row)
+        t.add_row(*(Text(plain(c)) for c in row))   # a class label is text, not markup
     return t
 
 
@@ -69,31 +70,31 @@ def print_result(result: Result, console: Console | None = None,
         f"model {m.get('model')}" if m.get("model") else None, pattern,
         f"{m.get('ranks')} ranks" + (f" ({m.get('ppn')} per node)" if m.get("ppn") else ""),
         m.get("size_text"), f"pattern seed {m.get('seed')}" if m.get("seed") is not None else None) if x)
-    con.print(f"[bold]{head}[/bold]")
+    con.print(f"[bold]{terminal(head)}[/bold]")
     con.print(class_table(result.summary(merge=merge), seed=seed))
     lim = result.extra.get("limiting_links") or {}
     if limits and lim:
         con.print("[dim]links that limit each class (flows held back):[/dim]")
         for label, items in lim.items():
             txt = "; ".join(f"{i['name']} ({i['flows']})" for i in items[:limits])
-            con.print(f"  [dim]{label}:[/dim] {txt}")
+            con.print(f"  [dim]{terminal(label)}:[/dim] {terminal(txt)}")
 
 
 def print_tables(tables: Sequence, console: Console | None = None, title: str = "") -> None:
     """Print report tables (:class:`fabscope.report.sections.Table`) as the HTML page shows them."""
     con = console or make_console()
     if title:
-        con.rule(f"[bold]{title}")
+        con.rule(f"[bold]{terminal(title)}")
     for tab in tables:
-        t = Table(title=tab.title, title_justify="left", box=None, pad_edge=False)
+        t = Table(title=terminal(tab.title) if tab.title else None, title_justify="left", box=None, pad_edge=False)
         for i, col in enumerate(tab.columns):
             t.add_column(col, justify="left" if (i == 0 and col != "Max") or col in ("route", "link", "cable", "[MB/sec]")
                          else "right")
         for row in tab.rows:
-            t.add_row(*(Text(str(c)) for c in row))   # host and link names are text, not markup
+            t.add_row(*(Text(plain(c)) for c in row))   # host and link names are text, not markup
         con.print(t)
         if tab.note:
-            con.print(Text(tab.note, style="dim"))
+            con.print(Text(plain(tab.note), style="dim"))
 
 
 def print_leaf_matrix(con: Console, result: Result, fabric, which: str) -> None:
@@ -108,7 +109,7 @@ def print_leaf_matrix(con: Console, result: Result, fabric, which: str) -> None:
         t.add_column(col, justify="right" if col != "" else "left")
     seed = fabric.params.get("generator") == "itasca"
     for label, (mx, av, mn) in m.block_summary(which).items():
-        t.add_row(f"{mx:.0f}", f"{av:.0f}", f"{mn:.0f}", label, "")
+        t.add_row(f"{mx:.0f}", f"{av:.0f}", f"{mn:.0f}", Text(plain(label)), "")
     con.print(t)
     if seed:
         con.print(f"[cyan]seed 000: near sets about {ITASCA_LEAF_PAIRS['near']:.0f} MB/s; all pairs range "

@@ -25,10 +25,11 @@ from collections import Counter
 
 from fabscope.atomic import atomic_open
 from fabscope.fabric.model import Fabric
+from fabscope.names import plain
 
 
 def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + plain(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def to_dot(fabric: Fabric, hosts: bool | None = None) -> str:

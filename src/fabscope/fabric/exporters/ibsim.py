@@ -22,6 +22,7 @@ from fabscope.atomic import atomic_open
 from fabscope.errors import FabricError
 from fabscope.fabric.importers.ibnetdiscover import link_rate
 from fabscope.fabric.model import Fabric
+from fabscope.names import check_switch_name
 
 _WIDTH_MASK = {1: 1, 4: 2, 8: 4, 12: 8}
 _SPEED_MASK = {"SDR": 1, "DDR": 2, "QDR": 4}
@@ -60,8 +61,7 @@ def port_numbers(fabric: Fabric) -> np.ndarray:
 def to_ibsim(fabric: Fabric) -> str:
     """The fabric as an ibsim net file (text)."""
     for nm in fabric.node_names:
-        if '"' in nm or "\n" in nm or not nm:
-            raise FabricError(f"node name {nm!r} cannot go into an ibsim net file")
+        check_switch_name(nm, "ibsim net file", FabricError, "node")  # the one rule of what a quoted name may hold
     port = port_numbers(fabric)
     if port.max(initial=0) > MAX_PORT:
         i = int(np.argmax(port))

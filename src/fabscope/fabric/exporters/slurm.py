@@ -28,6 +28,7 @@ import numpy as np
 from fabscope.atomic import atomic_open
 from fabscope.errors import FabricError
 from fabscope.fabric.model import Fabric
+from fabscope.names import plain, slurm_name
 
 _TAIL = re.compile(r"^(.*?)(\d+)$")
 
@@ -87,7 +88,7 @@ def to_slurm(fabric: Fabric) -> str:
             raise FabricError(f"fabric {fabric.name!r} is not a tree of switches (a torus or mesh?); "
                               "Slurm's tree topology cannot describe it")
     names = fabric.node_names
-    lines = [f"# topology.conf for {fabric.name}, written by fabscope (TopologyPlugin=topology/tree)"]
+    lines = [f"# topology.conf for {plain(fabric.name)}, written by fabscope (TopologyPlugin=topology/tree)"]
     hosts_of: dict[int, list[str]] = {}
     for i in range(fabric.n_links):
         a, b = int(fabric.link_src[i]), int(fabric.link_dst[i])
@@ -99,11 +100,10 @@ def to_slurm(fabric: Fabric) -> str:
         if level[a] == level[b] + 1:
             below.setdefault(a, set()).add(b)
     for s in np.lexsort((np.arange(fabric.n_switches), level)).tolist():
-        name = names[nh + s]
-        if " " in name or "=" in name:
-            raise FabricError(f"switch name {name!r} cannot go into topology.conf")
+        name = slurm_name(names[nh + s], "switch")
         if s in hosts_of:
-            lines.append(f"SwitchName={name} Nodes={compress_hostlist(hosts_of[s])}")
+            nodes = [slurm_name(h, "host") for h in hosts_of[s]]
+            lines.append(f"SwitchName={name} Nodes={compress_hostlist(nodes)}")
         elif s in below:
             lines.append(f"SwitchName={name} Switches={compress_hostlist([names[nh + c] for c in below[s]])}")
     return "\n".join(lines) + "\n"

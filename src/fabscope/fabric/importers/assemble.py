@@ -23,6 +23,7 @@ from fabscope.fabric.importers.ibnetdiscover import Topology, link_rate
 from fabscope.fabric.importers.infer import infer_hierarchy
 from fabscope.fabric.importers.lfts import Tables, check_lft, tables_to_lft
 from fabscope.fabric.model import Fabric
+from fabscope.names import check_host_name, check_switch_name
 
 
 def natural_key(s: str) -> tuple[Any, ...]:
@@ -52,7 +53,7 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
                                   f"{topo.where(ca.line)})")
         else:
             nm = ca.desc.split()[0] if ca.desc.split() else f"ca-{ca.guid:016x}"
-        host_name[ca.guid] = nm
+        host_name[ca.guid] = check_host_name(nm, topo.where(ca.line))
     seen: dict[str, int] = {}
     for ca in cas:
         nm = host_name[ca.guid]
@@ -63,6 +64,7 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
     sw_name: dict[int, str] = {}
     descs = [s.desc for s in sws]
     for s in sws:
+        check_switch_name(s.desc, topo.where(s.line))
         dup = descs.count(s.desc) > 1 or s.desc in seen
         sw_name[s.guid] = f"{s.desc}@{s.guid:#x}" if dup else s.desc
     # order: hosts by name, switches by (level, name) with levels from the graph

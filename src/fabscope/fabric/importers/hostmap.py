@@ -17,6 +17,7 @@ from typing import Iterable
 
 from fabscope.errors import FabricError
 from fabscope.fabric.model import MAX_CORES
+from fabscope.names import check_host_name
 from fabscope.textio import read_lines, text_lines
 
 __all__ = ["MAX_CORES", "HostMap", "parse_hostmap", "read_hostmap"]
@@ -56,7 +57,7 @@ def parse_hostmap(text: str | Iterable[tuple[int, str]], source: str = "hostmap"
             parts = [" ".join(tok[:-k])] + tok[-k:] if len(tok) > 1 else tok
         if len(parts) < 2 or not parts[0] or not parts[1] or len(parts) > 3:
             raise FabricError(f"{source} line {n}: expected 'guid-or-description host [cores]', got {s[:60]!r}")
-        key, host = parts[0], parts[1]
+        key, host = parts[0], check_host_name(parts[1], f"{source} line {n}")
         if key in seen:
             raise FabricError(f"{source} line {n}: {key!r} is mapped twice (first at line {seen[key]})")
         seen[key] = n
