@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_diagnose.py --trials 10 --parts accuracy
     .venv/bin/python bench/bench_diagnose.py --parts routing,speed,critical --critical-cables 200
     .venv/bin/python bench/bench_diagnose.py --parts models,nominal     # the program in time vs the snapshot
+    .venv/bin/python bench/bench_diagnose.py --parts nominal --rounds 5 --nominal full,fast,fast-it5
 
 Accuracy: on Itasca (min-hop) and a 3-level fat tree of 2,197 hosts (k=13,
 D-mod-K), the pairs the plan (``make_plan``, budget 10 min) chooses are
@@ -185,24 +186,50 @@ def models(rounds: int = 4, iters: int = 20) -> None:
             f"{np.sqrt(np.mean(e * e)):.3f}, worst {np.abs(e).max():.3f} ({time.perf_counter() - t0:.2f} s)")
 
 
-def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3) -> None:
-    from fabscope.diagnose.timemodel import nominal_model
+def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3, variants: str = "full,fast") -> None:
+    """The speed case's nominal model in time, each way asked (``--nominal``), then the fit on it.
+
+    full: every set as one program in this process (the reference); fast: sets split into their
+    independent components, shapes already run reused, sets shared among the usable cores;
+    fast-itN: the same with N modeled iterations instead of the measured ones.
+    """
+    import os
+
+    from fabscope.diagnose.timemodel import default_workers, nominal_model
 
     f = load_fabric("fat-tree:k=13,levels=3")
     s, dd, r = bench_random_pairs(f.n_hosts, 1, n_rounds)
     s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, n_rounds)
     hs, hd, rr = np.r_[s, s2], np.r_[dd, d2], np.r_[r, r2 + n_rounds]
-    syn = synthetic(f, hs, hd, rr, random_faults(f, 3, 1, seed=seed), 0.05, seed=seed)
+    faults = random_faults(f, 3, 1, seed=seed)
+    syn = synthetic(f, hs, hd, rr, faults, 0.05, seed=seed)
     m = Measured(f, syn.src, syn.dst, syn.hs, syn.hd, syn.bytes, syn.bandwidth, syn.time, syn.scenario, syn.pingpong,
                  syn.test, syn.sources, syn.scenario_key, np.full(syn.n_pairs, iters), np.full(syn.n_pairs, 2))
-    t0 = time.perf_counter()
-    nom, info = nominal_model(m)
-    t1 = time.perf_counter()
-    d = diagnose(m, nominal=nom)
-    t2 = time.perf_counter()
-    say(f"\n== nominal in time: {m.n_pairs} pairs in {m.n_scenarios} rounds on {f.name}, {iters} + 2 iterations: "
-        f"dynamic model {t1 - t0:.1f} s ({info['events']:,} events, engine {info['engine']}), then the fit "
-        f"{t2 - t1:.1f} s; {len(d.suspects)} suspects")
+    say(f"\n== nominal in time: {m.n_pairs} pairs in {m.n_scenarios} rounds on {f.name}, {iters} + 2 iterations, "
+        f"3 faults + 1 slow host, 5% noise; load average {os.getloadavg()[0]:.1f} at the start")
+    ref = None
+    for v in variants.split(","):
+        kw = {"fast": False, "workers": 1} if v == "full" else {"workers": default_workers()}
+        if v.startswith("fast-it"):
+            kw["iterations"] = int(v[len("fast-it"):])
+        t0 = time.perf_counter()
+        nom, info = nominal_model(m, **kw)
+        t1 = time.perf_counter()
+        d = diagnose(m, nominal=nom)
+        t2 = time.perf_counter()
+        found = {x["link"] // 2 for x in d.suspects}
+        err = ""
+        if ref is None:
+            ref = nom
+        else:
+            e = np.abs(np.log(nom / ref))
+            err = f"; against the first: max |log ratio| {np.nanmax(e):.1e}, rms {np.sqrt(np.nanmean(e * e)):.1e}"
+        comp = (f", {info['components']:,} components ({info['components_reused']:,} reused)"
+                if info.get("components") else "")
+        say(f"{v:>9}: dynamic model {t1 - t0:6.1f} s ({info['events']:,} events{comp}, {info['workers']} "
+            f"process(es)), then the fit {t2 - t1:.1f} s; {len(d.suspects)} suspects, "
+            f"{len(found & set(faults))} of {len(faults)} faults{err} "
+            f"(load {os.getloadavg()[0]:.1f})")
 
 
 def critical(n_cables: int, workers_list) -> None:
@@ -235,6 +262,9 @@ def main() -> int:
     ap.add_argument("--parts", default="routing,speed,accuracy,critical")
     ap.add_argument("--critical-cables", type=int, default=0, help="cables to sweep (0: all)")
     ap.add_argument("--workers", default="0,1,2", help="criticality executors: 0 serial, N Dask workers")
+    ap.add_argument("--nominal", default="full,fast",
+                    help="--parts nominal: the ways to run the model, the first the reference (full, fast, fast-itN)")
+    ap.add_argument("--rounds", type=int, default=50, help="--parts nominal: rounds of each of the two draws")
     a = ap.parse_args()
     parts = a.parts.split(",")
     say(f"bench_diagnose: {time.strftime('%Y-%m-%d %H:%M:%S')}, python {sys.version.split()[0]}")
@@ -251,7 +281,7 @@ def main() -> int:
     if "models" in parts:
         models()
     if "nominal" in parts:
-        nominal()
+        nominal(a.rounds, variants=a.nominal)
     return 0
 
 
