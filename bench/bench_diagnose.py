@@ -5,6 +5,7 @@
     .venv/bin/python bench/bench_diagnose.py --parts routing,speed,critical --critical-cables 200
     .venv/bin/python bench/bench_diagnose.py --parts models,nominal     # the program in time vs the snapshot
     .venv/bin/python bench/bench_diagnose.py --parts nominal --rounds 5 --nominal full,fast,fast-it5
+    .venv/bin/python bench/bench_diagnose.py --parts periodic        # why no periodic extrapolation
 
 Accuracy: on Itasca (min-hop) and a 3-level fat tree of 2,197 hosts (k=13,
 D-mod-K), the pairs the plan (``make_plan``, budget 10 min) chooses are
@@ -232,6 +233,41 @@ def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3, variants: str = 
             f"(load {os.getloadavg()[0]:.1f})")
 
 
+def periodic(iters: int = 60, max_period: int = 15) -> None:
+    """Why the nominal model does not extrapolate a periodic regime: one round of random pairs per
+    fabric, run whole for ``iters`` timed iterations; per pair, does the last iteration's time
+    repeat one ``p`` iterations earlier (1e-9 relative, some p <= max_period)?  And the sizes of
+    the set's independent components (pairs sharing no resource or rank)."""
+    from fabscope.diagnose.timemodel import _components, _program, _ranks, _timed
+    from fabscope.dynamic.resources import build_paths
+    from fabscope.dynamic.run import run_program_on
+    from fabscope.fabric.placement import Placement
+
+    say(f"\n== periodic regime? one round of random pairs (--seed 1), 1 MiB, {iters} + 2 iterations, lock-step")
+    say(f"{'fabric':<28}{'pairs':>6}{'components':>11}{'largest':>8}{'periodic pairs':>15}{'all periodic':>13}")
+    for spec in MODEL_FABRICS:
+        f = load_fabric(spec)
+        m = _bench_measured(f, 1, iters)
+        a, b, host = _ranks(m.src, m.dst, m.hs, m.hd)
+        first, second = np.minimum(a, b), np.maximum(a, b)
+        key = np.r_[host[first] * f.n_hosts + host[second], host[second] * f.n_hosts + host[first]]
+        uniq, inv = np.unique(key, return_inverse=True)
+        paths = build_paths(f, None, uniq // f.n_hosts, uniq % f.n_hosts)
+        n = len(first)
+        comp = _components(n, inv[:n], inv[n:], paths, first, second)
+        w = 2
+        prog = _program(a, b, m.bytes, iters, w, True, len(host))
+        pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
+        run = run_program_on(f, pl, prog)
+        ends = np.stack([_timed(prog, run.outcome.step_end, first, 2 * (w + j) - 1, -1) for j in range(iters + 1)], 1)
+        d = np.diff(ends, axis=1)
+        ok = np.zeros(n, bool)
+        for p in range(1, max_period + 1):
+            ok |= np.abs(d[:, -1] - d[:, -1 - p]) <= 1e-9 * d[:, -1]
+        size = np.bincount(comp)
+        say(f"{f.name:<28}{n:>6}{len(size):>11}{size.max():>8}{ok.mean():>15.1%}{'yes' if ok.all() else 'no':>13}")
+
+
 def critical(n_cables: int, workers_list) -> None:
     from fabscope.diagnose.critical import criticality
     from fabscope.fabric.placement import Placement
@@ -280,6 +316,8 @@ def main() -> int:
         critical(a.critical_cables, [int(x) for x in a.workers.split(",")])
     if "models" in parts:
         models()
+    if "periodic" in parts:
+        periodic()
     if "nominal" in parts:
         nominal(a.rounds, variants=a.nominal)
     return 0
