@@ -197,7 +197,7 @@ def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3, variants: str = 
 
     full: every set as one program in this process (the reference); fast: sets split into their
     independent components, shapes already run reused, sets shared among the usable cores;
-    fast-itN: the same with N modeled iterations instead of the measured ones.
+    fast1: the same in one process; fast-itN: fast with N modeled iterations instead of the measured ones.
     """
     import os
 
@@ -215,7 +215,7 @@ def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3, variants: str = 
         f"3 faults + 1 slow host, 5% noise; load average {os.getloadavg()[0]:.1f} at the start")
     ref = None
     for v in variants.split(","):
-        kw = {"fast": False, "workers": 1} if v == "full" else {"workers": default_workers()}
+        kw = {"fast": False, "workers": 1} if v == "full" else {"workers": 1 if v == "fast1" else default_workers()}
         if v.startswith("fast-it"):
             kw["iterations"] = int(v[len("fast-it"):])
         t0 = time.perf_counter()
@@ -304,7 +304,7 @@ def main() -> int:
     ap.add_argument("--critical-cables", type=int, default=0, help="cables to sweep (0: all)")
     ap.add_argument("--workers", default="0,1,2", help="criticality executors: 0 serial, N Dask workers")
     ap.add_argument("--nominal", default="full,fast",
-                    help="--parts nominal: the ways to run the model, the first the reference (full, fast, fast-itN)")
+                    help="--parts nominal: the ways to run the model, the first the reference (full, fast, fast1, fast-itN)")
     ap.add_argument("--rounds", type=int, default=50, help="--parts nominal: rounds of each of the two draws")
     a = ap.parse_args()
     parts = a.parts.split(",")
