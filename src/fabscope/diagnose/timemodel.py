@@ -13,7 +13,11 @@ the benchmark reports it: data over the time from the end of the warm-up to
 the end of the last timed iteration, as the lower rank (the sender) times it.
 
 Concurrent sets never overlap in time (:mod:`.measured`), so each is a run of
-its own.  Where a set's ranks are inconsistent (a rank on two hosts, a pair of
+its own, and the sets can run in several processes.  Within a lock-step
+ping-pong set, pairs that share no resource and no rank do not interact, so
+each connected component runs alone and a component shaped like one already
+run is reused (exact; ``fast=False`` runs each set whole, the reference).
+Where a set's ranks are inconsistent (a rank on two hosts, a pair of
 one rank with itself: synthetic inputs) each pair gets two ranks of its own.
 
 >>> from fabscope.fabric.generators import fat_tree
