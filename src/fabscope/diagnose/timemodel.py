@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -195,7 +196,7 @@ def _fast_set(f, router, hs: np.ndarray, hd: np.ndarray, size: np.ndarray, a: np
     t = np.zeros(n)
     order = np.argsort(comp, kind="stable")
     bounds = np.flatnonzero(np.r_[True, np.diff(comp[order]) != 0, True])
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in pairwise(bounds):
         sel = order[lo:hi]
         stats["components"] += 1
         t[sel] = _component_times(first[sel], second[sel], size[sel], pf[sel], pr[sel], paths, it, w, engine,
