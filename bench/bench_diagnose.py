@@ -4,6 +4,8 @@
     .venv/bin/python bench/bench_diagnose.py --trials 10 --parts accuracy
     .venv/bin/python bench/bench_diagnose.py --parts routing,speed,critical --critical-cables 200
     .venv/bin/python bench/bench_diagnose.py --parts models,nominal     # the program in time vs the snapshot
+    .venv/bin/python bench/bench_diagnose.py --parts nominal --rounds 5 --nominal full,fast,fast-it5
+    .venv/bin/python bench/bench_diagnose.py --parts periodic        # why no periodic extrapolation
 
 Accuracy: on Itasca (min-hop) and a 3-level fat tree of 2,197 hosts (k=13,
 D-mod-K), the pairs the plan (``make_plan``, budget 10 min) chooses are
@@ -160,20 +162,25 @@ def models(rounds: int = 4, iters: int = 20) -> None:
 
     say(f"\n== the program in time vs the snapshot: random pairs, 1 rank per node, --seed 1, {rounds} rounds, "
         f"1 MiB, {iters} + 2 iterations (MB/s, class averages)")
-    say(f"{'fabric':<28}{'class':<14}{'pairs':>6}{'snapshot':>10}{'in time':>10}{'ratio':>7}{'dyn s':>7}")
+    say(f"{'fabric':<28}{'class':<14}{'pairs':>6}{'snapshot':>10}{'in time':>10}{'ratio':>7}{'full s':>7}"
+        f"{'fast s':>7}{'fast vs full':>13}")
     for spec in MODEL_FABRICS:
         f = load_fabric(spec)
         m = _bench_measured(f, rounds, iters)
         st = PairModel(f, m.hs, m.hd, m.scenario, bytes=m.bytes).bandwidth()
         t0 = time.perf_counter()
-        dyn = dynamic_bandwidth(m).bandwidth
-        dt = time.perf_counter() - t0
+        dyn = dynamic_bandwidth(m, fast=False).bandwidth
+        t1 = time.perf_counter()
+        fast = dynamic_bandwidth(m).bandwidth             # components, shapes reused, one process
+        t2 = time.perf_counter()
+        dev = np.abs(np.log(fast / dyn)).max()
         cls = f.classify(m.hs, m.hd)
         for c, label in enumerate(f.class_labels):
             sel = cls == c
             if sel.any():
                 say(f"{f.name:<28}{label:<14}{int(sel.sum()):>6}{st[sel].mean() / 1e6:10.0f}"
-                    f"{dyn[sel].mean() / 1e6:10.0f}{dyn[sel].mean() / st[sel].mean():7.2f}{dt:7.2f}")
+                    f"{dyn[sel].mean() / 1e6:10.0f}{dyn[sel].mean() / st[sel].mean():7.2f}{t1 - t0:7.2f}"
+                    f"{t2 - t1:7.2f}{dev:13.1e}")
     f = load_fabric("fat-tree:k=13,levels=3")
     m = _bench_measured(f, 1, 100)
     ref = dynamic_bandwidth(m).bandwidth
@@ -185,24 +192,85 @@ def models(rounds: int = 4, iters: int = 20) -> None:
             f"{np.sqrt(np.mean(e * e)):.3f}, worst {np.abs(e).max():.3f} ({time.perf_counter() - t0:.2f} s)")
 
 
-def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3) -> None:
-    from fabscope.diagnose.timemodel import nominal_model
+def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3, variants: str = "full,fast") -> None:
+    """The speed case's nominal model in time, each way asked (``--nominal``), then the fit on it.
+
+    full: every set as one program in this process (the reference); fast: sets split into their
+    independent components, shapes already run reused, sets shared among the usable cores;
+    fast1: the same in one process; fast-itN: fast with N modeled iterations instead of the measured ones.
+    """
+    import os
+
+    from fabscope.diagnose.timemodel import default_workers, nominal_model
 
     f = load_fabric("fat-tree:k=13,levels=3")
     s, dd, r = bench_random_pairs(f.n_hosts, 1, n_rounds)
     s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, n_rounds)
     hs, hd, rr = np.r_[s, s2], np.r_[dd, d2], np.r_[r, r2 + n_rounds]
-    syn = synthetic(f, hs, hd, rr, random_faults(f, 3, 1, seed=seed), 0.05, seed=seed)
+    faults = random_faults(f, 3, 1, seed=seed)
+    syn = synthetic(f, hs, hd, rr, faults, 0.05, seed=seed)
     m = Measured(f, syn.src, syn.dst, syn.hs, syn.hd, syn.bytes, syn.bandwidth, syn.time, syn.scenario, syn.pingpong,
                  syn.test, syn.sources, syn.scenario_key, np.full(syn.n_pairs, iters), np.full(syn.n_pairs, 2))
-    t0 = time.perf_counter()
-    nom, info = nominal_model(m)
-    t1 = time.perf_counter()
-    d = diagnose(m, nominal=nom)
-    t2 = time.perf_counter()
-    say(f"\n== nominal in time: {m.n_pairs} pairs in {m.n_scenarios} rounds on {f.name}, {iters} + 2 iterations: "
-        f"dynamic model {t1 - t0:.1f} s ({info['events']:,} events, engine {info['engine']}), then the fit "
-        f"{t2 - t1:.1f} s; {len(d.suspects)} suspects")
+    say(f"\n== nominal in time: {m.n_pairs} pairs in {m.n_scenarios} rounds on {f.name}, {iters} + 2 iterations, "
+        f"3 faults + 1 slow host, 5% noise; load average {os.getloadavg()[0]:.1f} at the start")
+    ref = None
+    for v in variants.split(","):
+        kw = {"fast": False, "workers": 1} if v == "full" else {"workers": 1 if v == "fast1" else default_workers()}
+        if v.startswith("fast-it"):
+            kw["iterations"] = int(v[len("fast-it"):])
+        t0 = time.perf_counter()
+        nom, info = nominal_model(m, **kw)
+        t1 = time.perf_counter()
+        d = diagnose(m, nominal=nom)
+        t2 = time.perf_counter()
+        found = {x["link"] // 2 for x in d.suspects}
+        err = ""
+        if ref is None:
+            ref = nom
+        else:
+            e = np.abs(np.log(nom / ref))
+            err = f"; against the first: max |log ratio| {np.nanmax(e):.1e}, rms {np.sqrt(np.nanmean(e * e)):.1e}"
+        comp = (f", {info['components']:,} components ({info['components_reused']:,} reused)"
+                if info.get("components") else "")
+        say(f"{v:>9}: dynamic model {t1 - t0:6.1f} s ({info['events']:,} events{comp}, {info['workers']} "
+            f"process(es)), then the fit {t2 - t1:.1f} s; {len(d.suspects)} suspects, "
+            f"{len(found & set(faults))} of {len(faults)} faults{err} "
+            f"(load {os.getloadavg()[0]:.1f})")
+
+
+def periodic(iters: int = 60, max_period: int = 15) -> None:
+    """Why the nominal model does not extrapolate a periodic regime: one round of random pairs per
+    fabric, run whole for ``iters`` timed iterations; per pair, does the last iteration's time
+    repeat one ``p`` iterations earlier (1e-9 relative, some p <= max_period)?  And the sizes of
+    the set's independent components (pairs sharing no resource or rank)."""
+    from fabscope.diagnose.timemodel import _components, _program, _ranks, _timed
+    from fabscope.dynamic.resources import build_paths
+    from fabscope.dynamic.run import run_program_on
+    from fabscope.fabric.placement import Placement
+
+    say(f"\n== periodic regime? one round of random pairs (--seed 1), 1 MiB, {iters} + 2 iterations, lock-step")
+    say(f"{'fabric':<28}{'pairs':>6}{'components':>11}{'largest':>8}{'periodic pairs':>15}{'all periodic':>13}")
+    for spec in MODEL_FABRICS:
+        f = load_fabric(spec)
+        m = _bench_measured(f, 1, iters)
+        a, b, host = _ranks(m.src, m.dst, m.hs, m.hd)
+        first, second = np.minimum(a, b), np.maximum(a, b)
+        key = np.r_[host[first] * f.n_hosts + host[second], host[second] * f.n_hosts + host[first]]
+        uniq, inv = np.unique(key, return_inverse=True)
+        paths = build_paths(f, None, uniq // f.n_hosts, uniq % f.n_hosts)
+        n = len(first)
+        comp = _components(n, inv[:n], inv[n:], paths, first, second)
+        w = 2
+        prog = _program(a, b, m.bytes, iters, w, True, len(host))
+        pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
+        run = run_program_on(f, pl, prog)
+        ends = np.stack([_timed(prog, run.outcome.step_end, first, 2 * (w + j) - 1, -1) for j in range(iters + 1)], 1)
+        d = np.diff(ends, axis=1)
+        ok = np.zeros(n, bool)
+        for p in range(1, max_period + 1):
+            ok |= np.abs(d[:, -1] - d[:, -1 - p]) <= 1e-9 * d[:, -1]
+        size = np.bincount(comp)
+        say(f"{f.name:<28}{n:>6}{len(size):>11}{size.max():>8}{ok.mean():>15.1%}{'yes' if ok.all() else 'no':>13}")
 
 
 def critical(n_cables: int, workers_list) -> None:
@@ -235,6 +303,9 @@ def main() -> int:
     ap.add_argument("--parts", default="routing,speed,accuracy,critical")
     ap.add_argument("--critical-cables", type=int, default=0, help="cables to sweep (0: all)")
     ap.add_argument("--workers", default="0,1,2", help="criticality executors: 0 serial, N Dask workers")
+    ap.add_argument("--nominal", default="full,fast",
+                    help="--parts nominal: the ways to run the model, the first the reference (full, fast, fast1, fast-itN)")
+    ap.add_argument("--rounds", type=int, default=50, help="--parts nominal: rounds of each of the two draws")
     a = ap.parse_args()
     parts = a.parts.split(",")
     say(f"bench_diagnose: {time.strftime('%Y-%m-%d %H:%M:%S')}, python {sys.version.split()[0]}")
@@ -250,8 +321,10 @@ def main() -> int:
         critical(a.critical_cables, [int(x) for x in a.workers.split(",")])
     if "models" in parts:
         models()
+    if "periodic" in parts:
+        periodic()
     if "nominal" in parts:
-        nominal()
+        nominal(a.rounds, variants=a.nominal)
     return 0
 
 

@@ -122,3 +122,72 @@ def test_all_pairs_shift_is_modeled_one_way_in_time():
     crossing = np.flatnonzero((np.isin(src, [0, 1]) != np.isin(dst, [0, 1])) & (np.arange(8) >= 4))
     np.testing.assert_allclose(dyn.pairs["modeled"][crossing], 0.5e9, rtol=2e-3)
     np.testing.assert_allclose(compare(m, model="static").pairs["modeled"], dyn.pairs["modeled"], rtol=2e-3)
+
+
+def _bench_sets(f, rounds, iters, seed=1):
+    hs, hd, sc = [], [], []
+    for r, (a, b) in enumerate(random_pairs_rounds(f.n_hosts, seed, rounds)):
+        hs += a.tolist()
+        hd += b.tolist()
+        sc += [r] * len(a)
+    hs, hd, sc = np.array(hs), np.array(hd), np.array(sc)
+    k = len(hs)
+    return Measured(f, hs, hd, hs, hd, np.full(k, float(1 << 20)), np.ones(k), np.zeros(k), sc, np.ones(k, bool),
+                    np.full(k, "random-pairs"), ("x",), tuple(("x", "random-pairs", r) for r in range(rounds)),
+                    np.full(k, iters), np.full(k, 2))
+
+
+def test_components_give_the_full_programs_figures():
+    """The fast path (each set's independent components run alone, shapes reused) against the
+    whole set as one program: the same per-pair bandwidth to 1e-7 (the engine sums in another
+    order on relabelled resources), on an oversubscribed tree, a full tree and a torus."""
+    for spec in (SPEC, "fat-tree:k=8,levels=2", "torus:4x4x4"):
+        m = _bench_sets(load_fabric(spec), 4, 6)
+        full = dynamic_bandwidth(m, fast=False)
+        fast = dynamic_bandwidth(m)
+        assert "components" not in full.info
+        assert fast.info["components"] > fast.info["concurrent_sets"]        # the sets did split
+        assert fast.info["components_reused"] > 0
+        assert fast.info["events"] < full.info["events"]
+        np.testing.assert_allclose(fast.bandwidth, full.bandwidth, rtol=1e-7)
+
+
+def test_pairs_sharing_a_rank_are_one_component():
+    """Pairs (0, 1) of 1 MB and (1, 2) of 4 MB share no link, only rank 1, whose steps hold a
+    message of each (the benchmark's rounds): pair (0, 1) waits on the larger one; run alone it
+    would be faster, so a split that ignored ranks would be wrong."""
+    f = load_fabric("fat-tree:k=4,levels=2")
+    src, dst = np.array([0, 1]), np.array([1, 2])
+    hs, hd = np.array([0, 5]), np.array([5, 10])
+    m = Measured(f, src, dst, hs, hd, np.array([1e6, 4e6]), np.ones(2), np.zeros(2), np.zeros(2, np.int64),
+                 np.ones(2, bool), np.full(2, "random-pairs"), ("x",), (("x", "random-pairs", 0),),
+                 np.full(2, 5), np.full(2, 2))
+    full = dynamic_bandwidth(m, fast=False)
+    fast = dynamic_bandwidth(m)
+    assert fast.info["components"] == 1
+    np.testing.assert_allclose(fast.bandwidth, full.bandwidth, rtol=1e-9)
+    alone = dynamic_bandwidth(m.subset([0]))
+    assert full.bandwidth[0] < 0.9 * alone.bandwidth[0]
+
+
+def test_shortcut_does_not_apply_out_of_phase_and_falls_back():
+    """Pairs started out of phase (seeded per set over the whole set) run as whole programs:
+    the fast flag changes nothing, and no component is counted."""
+    m = _bench_sets(load_fabric(SPEC), 3, 4)
+    a = dynamic_bandwidth(m, start_offset=5e-4, seed=3)
+    b = dynamic_bandwidth(m, start_offset=5e-4, seed=3, fast=False)
+    assert "components" not in a.info
+    np.testing.assert_array_equal(a.bandwidth, b.bandwidth)
+    assert not np.allclose(a.bandwidth, dynamic_bandwidth(m).bandwidth, rtol=1e-3)   # the offset mattered
+
+
+def test_sets_in_two_processes_give_the_same_figures():
+    m = _bench_sets(load_fabric(SPEC), 5, 4)
+    one = dynamic_bandwidth(m)
+    two = dynamic_bandwidth(m, workers=2)
+    assert two.info["workers"] == 2 and one.info["workers"] == 1
+    np.testing.assert_array_equal(two.bandwidth, one.bandwidth)
+    assert two.info["iterations"] == one.info["iterations"]
+    assert two.info["events"] >= one.info["events"]          # each process reuses only the shapes it ran
+    full2 = dynamic_bandwidth(m, fast=False, workers=2)
+    np.testing.assert_array_equal(full2.bandwidth, dynamic_bandwidth(m, fast=False).bandwidth)

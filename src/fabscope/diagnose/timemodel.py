@@ -13,7 +13,11 @@ the benchmark reports it: data over the time from the end of the warm-up to
 the end of the last timed iteration, as the lower rank (the sender) times it.
 
 Concurrent sets never overlap in time (:mod:`.measured`), so each is a run of
-its own.  Where a set's ranks are inconsistent (a rank on two hosts, a pair of
+its own, and the sets can run in several processes.  Within a lock-step
+ping-pong set, pairs that share no resource and no rank do not interact, so
+each connected component runs alone and a component shaped like one already
+run is reused (exact; ``fast=False`` runs each set whole, the reference).
+Where a set's ranks are inconsistent (a rank on two hosts, a pair of
 one rank with itself: synthetic inputs) each pair gets two ranks of its own.
 
 >>> from fabscope.fabric.generators import fat_tree
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -40,8 +45,10 @@ import numpy as np
 from fabscope.diagnose.measured import Measured, run_iterations
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.programs import with_jitter
+from fabscope.dynamic.resources import Paths, build_paths
 from fabscope.dynamic.run import run_program_on
 from fabscope.fabric.placement import Placement
+from fabscope.routing import make_routing
 
 #: the models compare and diagnose can use; the first is the default
 MODELS = ("dynamic", "static")
@@ -95,25 +102,118 @@ def _timed(prog: Program, end: np.ndarray, ranks: np.ndarray, last_round: int, w
     return t1 - t0
 
 
-def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: int | None = None,
-                      engine: str = "auto", sharing: str = "maxmin", seed: int = 0,
-                      start_offset: float = 0.0) -> TimePrediction:
-    """Every measured pair's bandwidth in the dynamic model of the program it ran (module docstring).
+def _engine_run(prog: Program, paths: Paths, msg_path: np.ndarray, engine: str, sharing: str):
+    """The engine on ready-made paths: the compiled one where it is available (``auto``)."""
+    from fabscope.dynamic import fast
 
-    ``iterations`` replaces the measured count of timed iterations (fewer is faster; the warm-up
-    stays as measured).  ``start_offset`` (seconds): each ping-pong pair's first ping waits a time
-    drawn uniformly in [0, start_offset) (seeded by ``seed`` and the set), so the pairs start out
-    of phase (:func:`fabscope.dynamic.programs.pingpong`); 0: lock-step.
-    """
-    t_start = time.perf_counter()
-    m = measured
+    if engine in ("auto", "c") and fast.available():
+        return fast.run_program(prog, paths, msg_path, sharing), "c"
+    if engine == "c":
+        from fabscope.errors import FabscopeError
+
+        raise FabscopeError(f"the compiled engine is not available: {fast.why_not()}")
+    from fabscope.dynamic.engine import run_program
+
+    res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
+    wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
+    return run_program(prog, paths.capacity, res, wts, paths.cap, paths.latency, msg_path.tolist(),
+                       sharing=sharing), "python"
+
+
+def _components(n_pairs: int, pf: np.ndarray, pr: np.ndarray, paths: Paths, first: np.ndarray,
+                second: np.ndarray) -> np.ndarray:
+    """Each pair's component in the graph "shares a resource (either way) or a rank"."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    lens = np.diff(paths.indptr)
+    rows, cols = [], []
+    for p in (pf, pr):
+        rows.append(np.repeat(np.arange(n_pairs), lens[p]))
+        cols.append(np.concatenate([paths.res[paths.indptr[q]:paths.indptr[q + 1]] for q in p]) if n_pairs
+                    else np.zeros(0, np.int64))
+    n_res = len(paths.capacity)
+    rows += [np.arange(n_pairs)] * 2
+    cols += [n_res + first, n_res + second]
+    r, c = np.concatenate(rows), np.concatenate(cols)
+    n = n_pairs + n_res + int(max(first.max(), second.max())) + 1
+    g = coo_matrix((np.ones(len(r), np.int8), (r, n_pairs + c)), shape=(n, n))
+    return connected_components(g, directed=False)[1][:n_pairs]
+
+
+def _local(values: np.ndarray) -> np.ndarray:
+    """Relabel ``values`` 0, 1, ... in order of first appearance (the same shape, relabelled alike)."""
+    u, first, inv = np.unique(values, return_index=True, return_inverse=True)
+    rank = np.empty(len(u), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(u))
+    return rank[inv]
+
+
+def _component_times(first: np.ndarray, second: np.ndarray, size: np.ndarray, fwd: list, rev: list, paths: Paths,
+                     it: int, w: int, engine: str, sharing: str, cache: dict, stats: dict) -> np.ndarray:
+    """Timed seconds per pair of one component, run on its own resources; cached by the component's
+    shape (its ranks, sizes, and its paths' resources relabelled in order of first use, with their
+    capacities, weights, caps and latencies)."""
+    k = len(first)
+    ranks = np.unique(np.r_[first, second], return_inverse=True)[1]     # in order: the lower rank pings first
+    lf, ls = ranks[:k], ranks[k:]
+    pids = np.ravel(np.c_[fwd, rev])                # path 2j: pair j's ping, 2j + 1: its pong
+    seg = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in pids]
+    lens = np.array([len(x) for x in seg], np.int64)
+    gres = np.concatenate(seg)
+    lres = _local(gres)
+    cap_res = np.zeros(int(lres.max()) + 1 if len(lres) else 0)
+    cap_res[lres] = paths.capacity[gres]
+    weight = np.concatenate([paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in pids])
+    key = (it, w, sharing, lf.tobytes(), ls.tobytes(), size.tobytes(), lens.tobytes(), lres.tobytes(),
+           weight.tobytes(), cap_res.tobytes(), paths.cap[pids].tobytes(), paths.latency[pids].tobytes())
+    if key in cache:
+        stats["cached"] += 1
+        return cache[key]
+    sub = Paths(paths.src_host[pids], paths.dst_host[pids], np.r_[0, np.cumsum(lens)].astype(np.int64), lres, weight,
+                paths.cap[pids], paths.latency[pids], paths.hops[pids], cap_res, len(cap_res), paths.routing)
+    prog = _program(lf, ls, size, it, w, True, 2 * k)
+    odd = (prog.step_round[prog.send_step] % 2).astype(np.int64)       # a pong: the pair's second path
+    out, used = _engine_run(prog, sub, 2 * np.tile(np.arange(k), 2 * (it + w)) + odd, engine, sharing)
+    stats["events"] += int(out.events)
+    stats["engines"].add(used)
+    t = _timed(prog, out.step_end, lf, 2 * (w + it) - 1, 2 * w - 1)
+    cache[key] = t
+    return t
+
+
+def _fast_set(f, router, hs: np.ndarray, hd: np.ndarray, size: np.ndarray, a: np.ndarray, b: np.ndarray,
+              host: np.ndarray, it: int, w: int, engine: str, sharing: str, cache: dict, stats: dict) -> np.ndarray:
+    """One ping-pong concurrent set, component by component: timed seconds per pair."""
+    first, second = np.minimum(a, b), np.maximum(a, b)
+    h1, h2 = host[first], host[second]
+    key = np.r_[h1 * f.n_hosts + h2, h2 * f.n_hosts + h1]
+    uniq, inv = np.unique(key, return_inverse=True)
+    paths = build_paths(f, router, uniq // f.n_hosts, uniq % f.n_hosts)
+    n = len(first)
+    pf, pr = inv[:n], inv[n:]
+    comp = _components(n, pf, pr, paths, first, second)
+    t = np.zeros(n)
+    order = np.argsort(comp, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(comp[order]) != 0, True])
+    for lo, hi in pairwise(bounds):
+        sel = order[lo:hi]
+        stats["components"] += 1
+        t[sel] = _component_times(first[sel], second[sel], size[sel], pf[sel], pr[sel], paths, it, w, engine,
+                                  sharing, cache, stats)
+    return t
+
+
+def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None, engine: str, sharing: str,
+              seed: int, start_offset: float, fast: bool) -> tuple[np.ndarray, dict[str, Any]]:
+    """The concurrent sets ``sets`` of ``m``: bandwidth per pair (0 outside them) and what it took."""
     f = m.fabric
-    n = m.n_pairs
-    bw = np.zeros(n)
-    events = 0
-    engines = set()
-    its, warms = set(), set()
-    for s in np.unique(m.scenario).tolist():
+    bw = np.zeros(m.n_pairs)
+    router = make_routing(f, routing, seed=seed) if routing is None or isinstance(routing, str) else routing
+    cache: dict = {}
+    stats: dict[str, Any] = {"components": 0, "cached": 0, "events": 0, "engines": set(), "its": set(),
+                             "warms": set()}
+    for s in sets:
         sel = np.flatnonzero(m.scenario == s)
         test = str(m.test[sel[0]])
         dflt_it, dflt_w = run_iterations(test, None)
@@ -121,18 +221,23 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
         w = int(m.warmup[sel[0]]) if m.warmup is not None else dflt_w
         if iterations is not None:
             it = iterations
-        its.add(it)
-        warms.add(w)
+        stats["its"].add(it)
+        stats["warms"].add(w)
         pingpong = bool(m.pingpong[sel[0]])
         a, b, host = _ranks(m.src[sel], m.dst[sel], m.hs[sel], m.hd[sel])
+        if fast and pingpong and start_offset <= 0:
+            t = _fast_set(f, router, m.hs[sel], m.hd[sel], m.bytes[sel], a, b, host, it, w, engine, sharing,
+                          cache, stats)
+            bw[sel] = 2.0 * m.bytes[sel] * it / t
+            continue
         prog = _program(a, b, m.bytes[sel], it, w, pingpong, len(host))
         if start_offset > 0 and pingpong:
             prog = with_jitter(prog, start_offset, seed + 7919 * s, prog.step_round[prog.send_step] == 0)
         # the ranks sat where they were measured: no check against the fabric's cores per host
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
-        run = run_program_on(f, pl, prog, routing, seed=seed, engine=engine, sharing=sharing)
-        events += int(run.outcome.events)
-        engines.add(run.engine)
+        run = run_program_on(f, pl, prog, router, seed=seed, engine=engine, sharing=sharing)
+        stats["events"] += int(run.outcome.events)
+        stats["engines"].add(run.engine)
         if pingpong:
             first = np.minimum(a, b)
             t = _timed(prog, run.outcome.step_end, first, 2 * (w + it) - 1, 2 * w - 1)
@@ -140,9 +245,64 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
         else:
             t = _timed(prog, run.outcome.step_end, a, w + it - 1, w - 1)
             bw[sel] = m.bytes[sel] * it / t
-    info = {"model": "dynamic", "sharing": sharing, "engine": "+".join(sorted(engines)),
-            "iterations": sorted(its), "warmup": sorted(warms), "events": events,
-            "concurrent_sets": int(len(np.unique(m.scenario))),
+    return bw, stats
+
+
+def default_workers() -> int:
+    """Processes for the sets: the cores this process may use (the sets are independent)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: int | None = None,
+                      engine: str = "auto", sharing: str = "maxmin", seed: int = 0,
+                      start_offset: float = 0.0, fast: bool = True, workers: int = 1) -> TimePrediction:
+    """Every measured pair's bandwidth in the dynamic model of the program it ran (module docstring).
+
+    ``iterations`` replaces the measured count of timed iterations (fewer is faster; the warm-up
+    stays as measured).  ``start_offset`` (seconds): each ping-pong pair's first ping waits a time
+    drawn uniformly in [0, start_offset) (seeded by ``seed`` and the set), so the pairs start out
+    of phase (:func:`fabscope.dynamic.programs.pingpong`); 0: lock-step.
+
+    ``fast`` (lock-step ping-pong sets only; others run whole): each set is split into the
+    components of its graph "shares a resource or a rank" (they do not interact: exact), each
+    component runs on its own, and a component of the same shape as one already run is not run
+    again.  ``fast=False``: the whole set as one program, the reference.  ``workers`` > 1: the
+    sets (independent) are shared among that many processes, where ``routing`` is a name (a
+    routing object stays in this process); the figures are the same.
+    """
+    t_start = time.perf_counter()
+    m = measured
+    sets = np.unique(m.scenario).tolist()
+    args = (routing, iterations, engine, sharing, seed, start_offset, fast)
+    workers = min(int(workers), len(sets))
+    if workers > 1 and (routing is None or isinstance(routing, str)):
+        from concurrent.futures import ProcessPoolExecutor
+
+        # deal the sets out largest first, each to the least loaded worker
+        size = np.bincount(m.scenario)
+        load, share = np.zeros(workers), [[] for _ in range(workers)]
+        for s in sorted(sets, key=lambda s: -size[s]):
+            k = int(np.argmin(load))
+            share[k].append(s)
+            load[k] += size[s]
+        with ProcessPoolExecutor(workers) as ex:
+            parts = list(ex.map(_run_sets, [m] * workers, share, *[[x] * workers for x in args]))
+    else:
+        workers = 1
+        parts = [_run_sets(m, sets, *args)]
+    bw = np.sum([p[0] for p in parts], axis=0)
+    stats = {k: (set().union(*(p[1][k] for p in parts)) if isinstance(v, set) else sum(p[1][k] for p in parts))
+             for k, v in parts[0][1].items()}
+    info = {"model": "dynamic", "sharing": sharing, "engine": "+".join(sorted(stats["engines"])),
+            "iterations": sorted(stats["its"]), "warmup": sorted(stats["warms"]), "events": stats["events"],
+            **({"components": stats["components"], "components_reused": stats["cached"]}
+               if stats["components"] else {}),
+            "concurrent_sets": len(sets), "workers": workers,
             **({"start_offset": start_offset, "phase_seed": seed} if start_offset > 0 else {}),
             "seconds": round(time.perf_counter() - t_start, 3)}
     return TimePrediction(bw, info)
@@ -171,10 +331,22 @@ def model_line(meta: dict[str, Any]) -> str:
     return f"static: the snapshot, every pair of a concurrent set sharing links all the time ({share})"
 
 
+#: below this many measured pairs the sets run in this process (starting workers costs ~0.1 s)
+PARALLEL_PAIRS = 5000
+
+
+def _workers(measured: Measured, workers: int | None) -> int:
+    if workers is not None:
+        return workers
+    return default_workers() if measured.n_pairs >= PARALLEL_PAIRS else 1
+
+
 def nominal_model(measured: Measured, routing: Any = None, model: str = "dynamic", *,
-                  iterations: int | None = None, engine: str = "auto") -> tuple[np.ndarray | None, dict[str, Any]]:
+                  iterations: int | None = None, engine: str = "auto", fast: bool = True,
+                  workers: int | None = None) -> tuple[np.ndarray | None, dict[str, Any]]:
     """What diagnose takes as the healthy fabric's prediction: the program in time (the per-pair
-    figures and how they were made), or ``None`` for the snapshot."""
+    figures and how they were made), or ``None`` for the snapshot.  ``workers``: processes for the
+    sets (``None``: the usable cores from :data:`PARALLEL_PAIRS` pairs on, else 1)."""
     from fabscope.diagnose.measured import DiagnoseError
 
     if model not in MODELS:
@@ -183,14 +355,15 @@ def nominal_model(measured: Measured, routing: Any = None, model: str = "dynamic
         return None, {"model": "static", "sharing": "maxmin"}
     sel = measured.inter
     pred = dynamic_bandwidth(measured.subset(sel) if not sel.all() else measured, routing,
-                             iterations=iterations, engine=engine)
+                             iterations=iterations, engine=engine, fast=fast, workers=_workers(measured, workers))
     bw = np.full(measured.n_pairs, np.nan)
     bw[sel] = pred.bandwidth
     return bw, pred.info
 
 
 def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None, *,
-                    iterations: int | None = None, engine: str = "auto") -> np.ndarray:
+                    iterations: int | None = None, engine: str = "auto", fast: bool = True,
+                    workers: int | None = None) -> np.ndarray:
     """The nominal prediction for a second fit: the snapshot of the healthy fabric times each pair's
     ratio in time / snapshot on the fabric with the first fit's capacity ``factor`` per cable.
 
@@ -206,7 +379,8 @@ def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None,
     f = m.fabric
     cap = f.link_capacity * np.repeat(np.asarray(factor, float), 2)
     faulty = dataclasses.replace(m, fabric=dataclasses.replace(f, link_capacity=cap))
-    dyn = dynamic_bandwidth(faulty, routing, iterations=iterations, engine=engine).bandwidth
+    dyn = dynamic_bandwidth(faulty, routing, iterations=iterations, engine=engine, fast=fast,
+                            workers=_workers(measured, workers)).bandwidth
     pm = PairModel(f, m.hs, m.hd, m.scenario, m.pingpong, m.bytes, routing)
     out = np.full(measured.n_pairs, np.nan)
     out[sel] = pm.bandwidth() * dyn / pm.bandwidth(cap)
