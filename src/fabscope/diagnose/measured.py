@@ -158,10 +158,11 @@ def concat(parts: Sequence[Measured]) -> Measured:
         for k in cols:
             v = getattr(p, k)
             cols[k].append(p._iter(v) if k in ITER_COLUMNS else v + off_s if k == "scenario" else v)
-        keys += [(i + off_src, t, s) for i, t, s in p.scenario_key] or \
+        local: dict[Any, int] = {}     # a part's own source keys (indices, or names) -> global index
+        keys += [(off_src + local.setdefault(i, len(local)), t, s) for i, t, s in p.scenario_key] or \
             [(off_src, "random-pairs", int(s)) for s in range(int(p.scenario.max()) + 1)]
         off_s += max(p.n_scenarios, int(p.scenario.max()) + 1)
-        off_src += max(len(p.sources), 1)
+        off_src += max(len(p.sources), len(local), 1)
     cat = {k: np.concatenate(v) for k, v in cols.items()}
     return Measured(parts[0].fabric, cat["src"], cat["dst"], cat["hs"], cat["hd"], cat["bytes"], cat["bandwidth"],
                     cat["time"], cat["scenario"], cat["pingpong"].astype(bool), cat["test"].astype(str),

@@ -55,14 +55,19 @@ class NoiseModel:
         return a, b, np.full(np.shape(e), _LOG_FLOOR)
 
     def nll(self, e: np.ndarray) -> np.ndarray:
-        """Negative log density of each residual (nats)."""
-        a, b, c = self._logs(np.asarray(e, dtype=float))
-        return -np.logaddexp(np.logaddexp(a, b), c)
+        """Negative log density of each residual (nats).  Summed densities, not log-sum-exp: the floor
+        keeps the sum away from 0, and this is the diagnosis's innermost loop."""
+        e = np.asarray(e, dtype=float)
+        k0 = max(1 - self.w - FLOOR, 1e-12) / (self.sigma * np.sqrt(2 * np.pi))
+        k1 = self.w / (self.sigma_j * np.sqrt(2 * np.pi))
+        z0 = (e - self.mu) * (1.0 / self.sigma)
+        z1 = (e - self.mu_j) * (1.0 / self.sigma_j)
+        return -np.log(k0 * np.exp(-0.5 * z0 * z0) + k1 * np.exp(-0.5 * z1 * z1) + FLOOR / (2 * SPAN))
 
     def p_jitter(self, e: np.ndarray) -> np.ndarray:
         """Each residual's posterior chance of being jitter or an outlier rather than nominal."""
         a, b, c = self._logs(np.asarray(e, dtype=float))
-        return 1.0 - np.exp(a + self.nll(e))
+        return 1.0 - np.exp(a - np.logaddexp(np.logaddexp(a, b), c))
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` residuals drawn from the model (for the null calibration of the penalty)."""
@@ -78,6 +83,10 @@ class NoiseModel:
         return {k: round(float(v), 6) for k, v in asdict(self).items()}
 
 
+#: the jitter component is at least this wide (log ratio): jitter cuts pairs by scattered amounts, while
+#: the pairs across one degraded cable drop by one amount; without a floor the fit could take such a
+#: cluster for jitter
+SIGMA_J_MIN = 0.15
 #: below this many pairs the mixture is not fitted: the jitter component keeps its prior
 MIN_FIT = 50
 #: prior jitter: 1 pair in 10, centred at half the rate, wide
@@ -90,7 +99,7 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
 
     The nominal spread is at least ``min_sigma``; the jittered component is
     kept below the nominal one (its centre at least one nominal sigma lower)
-    and at least twice as wide, so that it cannot take over the bulk.
+    and at least twice as wide (and :data:`SIGMA_J_MIN`), so that it cannot take over the bulk.
     ``centre`` fixes the nominal centre (e.g. 0 when the model's absolute
     rates are to be taken as they are).  With fewer than :data:`MIN_FIT`
     residuals only the nominal spread is estimated (from the median absolute
@@ -119,7 +128,7 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
         w = float(np.clip(n1 / wt.sum(), 1e-4, w_max))
         if n1 > 1e-9:
             mu_j = min(float(r1 @ e / n1), mu - sigma)
-            sigma_j = max(float(np.sqrt(r1 @ (e - mu_j) ** 2 / n1)), 2 * sigma)
+            sigma_j = max(float(np.sqrt(r1 @ (e - mu_j) ** 2 / n1)), 2 * sigma, SIGMA_J_MIN)
         else:
             mu_j, sigma_j = nm.mu_j, nm.sigma_j
         nm = NoiseModel(mu, sigma, w, mu_j, sigma_j)

@@ -216,7 +216,8 @@ class _Fit:
             r = rate[flows]
             fin = np.isfinite(r)
             cap_row = link_cap[pm.res_kind[rows]]
-            lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, grid[None, :])
+            scale = grid[None, :] if grid.ndim == 1 else grid[a + which]      # one grid per cable
+            lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, scale)
             new = np.minimum(r[:, None], lvl[local_row])
             b_f = pm.bytes[pm.flow_pair[flows]]
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -224,7 +225,7 @@ class _Fit:
             pair = pm.flow_pair[flows]
             key = which[local_row] * pm.n_pairs + pair
             ukey, inv = np.unique(key, return_inverse=True)
-            dts = np.zeros((len(ukey), len(grid)))
+            dts = np.zeros((len(ukey), grid.shape[-1]))
             np.add.at(dts, inv, dt)
             p = ukey % pm.n_pairs
             c = ukey // pm.n_pairs
@@ -237,13 +238,43 @@ class _Fit:
              grid: np.ndarray, chunk: int = 400_000) -> np.ndarray:
         """Change of the misfit (negative log-likelihood of all pairs under the noise model, nats) if
         cable ``cables[i]`` were scaled by ``grid[j]`` (of its current capacity): len(cables) x len(grid)."""
-        out = np.zeros((len(cables), len(grid)))
+        out = np.zeros((len(cables), grid.shape[-1]))
         e_cur = self.resid(bw)
         loss_cur = self.noise.nll(e_cur)
         for c, p, D in self.effects(cables, factor, rate, bw, grid, chunk):
             d = self.noise.nll(e_cur[p, None] + D) - loss_cur[p, None]
             _add_rows(out, c, d)
         return out
+
+    def scan_best(self, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+                  grid: np.ndarray = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per cable: the largest drop of the misfit (nats) and the factor that gives it: the grid, then
+        9 factors around each cable's best (the nominal spread can be far finer than the grid's steps,
+        and a factor a step off leaves every crossing pair several sigmas out)."""
+        grid = GRID if grid is None else grid
+        step = float(grid[1] / grid[0])
+        # beside the grid, the factor each cable's slow crossing pairs point to (their mean residual:
+        # exact for pairs the cable alone limits), and two neighbours
+        e = self.resid(bw)
+        slow = (e < -2 * self.noise.sigma).astype(float)
+        pc = self.pair_cable[:, cables]
+        n_slow = pc.T @ slow
+        with np.errstate(invalid="ignore", divide="ignore"):
+            target = np.clip(np.exp((pc.T @ (e * slow)) / n_slow), GRID[0] * 1.1, 0.99)
+        target = np.where(n_slow > 0, target, 0.5)
+        grid2 = np.c_[np.broadcast_to(grid, (len(cables), len(grid))),
+                      target[:, None] * np.array([0.97, 1.0, 1.03])[None, :]]
+        d = self.scan(cables, factor, rate, bw, grid2)
+        j = np.argmin(d, axis=1)
+        rows = np.arange(len(cables))
+        fine = grid2[rows, j][:, None] * np.geomspace(1 / step, step, 9)[None, :]
+        fine = np.minimum(fine, 1.0)
+        d2 = self.scan(cables, factor, rate, bw, fine)
+        k = np.argmin(d2, axis=1)
+        better = d2[rows, k] < d[rows, j]
+        gain = -np.where(better, d2[rows, k], d[rows, j])
+        best = np.where(better, fine[rows, k], grid2[rows, j])
+        return gain, best
 
 
 def _add_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
@@ -256,7 +287,7 @@ def _add_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
 
 def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, penalty: float | None = None,
              max_suspects: int = 40, calibrate: bool = True, screen: int = 256, min_sigma: float = 0.01,
-             false_alarm: float = 0.01, null_draws: int = 40, figure: str = "robust",
+             false_alarm: float = 0.01, null_draws: int = 30, figure: str = "robust",
              meta: dict[str, Any] | None = None) -> Diagnosis:
     """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring).
 
@@ -291,6 +322,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     factor = np.ones(n_c)
     rate, bw = rate0, bw0
     pair_cable = _pair_cables(pm, n_c)
+    fit.pair_cable = pair_cable.tocsc()
     crossing_count = np.asarray(pair_cable.sum(axis=0)).ravel()
     covered_c = np.flatnonzero(crossing_count > 0)
     null = null_calibration(fit, covered_c, factor, rate0, bw0, draws=null_draws, false_alarm=false_alarm,
@@ -318,22 +350,21 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             n_slow = pair_cable.T @ is_slow
             score = n_slow[cand] ** 2 / np.maximum(crossing_count[cand], 1)
             cand = cand[np.argsort(-score, kind="stable")[:screen]]
-        d = fit.scan(cand, factor, rate, bw, GRID)
+        stale, _ = fit.scan_best(cand, factor, rate, bw)
         full_scans += 1
-        stale = -d.min(axis=1)
         taken = 0
         while len(chosen) < max_suspects:
             i = int(np.argmax(stale))
             if stale[i] < lam:
                 break
             c = int(cand[i])
-            fresh = fit.scan(np.array([c]), factor, rate, bw, GRID)[0]
-            g = -fresh.min()
+            g_arr, best = fit.scan_best(np.array([c]), factor, rate, bw)
+            g = float(g_arr[0])
             rest = np.delete(stale, i)
             if g < lam or g < rest.max(initial=-np.inf):
                 stale[i] = g if g >= lam else -np.inf      # re-queued with its fresh gain
                 continue
-            factor[c] *= GRID[int(np.argmin(fresh))]
+            factor[c] *= float(best[0])
             if c not in chosen:
                 chosen.append(c)
             stale[i] = -np.inf
@@ -348,20 +379,15 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             trial = factor.copy()
             trial[c] = 1.0
             r1, b1 = fit.solve(trial)
-            grid = np.r_[GRID, 1.0]
-            d = fit.scan(np.array([c]), trial, r1, b1, grid)[0]
-            j = int(np.argmin(d))
-            g = -d[j]
-            if g < lam or grid[j] >= 1.0:
+            g_arr, best = fit.scan_best(np.array([c]), trial, r1, b1, np.r_[GRID, 1.0])
+            g = float(g_arr[0])
+            if g < lam or best[0] >= 1.0:
                 chosen.remove(c)
                 factor[c] = 1.0
                 changed = True
                 continue
-            fine = grid[j] * np.geomspace(0.9, 1.1, 9)
-            fine = fine[fine <= 1.0]
-            dd = fit.scan(np.array([c]), trial, r1, b1, fine)[0]
-            factor[c] = float(fine[int(np.argmin(dd))])
-            gains[c] = max(g, -float(dd.min()))
+            factor[c] = float(best[0])
+            gains[c] = g
         if not changed:
             break
     if chosen or full_scans:
@@ -373,7 +399,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     left = left[~np.isin(left, chosen)][:screen]
     candidates = []
     if len(left):
-        g_left = -fit.scan(left, factor, rate, bw, GRID).min(axis=1)
+        g_left, _ = fit.scan_best(left, factor, rate, bw)
         for i in np.argsort(-g_left)[:5]:
             c = int(left[i])
             candidates.append({"cable": cable_name(f, c), "link": 2 * c, "evidence": round(float(g_left[i]), 1),
@@ -424,9 +450,13 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             s["separate_by"] = _separating_pairs(pm, c, [x for x in group if x != c], crossing)
         suspects.append(s)
     rms = lambda e: float(np.sqrt(np.mean(e * e)))  # noqa: E731
+    if chosen:
+        # what the fit explains is no longer noise: the noise left, for what else these pairs could see
+        fit.noise = fit_noise(e_after, min_sigma, centre=0.0)
     seen = detectable(fit, covered_c, rate0, bw0, lam)
     extra_meta = {"candidates": candidates, "penalty": round(float(lam), 2), "figure": fig_name, "false_alarm": false_alarm,
-                  "noise_model": noise.as_dict(), "null": null.as_dict(), "detectable": seen}
+                  "noise_model": noise.as_dict(), "noise_left": fit.noise.as_dict(), "null": null.as_dict(),
+                  "detectable": seen}
     if spread is not None and np.isfinite(spread).any():
         extra_meta["iteration_spread_median"] = round(float(np.nanmedian(spread)), 4)
     return Diagnosis(m, pm, bw0, bw, float(np.exp(log_eff)), sigma, thr, factor, label, limit, suspects,
@@ -434,6 +464,8 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
                      {**extra_meta, **(meta or {})}, bw_used, spread)
 
 
+#: factors of the null calibration (steps of 6 %; the strongest cables of each draw are refined)
+NULL_GRID = np.geomspace(0.08, 0.98, 43)
 #: a suspect brings at least this much evidence (nats), whatever the null calibration says
 MIN_PENALTY = 6.0
 #: degradations for which the diagnosis says whether its measurements would see them
@@ -467,23 +499,36 @@ class NullCalibration:
 
 
 def null_calibration(fit: "_Fit", cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray, *,
-                     draws: int = 40, false_alarm: float = 0.01, seed: int = 0) -> NullCalibration:
+                     draws: int = 30, false_alarm: float = 0.01, seed: int = 0, refine: int = 5
+                     ) -> NullCalibration:
     """The penalty that noise alone exceeds with chance ``false_alarm`` (see :class:`NullCalibration`).
 
     The effect of every grid factor of every cable on its pairs does not depend on what was measured,
     so it is computed once and each draw only re-evaluates the likelihood."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    eff = list(fit.effects(cables, factor, rate, bw, GRID))
+    grid = NULL_GRID         # then the strongest cables refined
+    step = float(grid[1] / grid[0])
+    eff = list(fit.effects(cables, factor, rate, bw, grid))
     noise = fit.noise
     maxima = np.zeros(draws)
     for k in range(draws):
         e = noise.sample(fit.pm.n_pairs, rng)
         base = noise.nll(e)
-        out = np.zeros((len(cables), len(GRID)))
+        out = np.zeros((len(cables), len(grid)))
         for c, p, D in eff:
             _add_rows(out, c, noise.nll(e[p, None] + D) - base[p, None])
-        maxima[k] = max(float(-out.min(initial=0.0)), 0.0)
+        best = float(-out.min(initial=0.0))
+        if len(cables):
+            # the diagnosis refines each candidate's factor (scan_best); so does the null, for its
+            # strongest few cables (the largest refined gain is among them)
+            top = np.argsort(out.min(axis=1))[:refine]
+            fine = np.minimum(grid[out[top].argmin(axis=1)][:, None] * np.geomspace(1 / step, step, 17)[None, :], 1.0)
+            out2 = np.zeros((len(top), fine.shape[1]))
+            for c, p, D in fit.effects(cables[top], factor, rate, bw, fine):
+                _add_rows(out2, c, noise.nll(e[p, None] + D) - base[p, None])
+            best = max(best, float(-out2.min(initial=0.0)))
+        maxima[k] = max(best, 0.0)
     sd = float(np.std(maxima))
     scale = max(sd * np.sqrt(6) / np.pi, 0.25)
     loc = float(np.mean(maxima)) - 0.5772156649 * scale
