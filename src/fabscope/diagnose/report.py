@@ -14,7 +14,7 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
     ex = x["explained"]
     out = [f"{m['fabric']}, routing {m['routing']}: {n} inter-node pairs in {m['scenarios']} concurrent sets "
            f"({', '.join(m['tests'])})",
-           f"measured/modeled: median {m['efficiency']:.3f} (the share of the model's rate the MPI gets), "
+           f"measured/modeled: {m['efficiency']:.3f} for the nominal pairs (the share of the model's rate the MPI gets), "
            f"noise sigma {100 * m['noise_sigma']:.1f}% (pairs more than {100 * m['threshold']:.0f}% below count as slow)",
            f"model fit, rms log error: {m['rms_log_error_before']:.3f} with nominal capacities, "
            f"{m['rms_log_error_after']:.3f} with the estimated ones",
@@ -75,7 +75,7 @@ def noise_lines(meta: dict) -> list[str]:
                    f"pairs jittered (around x{np.exp(nm['mu_j']):.2f} of the model); a suspect needs "
                    f"{meta['penalty']:.1f} nats of evidence, which noise alone exceeds with chance "
                    f"{meta.get('false_alarm', 0.01):g} per diagnosis (false alarm; {meta['null']['draws']} draws); "
-                   "confidence = 1 - the chance that noise alone brings a suspect this strong")
+                   "confidence = the chance a suspect is degraded rather than noise (docs/diagnose.md)")
     det = meta.get("detectable")
     if det:
         out.append("a degraded cable these pairs would show at this noise: "
