@@ -16,12 +16,15 @@ int fb_pair_run(fb_ctx *c, const int *partner, size_t bytes, long it, long w,
     int me = c->rank, p = partner[me], st;
     unsigned char *s = fb_alloc(bytes), *r = fb_alloc(bytes);
     if ((st = fb_fail(c, (s && r) ? FB_OK : FB_ERR_RUNTIME, "cannot allocate %zu bytes", bytes))) return st;
-    double t0 = 0, t = -1;
+    /* per iteration on the pair's first rank: its best, median and worst
+     * (a jittered iteration is an outlier of its own series) */
+    double t0 = 0, ti = 0, mine[4] = {-1, -1, -1, -1};
+    double *iter = malloc(sizeof(double) * (size_t)(it > 0 ? it : 1));
     MPI_Barrier(MPI_COMM_WORLD);
     if (p >= 0) {
         int first = me < p;
         for (long i = 0; i < it + w; i++) {
-            if (i == w) t0 = MPI_Wtime();
+            if (i == w) t0 = ti = MPI_Wtime();
             if (first) {
                 MPI_Send(s, (int)bytes, MPI_BYTE, p, TAG, MPI_COMM_WORLD);
                 MPI_Recv(r, (int)bytes, MPI_BYTE, p, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -29,11 +32,17 @@ int fb_pair_run(fb_ctx *c, const int *partner, size_t bytes, long it, long w,
                 MPI_Recv(r, (int)bytes, MPI_BYTE, p, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                 MPI_Send(s, (int)bytes, MPI_BYTE, p, TAG, MPI_COMM_WORLD);
             }
+            if (i >= w && iter) { double now = MPI_Wtime(); iter[i - w] = now - ti; ti = now; }
         }
-        if (first) t = MPI_Wtime() - t0;
+        if (first) {
+            mine[0] = MPI_Wtime() - t0;
+            fb_stats q = fb_stat(iter, (int)it);
+            mine[1] = q.min; mine[2] = q.median; mine[3] = q.max;
+        }
     }
-    double *all = c->rank == 0 ? malloc(sizeof(double) * (size_t)c->size) : NULL;
-    MPI_Gather(&t, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    free(iter);
+    double *all = c->rank == 0 ? malloc(sizeof(double) * 4 * (size_t)c->size) : NULL;
+    MPI_Gather(mine, 4, MPI_DOUBLE, all, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     long bad = 0;
     if (c->o.validate && p >= 0) bad = fb_validate_pair(c, me < p, p, s, r, bytes, scenario);
     free(s); free(r);
@@ -41,14 +50,16 @@ int fb_pair_run(fb_ctx *c, const int *partner, size_t bytes, long it, long w,
     if (c->rank == 0) {
         int npairs = 0;
         for (int q = 0; q < c->size; q++) {
-            if (all[q] < 0) continue;
+            double *a = all + 4 * q;
+            if (a[0] < 0) continue;
             npairs++;
             char x[64] = "";
             if (extra_name) snprintf(x, sizeof x, ",\"%s\":%d", extra_name, extra[q]);
             /* bandwidth = data a node sends and receives / time (the seed's definition) */
             fb_emit(c, "{\"type\":\"pair\",\"test\":\"%s\",\"src\":%d,\"dst\":%d,\"bytes\":%zu,\"iters\":%ld,"
-                    "\"time\":%.9g,\"bandwidth\":%.6g,\"scenario\":%d%s}", c->test, q, partner[q], bytes, it,
-                    all[q] / it, all[q] > 0 ? 2.0 * bytes * it / all[q] : 0.0, scenario, x);
+                    "\"time\":%.9g,\"bandwidth\":%.6g,\"scenario\":%d%s,"
+                    "\"iter_min\":%.9g,\"iter_median\":%.9g,\"iter_max\":%.9g}", c->test, q, partner[q], bytes, it,
+                    a[0] / it, a[0] > 0 ? 2.0 * bytes * it / a[0] : 0.0, scenario, x, a[1], a[2], a[3]);
         }
         fb_progress(c, "scenario %d: %d pairs of %zu B done", scenario, npairs, bytes);
         free(all);

@@ -23,7 +23,7 @@ import pytest
 from fabscope.testbed import names, system
 
 #: names the tests use; the leftover check covers each
-TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1")  # hs1: test_history_testbed.py
+TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1")  # hs1: test_history_testbed.py, nz1: test_noise.py
 
 
 def leftovers() -> list[str]:

@@ -36,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with their estimated capacities and fit a second time)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
     p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas")
-    p.add_argument("--penalty", type=float, help="evidence a suspect must bring, in noise variances (default: "
-                                                 "max(25, 2 ln pairs + 10))")
+    p.add_argument("--penalty", type=float, help="evidence a suspect must bring, in nats of log-likelihood "
+                                                 "(default: what noise alone exceeds with chance --false-alarm)")
     p.add_argument("--no-calibrate", action="store_true",
                    help="take the model's rates as they are (default: scale by the median measured/modeled)")
     p.add_argument("--top", type=int, default=10, help="suspects and pairs to list")
@@ -53,6 +53,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--launcher", help="the plan's script launches with this (mpiexec, mpich, openmpi, srun; "
                                           "default: the MPI's own) on the host files it writes")
     p.add_argument("--db", help="also add the result to this history (see 'fabscope history')")
+    p.add_argument("--confirm", metavar="RESULT",
+                   help="with --plan: the follow-up run of a diagnosis (diagnose -o RESULT): new pairs across each "
+                        "suspect and pairs beside it, and the joint diagnosis of both runs")
+    p.add_argument("--false-alarm", type=float, default=0.01,
+                   help="chance that noise alone names a suspect in one diagnosis; sets the default penalty "
+                        "from the noise model fitted to the pairs (default 0.01)")
+    p.add_argument("--figure", choices=("robust", "mean"), default="robust",
+                   help="per-pair figure: robust = the median iteration where the run timed each one, else the "
+                        "mean (default); mean = the mean over the iterations")
     p.set_defaults(func=run)
 
 
@@ -85,9 +94,16 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
 
     check_outputs(args.output, inputs=[*args.files, args.host_map])
+    if not 0 < args.false_alarm < 1:
+        raise FabscopeError(f"--false-alarm {args.false_alarm:g}: give a chance between 0 and 1, e.g. 0.01")
+    if args.confirm and not args.plan:
+        raise FabscopeError("--confirm RESULT goes with --plan (it writes the follow-up run); to diagnose both "
+                            "runs, give the result and the new runs as MEASURED files")
     if args.db:
         from fabscope.cli.history_db import check_db
         check_db(args.db)
+    if args.plan and args.confirm:
+        return _confirm(args)
     if args.plan:
         return _plan(args)
     if not args.files:
@@ -102,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     fabric = resolve_fabric(args.fabric)
     measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
     nominal, how = nominal_model(measured, args.routing, args.model, iterations=args.model_iterations)
-    kw = dict(sigmas=args.sigmas, penalty=args.penalty, calibrate=not args.no_calibrate)
+    kw = dict(sigmas=args.sigmas, penalty=args.penalty, calibrate=not args.no_calibrate,
+              false_alarm=args.false_alarm, figure=args.figure)
     d = diagnose(measured, args.routing, nominal=nominal, meta={"model": how["model"], "model_info": how}, **kw)
     if nominal is not None and d.suspects and not args.no_refine:
         from fabscope.diagnose.timemodel import refined_nominal
@@ -130,21 +147,11 @@ def _plan(args: argparse.Namespace) -> int:
     from fabscope.diagnose.plan import make_plan
     from fabscope.units import parse_size
 
-    from fabscope.errors import FabscopeError
-    from fabscope.resolver import named_testbed
-    from fabscope.measure.launchers import get_launcher
 
     script_path, summary_path = plan_outputs(args.output) if args.output else (None, None)
     check_outputs({"-o (script)": script_path, "-o (summary)": summary_path})
     budget = parse_duration(args.budget)
-    ref = named_testbed(args.fabric)
-    testbed = args.testbed or (ref[0] if ref and not args.launcher else None)
-    if args.launcher:
-        get_launcher(args.launcher)  # an unknown launcher is refused before the plan is made
-    if testbed and ref and ref[0] != testbed:
-        raise FabscopeError(f"--testbed {testbed} but --fabric {args.fabric} names testbed {ref[0]}")
-    # planned on the fabric as built, and diagnosed against it: a fault must not be in the model
-    nominal = ref[0] if ref else (testbed if testbed else args.fabric)
+    nominal, testbed = _where(args)
     fabric = resolve_fabric(nominal)
     plan = make_plan(fabric, args.routing, budget=budget, size=int(parse_size(args.size)),
                      iterations=args.iterations, seed=args.seed)
@@ -162,6 +169,62 @@ def _plan(args: argparse.Namespace) -> int:
                 fh.write(script)
             with atomic_open(summary_path) as fh:
                 json.dump(s, fh, indent=1)
+                fh.write("\n")
+        print("\n".join(info + [f"wrote {script_path} and {summary_path}: run it with: sh {shell_word(script_path)}"]))
+    else:
+        print("\n".join(info) + "\n" + script, end="")
+    return 0
+
+
+def _where(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The fabric a plan is made on and diagnosed against (as built), and the testbed its script measures on."""
+    from fabscope.errors import FabscopeError
+    from fabscope.measure.launchers import get_launcher
+    from fabscope.resolver import named_testbed
+
+    ref = named_testbed(args.fabric)
+    testbed = args.testbed or (ref[0] if ref and not args.launcher else None)
+    if args.launcher:
+        get_launcher(args.launcher)  # an unknown launcher is refused before the plan is made
+    if testbed and ref and ref[0] != testbed:
+        raise FabscopeError(f"--testbed {testbed} but --fabric {args.fabric} names testbed {ref[0]}")
+    # planned on the fabric as built, and diagnosed against it: a fault must not be in the model
+    return (ref[0] if ref else (testbed if testbed else args.fabric)), testbed
+
+
+def _confirm(args: argparse.Namespace) -> int:
+    import json
+
+    from fabscope.atomic import all_or_none, atomic_open, check_outputs
+    from fabscope.diagnose.confirm import confirm_plan
+    from fabscope.errors import SchemaError
+    from fabscope.result import Result
+    from fabscope.units import parse_size
+
+    script_path, summary_path = plan_outputs(args.output) if args.output else (None, None)
+    check_outputs({"-o (script)": script_path, "-o (summary)": summary_path}, inputs=[args.confirm])
+    try:
+        res = Result.read_json(args.confirm)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise SchemaError(f"--confirm {args.confirm}: not a fabscope result ({err})") from None
+    nominal, testbed = _where(args)
+    fabric = resolve_fabric(nominal)
+    plan = confirm_plan(res, fabric, args.routing, size=int(parse_size(args.size)), iterations=args.iterations,
+                        seed=args.seed)
+    if not plan.suspects:
+        print(f"# {args.confirm}: no suspect to confirm; nothing to run")
+        return 0
+    roles = [r for _, _, r, _ in plan.pairs]
+    info = [f"# confirmation of {len(plan.suspects)} suspects: {roles.count('cross')} new pairs across them, "
+            f"{roles.count('repeat')} repeated, {roles.count('control')} beside them; {len(plan.jobs)} jobs of one "
+            f"round, one after another"]
+    script = plan.script(args.confirm, nominal, testbed=testbed, launcher=args.launcher)
+    if script_path and summary_path:
+        with all_or_none():
+            with atomic_open(script_path) as fh:
+                fh.write(script)
+            with atomic_open(summary_path) as fh:
+                json.dump(plan.summary(), fh, indent=1)
                 fh.write("\n")
         print("\n".join(info + [f"wrote {script_path} and {summary_path}: run it with: sh {shell_word(script_path)}"]))
     else:

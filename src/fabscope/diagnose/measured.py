@@ -44,6 +44,19 @@ PAIR_TESTS = ("random-pairs", "leaf-offset", "leaf-pairs", "all-pairs", "hops")
 ONE_WAY_TESTS = ("all-pairs",)
 
 
+#: per-pair figures of the timed iterations (seconds), written by fabscope-bench's pair kernel
+ITER_COLUMNS = ("iter_min", "iter_median", "iter_max")
+
+
+def _number(x: Any) -> float:
+    """A per-iteration figure from a file: a positive finite number, else NaN (absent or junk)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+    return v if np.isfinite(v) and v > 0 else float("nan")
+
+
 class DiagnoseError(FabscopeError):
     """Measured input that cannot be compared with or diagnosed against a fabric."""
 
@@ -70,6 +83,40 @@ class Measured:
     #: program in time then takes fabscope-bench's defaults)
     iters: np.ndarray | None = None
     warmup: np.ndarray | None = None
+    #: seconds of the best, median and worst timed iteration of each pair (NaN where the file has only
+    #: the mean: fabscope-bench before per-iteration figures, all-pairs, results of other tools)
+    iter_min: np.ndarray | None = None
+    iter_median: np.ndarray | None = None
+    iter_max: np.ndarray | None = None
+
+    def _iter(self, col: np.ndarray | None) -> np.ndarray:
+        return np.full(self.n_pairs, np.nan) if col is None else np.asarray(col, dtype=float)
+
+    def robust(self) -> tuple[np.ndarray, np.ndarray, str]:
+        """Per pair: the bandwidth of its median iteration where the run timed each iteration (a
+        jittered iteration is an outlier of its own series and moves the median little), else its mean
+        bandwidth; the spread of its iterations ((worst - best) / median, NaN where unknown); and a
+        phrase saying which figure was used.
+
+        >>> from fabscope.fabric.generators import fat_tree
+        >>> one = lambda x: np.array([x])
+        >>> m = Measured(fat_tree(k=2, levels=2), one(0), one(1), one(0), one(2), one(1e6), one(1e8),
+        ...              one(0.02), one(0), one(True), one("random-pairs"), iter_min=one(0.0095),
+        ...              iter_median=one(0.01), iter_max=one(0.2))   # one iteration hit by jitter
+        >>> bw, spread, figure = m.robust()
+        >>> float(bw[0]), round(float(spread[0]), 2), figure
+        (200000000.0, 19.05, 'median iteration (1 of 1 pairs; mean elsewhere)')
+        """
+        med, lo, hi = self._iter(self.iter_median), self._iter(self.iter_min), self._iter(self.iter_max)
+        ok = np.isfinite(med) & (med > 0)
+        per_iter = np.where(self.pingpong, 2.0, 1.0) * self.bytes
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bw = np.where(ok, per_iter / np.where(ok, med, 1.0), self.bandwidth)
+            spread = np.where(ok, (hi - lo) / med, np.nan)
+        n = int(ok.sum())
+        figure = ("mean over the iterations (the input has no per-iteration figures)" if n == 0 else
+                  f"median iteration ({n} of {self.n_pairs} pairs; mean elsewhere)")
+        return bw, spread, figure
 
     @property
     def n_pairs(self) -> int:
@@ -92,7 +139,50 @@ class Measured:
                         self.bandwidth[idx], self.time[idx], scen.astype(np.int64), self.pingpong[idx],
                         self.test[idx], self.sources, tuple(self.scenario_key[i] for i in used),
                         None if self.iters is None else self.iters[idx],
-                        None if self.warmup is None else self.warmup[idx])
+                        None if self.warmup is None else self.warmup[idx],
+                        *(None if x is None else np.asarray(x)[idx]
+                          for x in (self.iter_min, self.iter_median, self.iter_max)))
+
+
+def concat(parts: Sequence[Measured]) -> Measured:
+    """Several measured runs of one fabric as one: their concurrent sets kept apart (runs never overlap).
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> one = lambda x: np.array([x])
+    >>> a = Measured(fat_tree(k=2, levels=2), one(0), one(1), one(0), one(2), one(1e6), one(1e8),
+    ...              one(0.02), one(0), one(True), one("random-pairs"), ("a",), ((0, "random-pairs", 0),))
+    >>> m = concat([a, a])
+    >>> m.scenario.tolist(), m.sources, m.scenario_key
+    ([0, 1], ('a', 'a'), ((0, 'random-pairs', 0), (1, 'random-pairs', 0)))
+    """
+    if len({id(p.fabric) for p in parts}) > 1 and len({p.fabric.name for p in parts}) > 1:
+        raise DiagnoseError("cannot combine measurements of different fabrics")
+    off_s, off_src, keys, cols = 0, 0, [], {k: [] for k in ("src", "dst", "hs", "hd", "bytes", "bandwidth",
+                                                             "time", "scenario", "pingpong", "test",
+                                                             "iters", "warmup", *ITER_COLUMNS)}
+    for p in parts:
+        for k in cols:
+            v = _run_counts(p, k) if k in ("iters", "warmup") else getattr(p, k)
+            cols[k].append(p._iter(v) if k in ITER_COLUMNS else v + off_s if k == "scenario" else v)
+        local: dict[Any, int] = {}     # a part's own source keys (indices, or names) -> global index
+        keys += [(off_src + local.setdefault(i, len(local)), t, s) for i, t, s in p.scenario_key] or \
+            [(off_src, "random-pairs", int(s)) for s in range(int(p.scenario.max()) + 1)]
+        off_s += max(p.n_scenarios, int(p.scenario.max()) + 1)
+        off_src += max(len(p.sources), len(local), 1)
+    cat = {k: np.concatenate(v) for k, v in cols.items()}
+    return Measured(parts[0].fabric, cat["src"], cat["dst"], cat["hs"], cat["hd"], cat["bytes"], cat["bandwidth"],
+                    cat["time"], cat["scenario"], cat["pingpong"].astype(bool), cat["test"].astype(str),
+                    tuple(x for p in parts for x in (p.sources or ("input",))), tuple(keys),
+                    cat["iters"].astype(np.int64), cat["warmup"].astype(np.int64),
+                    *(cat[k] for k in ITER_COLUMNS))
+
+
+def _run_counts(m: Measured, what: str) -> np.ndarray:
+    """``m.iters`` or ``m.warmup``; where not known, fabscope-bench's defaults for each pair's test."""
+    v = getattr(m, what)
+    if v is not None:
+        return np.asarray(v, dtype=np.int64)
+    return np.array([run_iterations(str(t), None)[0 if what == "iters" else 1] for t in m.test], dtype=np.int64)
 
 
 def host_resolver(fabric: Fabric, hostmap: Any = None):
@@ -163,14 +253,17 @@ def _from_bench(path: str) -> list[tuple[str, dict[str, np.ndarray], str | None]
         it, w = run_iterations(test, run.header.get("argv"))
         cols["iters"] = np.array([int(r.get("iters") or it) for r in recs], dtype=np.int64)
         cols["warmup"] = np.full(len(recs), w, dtype=np.int64)
+        for col in ITER_COLUMNS:   # per-iteration figures, where this fabscope-bench wrote them
+            cols[col] = np.array([_number(r.get(col)) for r in recs])
         out.append((test, cols, run.header.get("fabric") or run.header.get("testbed")))
     return out
 
 
 def _from_result(res: Result, origin: str) -> list[tuple[str, dict[str, np.ndarray], str | None]]:
     kind = res.meta.get("kind")
-    if kind not in ("measure", "measured"):
-        raise DiagnoseError(f"{origin}: a result of kind {kind!r}; compare and diagnose read measured runs")
+    if kind not in ("measure", "measured", "diagnose"):
+        raise DiagnoseError(f"{origin}: a result of kind {kind!r}; compare and diagnose read measured runs "
+                            "(or a diagnosis, whose pairs are read again)")
     p = res.pairs
     for col in ("src_host", "dst_host", "bandwidth"):
         if col not in p:
@@ -187,6 +280,13 @@ def _from_result(res: Result, origin: str) -> list[tuple[str, dict[str, np.ndarr
     it, w = run_iterations(test, res.meta.get("argv"))
     cols["iters"] = np.asarray(p.get("iters", np.full(n, it)), dtype=np.int64)
     cols["warmup"] = np.full(n, w, dtype=np.int64)
+    for col in ITER_COLUMNS:
+        cols[col] = np.array([_number(x) for x in p[col]]) if col in p else np.full(n, np.nan)
+    if kind == "diagnose" and "test" in p:
+        # a diagnosis keeps each pair's test (its concurrent sets are numbered across tests already)
+        tests = np.asarray(p["test"]).astype(str)
+        return [(str(t), {k: v[tests == t] for k, v in cols.items()}, res.meta.get("fabric"))
+                for t in sorted(set(tests.tolist()))]
     return [(test, cols, res.meta.get("fabric"))]
 
 
@@ -232,7 +332,7 @@ def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any 
         raise DiagnoseError(f"{', '.join(names)}: no pair measurements (tests {', '.join(PAIR_TESTS)})")
     cols_all: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "dst", "hs", "hd", "bytes", "bandwidth",
                                                              "time", "scenario", "pingpong", "test", "iters",
-                                                             "warmup")}
+                                                             "warmup", *ITER_COLUMNS)}
     keys: dict[tuple[int, str, int], int] = {}
     cache: dict[str, int] = {}
     for i, test, c in blocks:
@@ -259,6 +359,8 @@ def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any 
         cols_all["test"].append(np.full(n, test, dtype=object))
         cols_all["iters"].append(c["iters"])
         cols_all["warmup"].append(c["warmup"])
+        for col in ITER_COLUMNS:
+            cols_all[col].append(np.asarray(c.get(col, np.full(n, np.nan)), dtype=float))
     cat = {k: np.concatenate(v) for k, v in cols_all.items()}
     bad = np.flatnonzero(~(cat["bandwidth"] > 0))
     if len(bad):
@@ -268,4 +370,4 @@ def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any 
     return Measured(fabric, cat["src"], cat["dst"], cat["hs"], cat["hd"], cat["bytes"], cat["bandwidth"],
                     cat["time"], cat["scenario"], cat["pingpong"].astype(bool), cat["test"].astype(str),
                     tuple(names), tuple(sorted(keys, key=keys.get)), cat["iters"].astype(np.int64),
-                    cat["warmup"].astype(np.int64))
+                    cat["warmup"].astype(np.int64), *(cat[col] for col in ITER_COLUMNS))

@@ -18,12 +18,13 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
            f"{plural(m['scenarios'], 'concurrent set')} "
            f"({', '.join(m['tests'])})",
            f"model: {model_line(m)}",
-           f"measured/modeled: median {m['efficiency']:.3f} (the share of the model's rate the MPI gets), "
+           f"measured/modeled: {m['efficiency']:.3f} for the nominal pairs (the share of the model's rate the MPI gets), "
            f"noise sigma {100 * m['noise_sigma']:.1f}% (pairs more than {100 * m['threshold']:.0f}% below count as slow)",
            f"model fit, rms log error: {m['rms_log_error_before']:.3f} with nominal capacities, "
            f"{m['rms_log_error_after']:.3f} with the estimated ones",
            "pairs: " + ", ".join(f"{v} {k}" for k, v in ex.items())
            + "  (contention: near the model, held below its path's rate by sharing)"]
+    out += noise_lines(m)
     sus = x["suspects"]
     if not sus:
         out.append("no suspect: the model explains every pair within the noise")
@@ -35,6 +36,9 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
                        f"(x{s['factor']:.2f}), confidence {s['confidence']:.2f}, {s['n_pairs']} of "
                        f"{s['crossing_pairs']} crossing pairs slow, e.g. "
                        + ", ".join(f"{a} -> {b}" for a, b in s["pairs"][:3]))
+            if s.get("by_source"):
+                out.append("       slow crossing pairs per run: " + "; ".join(f"{name}: {k} of {n}"
+                                                                        for name, k, n in s["by_source"]))
             for t in s.get("separate_by", []):
                 sep = (f"measure {t['pair'][0]} <-> {t['pair'][1]} (crosses {t['crosses']})" if t["pair"]
                        else "no single pair found that separates them")
@@ -58,4 +62,27 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
         out.append(f"{x['uncovered_cables']} cables no measured pair crosses (see 'fabscope diagnose --plan')")
     if x.get("unidentifiable"):
         out.append(f"{len(x['unidentifiable'])} groups of cables crossed by exactly the same pairs")
+    return out
+
+
+def noise_lines(meta: dict) -> list[str]:
+    """What the diagnosis read from each pair, the noise it fitted, the penalty, what it can see."""
+    out = []
+    if meta.get("figure"):
+        spread = meta.get("iteration_spread_median")
+        out.append(f"per-pair figure: {meta['figure']}"
+                   + (f"; iterations spread (worst - best) / median: {100 * spread:.1f}% (median pair)"
+                      if spread is not None else ""))
+    nm = meta.get("noise_model")
+    if nm:
+        out.append(f"noise fitted to the pairs: nominal sigma {100 * nm['sigma']:.1f}%, {100 * nm['w']:.1f}% of the "
+                   f"pairs jittered (around x{np.exp(nm['mu_j']):.2f} of the model); a suspect needs "
+                   f"{meta['penalty']:.1f} nats of evidence, which noise alone exceeds with chance "
+                   f"{meta.get('false_alarm', 0.01):g} per diagnosis (false alarm; {meta['null']['draws']} draws); "
+                   "confidence = the chance a suspect is degraded rather than noise (docs/diagnose.md)")
+    det = meta.get("detectable")
+    if det:
+        out.append("a degraded cable these pairs would show at this noise: "
+                   + ", ".join(f"x{f:g} on {100 * sh:.0f}%" for f, sh in zip(det["factors"], det["share_seen"]))
+                   + " of the covered cables")
     return out

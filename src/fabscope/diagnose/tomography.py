@@ -54,7 +54,7 @@ as the host.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,7 @@ from fabscope.fabric.model import Fabric
 from fabscope.result import Result
 from fabscope.diagnose.measured import DiagnoseError, Measured
 from fabscope.diagnose.pairmodel import PairModel
+from fabscope.diagnose.noise import NoiseModel, fit_noise
 from fabscope.diagnose.scan import water_levels
 
 LABELS = ("nominal", "contention", "suspect", "unexplained", "faster")
@@ -81,11 +82,6 @@ def cable_host(f: Fabric, c: int) -> str | None:
     s, d = int(f.link_src[2 * c]), int(f.link_dst[2 * c])
     h = s if s < f.n_hosts else d if d < f.n_hosts else -1
     return f.node_names[h] if h >= 0 else None
-
-
-def huber(e: np.ndarray, k: float) -> np.ndarray:
-    a = np.abs(e)
-    return np.where(a <= k, e * e, 2 * k * a - k * k)
 
 
 @dataclass(eq=False)
@@ -107,6 +103,8 @@ class Diagnosis:
     rms_after: float
     seconds: float
     meta: dict[str, Any] = field(default_factory=dict)
+    used: np.ndarray | None = None     # the per-pair figure diagnosed (bytes/s): robust or mean
+    spread: np.ndarray | None = None   # (worst - best) / median iteration, NaN where unknown
 
     @property
     def counts(self) -> dict[str, int]:
@@ -115,12 +113,18 @@ class Diagnosis:
     def to_result(self) -> Result:
         m, f = self.measured, self.measured.fabric
         names = np.array(f.host_names, dtype=object)
-        ratio = m.bandwidth / self.modeled
+        used = m.bandwidth if self.used is None else self.used
+        ratio = used / self.modeled
         pairs = {"src": m.src, "dst": m.dst, "src_host": names[m.hs].astype(str),
                  "dst_host": names[m.hd].astype(str), "cls": f.classify(m.hs, m.hd), "bytes": m.bytes,
                  "bandwidth": m.bandwidth, "time": m.time, "scenario": m.scenario, "test": m.test,
-                 "measured": m.bandwidth, "modeled": self.modeled, "ratio": ratio, "fitted": self.fitted,
+                 "measured": used, "mean_bandwidth": m.bandwidth, "modeled": self.modeled, "ratio": ratio, "fitted": self.fitted,
                  "label": np.array(LABELS, dtype=object)[self.label].astype(str), "limit": self.limit}
+        if self.spread is not None:
+            pairs["spread"] = self.spread
+        for col in ("iter_min", "iter_median", "iter_max"):
+            if getattr(m, col) is not None:
+                pairs[col] = getattr(m, col)
         cov = self.model.pair_links.sum(axis=0).A1
         cov_c = cov[0::2] + cov[1::2]
         covered = np.flatnonzero(cov_c > 0)
@@ -131,8 +135,8 @@ class Diagnosis:
                 "tests": sorted(set(m.test.tolist())), "scenarios": m.n_scenarios,
                 "efficiency": self.efficiency, "noise_sigma": self.sigma, "threshold": self.threshold,
                 "rms_log_error_before": self.rms_before, "rms_log_error_after": self.rms_after,
-                "solve_seconds": round(self.seconds, 3), **self.meta}
-        extra = {"suspects": self.suspects, "explained": self.counts,
+                "solve_seconds": round(self.seconds, 3), **{k: v for k, v in self.meta.items() if k != "candidates"}}
+        extra = {"suspects": self.suspects, "candidates": self.meta.get("candidates", []), "explained": self.counts,
                  "unidentifiable": [[cable_name(f, c) for c in g] for g in self.ties if len(g) > 1][:200],
                  "uncovered_cables": int(len(self.uncovered)),
                  "uncovered": [cable_name(f, int(c)) for c in self.uncovered[:50]]}
@@ -142,10 +146,10 @@ class Diagnosis:
 class _Fit:
     """The model of the measured pairs under capacity factors, with what the scans need."""
 
-    def __init__(self, pm: PairModel, log_meas: np.ndarray, log_eff: float, k: float) -> None:
+    def __init__(self, pm: PairModel, log_meas: np.ndarray, log_eff: float, noise: NoiseModel) -> None:
         f = pm.fabric
         self.pm, self.f = pm, f
-        self.log_meas, self.log_eff, self.k = log_meas, log_eff, k
+        self.log_meas, self.log_eff, self.noise = log_meas, log_eff, noise
         self.n_cables = f.n_links // 2
         A = pm.A.tocsr()
         self.A = A
@@ -176,14 +180,12 @@ class _Fit:
         idx = np.repeat(starts - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(lens.sum())
         return self.rows_sorted[idx], np.repeat(np.arange(len(cables)), lens)
 
-    def scan(self, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
-             grid: np.ndarray, chunk: int = 400_000) -> np.ndarray:
-        """Change of the misfit (sum of Huber losses) if cable ``cables[i]`` were scaled by ``grid[j]``
-        (relative to its current capacity): array len(cables) x len(grid)."""
+    def effects(self, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+                grid: np.ndarray, chunk: int = 400_000):
+        """What scaling cable ``cables[i]`` by ``grid[j]`` (of its current capacity) does to the pairs, in
+        chunks: (index into ``cables`` of each entry, the pair, log(new time / current time) per grid
+        factor).  Entries come sorted by cable; pairs the cable does not slow have no entry."""
         pm, A = self.pm, self.A
-        out = np.zeros((len(cables), len(grid)))
-        e_cur = self.resid(bw)
-        loss_cur = huber(e_cur, self.k)
         t_cur = self.pair_bytes / bw
         link_cap = self.capacity(factor)
         # chunks of cables, so that entries x grid stays in memory
@@ -214,7 +216,8 @@ class _Fit:
             r = rate[flows]
             fin = np.isfinite(r)
             cap_row = link_cap[pm.res_kind[rows]]
-            lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, grid[None, :])
+            scale = grid[None, :] if grid.ndim == 1 else grid[a + which]      # one grid per cable
+            lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, scale)
             new = np.minimum(r[:, None], lvl[local_row])
             b_f = pm.bytes[pm.flow_pair[flows]]
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -222,26 +225,79 @@ class _Fit:
             pair = pm.flow_pair[flows]
             key = which[local_row] * pm.n_pairs + pair
             ukey, inv = np.unique(key, return_inverse=True)
-            dts = np.zeros((len(ukey), len(grid)))
+            dts = np.zeros((len(ukey), grid.shape[-1]))
             np.add.at(dts, inv, dt)
             p = ukey % pm.n_pairs
             c = ukey // pm.n_pairs
+            keep = dts[:, 0] > 0                       # the strongest cut slows the pair at all
+            p, c, dts = p[keep], c[keep], dts[keep]
             with np.errstate(divide="ignore"):
-                e_new = self.log_meas[p, None] - self.log_eff - np.log(self.pair_bytes[p, None]
-                                                                     / (t_cur[p, None] + dts))
-            d = huber(e_new, self.k) - loss_cur[p, None]
-            np.add.at(out, a + c, d)
+                yield a + c, p, np.log1p(dts / t_cur[p, None])
+
+    def scan(self, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+             grid: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+        """Change of the misfit (negative log-likelihood of all pairs under the noise model, nats) if
+        cable ``cables[i]`` were scaled by ``grid[j]`` (of its current capacity): len(cables) x len(grid)."""
+        out = np.zeros((len(cables), grid.shape[-1]))
+        e_cur = self.resid(bw)
+        loss_cur = self.noise.nll(e_cur)
+        for c, p, D in self.effects(cables, factor, rate, bw, grid, chunk):
+            d = self.noise.nll(e_cur[p, None] + D) - loss_cur[p, None]
+            _add_rows(out, c, d)
         return out
+
+    def scan_best(self, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+                  grid: np.ndarray = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per cable: the largest drop of the misfit (nats) and the factor that gives it: the grid, then
+        9 factors around each cable's best (the nominal spread can be far finer than the grid's steps,
+        and a factor a step off leaves every crossing pair several sigmas out)."""
+        grid = GRID if grid is None else grid
+        step = float(grid[1] / grid[0])
+        # beside the grid, the factor each cable's slow crossing pairs point to (their mean residual:
+        # exact for pairs the cable alone limits), and two neighbours
+        e = self.resid(bw)
+        slow = (e < -2 * self.noise.sigma).astype(float)
+        pc = self.pair_cable[:, cables]
+        n_slow = pc.T @ slow
+        with np.errstate(invalid="ignore", divide="ignore"):
+            target = np.clip(np.exp((pc.T @ (e * slow)) / n_slow), GRID[0] * 1.1, 0.99)
+        target = np.where(n_slow > 0, target, 0.5)
+        grid2 = np.c_[np.broadcast_to(grid, (len(cables), len(grid))),
+                      target[:, None] * np.array([0.97, 1.0, 1.03])[None, :]]
+        d = self.scan(cables, factor, rate, bw, grid2)
+        j = np.argmin(d, axis=1)
+        rows = np.arange(len(cables))
+        fine = grid2[rows, j][:, None] * np.geomspace(1 / step, step, 9)[None, :]
+        fine = np.minimum(fine, 1.0)
+        d2 = self.scan(cables, factor, rate, bw, fine)
+        k = np.argmin(d2, axis=1)
+        better = d2[rows, k] < d[rows, j]
+        gain = -np.where(better, d2[rows, k], d[rows, j])
+        best = np.where(better, fine[rows, k], grid2[rows, j])
+        return gain, best
+
+
+def _add_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
+    """out[idx[k]] += vals[k], for ``idx`` sorted."""
+    if not len(idx):
+        return
+    starts = np.r_[0, np.flatnonzero(np.diff(idx)) + 1]
+    out[idx[starts]] += np.add.reduceat(vals, starts, axis=0)
 
 
 def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, penalty: float | None = None,
              max_suspects: int = 40, calibrate: bool = True, screen: int = 256, min_sigma: float = 0.01,
+             false_alarm: float = 0.01, null_draws: int = 30, figure: str = "robust",
              meta: dict[str, Any] | None = None, nominal: np.ndarray | None = None) -> Diagnosis:
     """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring).
 
     ``nominal``: each measured pair's prediction by another model of the healthy fabric (the
     program in time, :mod:`.timemodel`).  The fit then runs on the snapshot with each pair's
     ratio nominal / snapshot held fixed (:mod:`.pairmodel` stays the inner loop).
+    ``figure``: ``robust`` (each pair's median iteration where the input has per-iteration figures,
+    else its mean) or ``mean``.  ``penalty`` (nats) defaults to the level that noise alone, drawn
+    from the noise model fitted to these pairs, exceeds with chance ``false_alarm`` per diagnosis
+    (``null_draws`` draws, :func:`null_calibration`).
     """
     t0 = time.perf_counter()
     inter = measured.inter
@@ -253,22 +309,30 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     pm = PairModel(f, m.hs, m.hd, m.scenario, m.pingpong, m.bytes, routing)
     rate0 = pm.flow_rates()
     bw0 = pm.pair_bandwidth(rate0)
+    bw_used, spread, fig_name = m.robust() if figure == "robust" else (m.bandwidth, None, "mean over the iterations")
     # in-time correction of the snapshot, per pair (0 without another nominal model)
     adjust = np.zeros(pm.n_pairs) if nominal is None else np.log(np.asarray(nominal, float)[inter] / bw0)
-    log_meas = np.log(m.bandwidth) - adjust
+    log_meas = np.log(bw_used) - adjust
     y = log_meas - np.log(bw0)
     log_eff = float(np.median(y)) if calibrate else 0.0
+    noise = fit_noise(y - log_eff, min_sigma, centre=None if calibrate else 0.0)
+    if calibrate:       # the nominal pairs' centre, not the median of all, is the efficiency
+        log_eff += noise.mu
+        noise = replace(noise, mu=0.0, mu_j=noise.mu_j - noise.mu)
     e0 = y - log_eff
-    sigma = max(1.4826 * float(np.median(np.abs(e0 - np.median(e0)))), min_sigma)
+    sigma = noise.sigma
     thr = sigmas * sigma
-    lam = penalty if penalty is not None else max(25.0, 2.0 * np.log(max(pm.n_pairs, 2)) + 10.0)
-    fit = _Fit(pm, log_meas, log_eff, 2.0 * sigma)
-    s2 = sigma * sigma
+    fit = _Fit(pm, log_meas, log_eff, noise)
     n_c = fit.n_cables
     factor = np.ones(n_c)
     rate, bw = rate0, bw0
     pair_cable = _pair_cables(pm, n_c)
+    fit.pair_cable = pair_cable.tocsc()
     crossing_count = np.asarray(pair_cable.sum(axis=0)).ravel()
+    covered_c = np.flatnonzero(crossing_count > 0)
+    null = null_calibration(fit, covered_c, factor, rate0, bw0, draws=null_draws, false_alarm=false_alarm,
+                            seed=pm.n_pairs)
+    lam = penalty if penalty is not None else null.penalty
     chosen: list[int] = []
     gains: dict[int, float] = {}
     # lazy greedy: a full scan ranks every candidate; then only the best stale candidate is rescanned
@@ -291,22 +355,21 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             n_slow = pair_cable.T @ is_slow
             score = n_slow[cand] ** 2 / np.maximum(crossing_count[cand], 1)
             cand = cand[np.argsort(-score, kind="stable")[:screen]]
-        d = fit.scan(cand, factor, rate, bw, GRID)
+        stale, _ = fit.scan_best(cand, factor, rate, bw)
         full_scans += 1
-        stale = -d.min(axis=1) / s2
         taken = 0
         while len(chosen) < max_suspects:
             i = int(np.argmax(stale))
             if stale[i] < lam:
                 break
             c = int(cand[i])
-            fresh = fit.scan(np.array([c]), factor, rate, bw, GRID)[0]
-            g = -fresh.min() / s2
+            g_arr, best = fit.scan_best(np.array([c]), factor, rate, bw)
+            g = float(g_arr[0])
             rest = np.delete(stale, i)
             if g < lam or g < rest.max(initial=-np.inf):
                 stale[i] = g if g >= lam else -np.inf      # re-queued with its fresh gain
                 continue
-            factor[c] *= GRID[int(np.argmin(fresh))]
+            factor[c] *= float(best[0])
             if c not in chosen:
                 chosen.append(c)
             stale[i] = -np.inf
@@ -321,25 +384,32 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             trial = factor.copy()
             trial[c] = 1.0
             r1, b1 = fit.solve(trial)
-            grid = np.r_[GRID, 1.0]
-            d = fit.scan(np.array([c]), trial, r1, b1, grid)[0]
-            j = int(np.argmin(d))
-            g = -d[j] / s2
-            if g < lam or grid[j] >= 1.0:
+            g_arr, best = fit.scan_best(np.array([c]), trial, r1, b1, np.r_[GRID, 1.0])
+            g = float(g_arr[0])
+            if g < lam or best[0] >= 1.0:
                 chosen.remove(c)
                 factor[c] = 1.0
                 changed = True
                 continue
-            fine = grid[j] * np.geomspace(0.9, 1.1, 9)
-            fine = fine[fine <= 1.0]
-            dd = fit.scan(np.array([c]), trial, r1, b1, fine)[0]
-            factor[c] = float(fine[int(np.argmin(dd))])
-            gains[c] = max(g, -float(dd.min()) / s2)
+            factor[c] = float(best[0])
+            gains[c] = g
         if not changed:
             break
     if chosen or full_scans:
         rate, bw = fit.solve(factor)
     e_after = fit.resid(bw)
+    # the strongest cables left out (below the penalty), with their confidence: for the calibration
+    # check and for a reader who wants the next in line
+    left = np.unique(pair_cable[np.flatnonzero(e_after < -thr)].indices)
+    left = left[~np.isin(left, chosen)][:screen]
+    candidates = []
+    if len(left):
+        g_left, _ = fit.scan_best(left, factor, rate, bw)
+        for i in np.argsort(-g_left)[:5]:
+            c = int(left[i])
+            candidates.append({"cable": cable_name(f, c), "link": 2 * c, "evidence": round(float(g_left[i]), 1),
+                               "confidence": round(null.confidence(float(g_left[i])), 4),
+                               "tied": [cable_name(f, x) for x in _tie_group(pair_cable, c) if x != c]})
     # labels
     limit_res = pm.bottlenecks(rate0)
     label = np.zeros(pm.n_pairs, dtype=np.int16)
@@ -353,29 +423,152 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     ties, uncovered = _ties(pair_cable, n_c)
     tie_of = {c: g for g in ties for c in g}
     suspects = []
+    src_keys: dict[Any, int] = {}
+    src_of = (np.array([src_keys.setdefault(k[0], len(src_keys)) for k in m.scenario_key],
+                       dtype=np.int64)[m.scenario] if m.scenario_key else np.zeros(m.n_pairs, np.int64))
     for c in sorted(chosen, key=lambda c: -gains.get(c, 0.0)):
         crossing = np.flatnonzero(pair_cable[:, [c]].toarray().ravel() > 0)
         impl = crossing[e0[crossing] < -thr]
         impl = impl[np.argsort(e0[impl])]
         group = tie_of.get(c, [c])
         g = gains.get(c, lam)
-        conf = (1.0 - np.exp(-(g - lam) / lam)) / len(group) if g > lam else 0.0
+        conf = null.confidence(g) if g > lam else 0.0
         host = cable_host(f, c)
         names = np.array(f.host_names)
         s = {"link": 2 * c, "links": [2 * c, 2 * c + 1], "cable": cable_name(f, c), "host": host,
              "name": host if host else cable_name(f, c), "capacity": float(f.link_capacity[2 * c] * factor[c]),
              "nominal": float(f.link_capacity[2 * c]), "factor": float(factor[c]),
-             "confidence": round(float(conf), 3), "evidence": round(float(g), 1),
+             "confidence": round(float(conf), 4), "confidence_each": round(float(conf) / len(group), 4),
+             "evidence": round(float(g), 1), "jitter_pairs": int(np.sum(noise.p_jitter(e0[crossing]) > 0.5)),
              "pairs": [[str(names[pm.hs[p]]), str(names[pm.hd[p]])] for p in impl[:20]],
              "n_pairs": int(len(impl)), "crossing_pairs": int(len(crossing)),
              "tied": [cable_name(f, x) for x in group if x != c]}
+        if len(set(src_of.tolist())) > 1:
+            # how each run bears the suspect out: a fault slows crossing pairs in every run, jitter in one
+            src_name = {v: (m.sources[k] if isinstance(k, int) and k < len(m.sources) else k)
+                        for k, v in src_keys.items()}
+            s["by_source"] = [[str(src_name[k]),
+                               int(np.sum(e0[impl_k] < -thr)), int(len(impl_k))]
+                              for k in sorted(set(src_of[crossing].tolist()))
+                              for impl_k in [crossing[src_of[crossing] == k]]]
         if s["tied"]:
             s["separate_by"] = _separating_pairs(pm, c, [x for x in group if x != c], crossing)
         suspects.append(s)
     rms = lambda e: float(np.sqrt(np.mean(e * e)))  # noqa: E731
-    return Diagnosis(m, pm, bw0 * np.exp(adjust), bw * np.exp(adjust), float(np.exp(log_eff)), sigma, thr,
-                     factor, label, limit, suspects, ties, uncovered, rms(e0), rms(e_after), time.perf_counter() - t0,
-                     {"penalty": lam, **(meta or {})})
+    if chosen:
+        # what the fit explains is no longer noise: the noise left, for what else these pairs could see
+        fit.noise = fit_noise(e_after, min_sigma, centre=0.0)
+    seen = detectable(fit, covered_c, rate0, bw0, lam)
+    extra_meta = {"candidates": candidates, "penalty": round(float(lam), 2), "figure": fig_name, "false_alarm": false_alarm,
+                  "noise_model": noise.as_dict(), "noise_left": fit.noise.as_dict(), "null": null.as_dict(),
+                  "detectable": seen}
+    if spread is not None and np.isfinite(spread).any():
+        extra_meta["iteration_spread_median"] = round(float(np.nanmedian(spread)), 4)
+    return Diagnosis(m, pm, bw0 * np.exp(adjust), bw * np.exp(adjust), float(np.exp(log_eff)), sigma, thr, factor, label, limit, suspects,
+                     ties, uncovered, rms(e0), rms(e_after), time.perf_counter() - t0,
+                     {**extra_meta, **(meta or {})}, bw_used, spread)
+
+
+#: factors of the null calibration (steps of 6 %; the strongest cables of each draw are refined)
+NULL_GRID = np.geomspace(0.08, 0.98, 43)
+#: the span (nats) over which a degraded cable's evidence is taken as equally likely (the confidence's prior)
+EVIDENCE_SPAN = 100.0
+#: a suspect brings at least this much evidence (nats), whatever the null calibration says
+MIN_PENALTY = 6.0
+#: degradations for which the diagnosis says whether its measurements would see them
+DETECT_GRID = np.array([0.25, 0.5, 0.7, 0.8, 0.9, 0.95])
+
+
+@dataclass(eq=False)
+class NullCalibration:
+    """How much evidence noise alone produces: the largest gain any one cable shows when the
+    residuals are drawn from the fitted noise model with no fault, over ``draws`` draws, with a
+    Gumbel law (the law of maxima) fitted to those maxima by its moments."""
+
+    maxima: np.ndarray
+    loc: float
+    scale: float
+    penalty: float
+    seconds: float
+
+    def p_value(self, g: float) -> float:
+        """Chance that noise alone gives some cable at least ``g`` nats."""
+        return float(-np.expm1(-np.exp(-(g - self.loc) / self.scale)))
+
+    def confidence(self, g: float) -> float:
+        """Chance that a cable with evidence ``g`` is degraded rather than noise, by Bayes: noise puts
+        cables at ``g`` at the density of the Gumbel law's tail, lambda(g) / scale with lambda(g) =
+        exp(-(g - loc) / scale) the expected number of noise-only cables at least that strong; a degraded
+        cable's evidence is taken as equally likely anywhere up to :data:`EVIDENCE_SPAN` nats, and one
+        degraded cable per fabric as the prior.  So 1 / (1 + EVIDENCE_SPAN lambda(g) / scale).
+
+        >>> n = NullCalibration(np.zeros(3), loc=2.0, scale=1.0, penalty=6.6, seconds=0.0)
+        >>> [round(n.confidence(g), 3) for g in (2.0, 6.6, 10.0, 20.0)]
+        [0.01, 0.499, 0.968, 1.0]
+        """
+        lam = np.exp(-(g - self.loc) / self.scale)
+        return float(1.0 / (1.0 + EVIDENCE_SPAN * lam / self.scale))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"draws": int(len(self.maxima)), "max_gain_median": round(float(np.median(self.maxima)), 2),
+                "max_gain_max": round(float(self.maxima.max()), 2), "gumbel_loc": round(self.loc, 3),
+                "gumbel_scale": round(self.scale, 3), "seconds": round(self.seconds, 3)}
+
+
+def null_calibration(fit: "_Fit", cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray, *,
+                     draws: int = 30, false_alarm: float = 0.01, seed: int = 0, refine: int = 5
+                     ) -> NullCalibration:
+    """The penalty that noise alone exceeds with chance ``false_alarm`` (see :class:`NullCalibration`).
+
+    The effect of every grid factor of every cable on its pairs does not depend on what was measured,
+    so it is computed once and each draw only re-evaluates the likelihood."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    grid = NULL_GRID         # then the strongest cables refined
+    step = float(grid[1] / grid[0])
+    eff = list(fit.effects(cables, factor, rate, bw, grid))
+    noise = fit.noise
+    maxima = np.zeros(draws)
+    for k in range(draws):
+        e = noise.sample(fit.pm.n_pairs, rng)
+        base = noise.nll(e)
+        out = np.zeros((len(cables), len(grid)))
+        for c, p, D in eff:
+            _add_rows(out, c, noise.nll(e[p, None] + D) - base[p, None])
+        best = float(-out.min(initial=0.0))
+        if len(cables):
+            # the diagnosis refines each candidate's factor (scan_best); so does the null, for its
+            # strongest few cables (the largest refined gain is among them)
+            top = np.argsort(out.min(axis=1))[:refine]
+            fine = np.minimum(grid[out[top].argmin(axis=1)][:, None] * np.geomspace(1 / step, step, 17)[None, :], 1.0)
+            out2 = np.zeros((len(top), fine.shape[1]))
+            for c, p, D in fit.effects(cables[top], factor, rate, bw, fine):
+                _add_rows(out2, c, noise.nll(e[p, None] + D) - base[p, None])
+            best = max(best, float(-out2.min(initial=0.0)))
+        maxima[k] = max(best, 0.0)
+    sd = float(np.std(maxima))
+    scale = max(sd * np.sqrt(6) / np.pi, 0.25)
+    loc = float(np.mean(maxima)) - 0.5772156649 * scale
+    pen = max(loc - scale * np.log(-np.log1p(-false_alarm)), MIN_PENALTY)
+    return NullCalibration(maxima, loc, scale, pen, time.perf_counter() - t0)
+
+
+def detectable(fit: "_Fit", cables: np.ndarray, rate: np.ndarray, bw: np.ndarray, penalty: float
+               ) -> dict[str, Any]:
+    """Which degradations these measurements see at the noise measured: a cable at factor x is seen
+    when the evidence it would bring, less two of its standard deviations (sqrt(2 E), the Gaussian
+    approximation), still clears the penalty.  Share of the covered cables per factor of
+    :data:`DETECT_GRID`, and the mildest factor seen on at least 90 % of them."""
+    noise = fit.noise
+    E = np.zeros((len(cables), len(DETECT_GRID)))
+    base = float(noise.nll(np.zeros(1))[0])
+    for c, p, D in fit.effects(cables, np.ones(fit.n_cables), rate, bw, DETECT_GRID):
+        _add_rows(E, c, noise.nll(-D) - base)
+    seen = E - 2 * np.sqrt(2 * np.maximum(E, 0)) >= penalty
+    share = seen.mean(axis=0) if len(cables) else np.zeros(len(DETECT_GRID))
+    ok = np.flatnonzero(share >= 0.9)
+    return {"factors": DETECT_GRID.tolist(), "share_seen": [round(float(x), 3) for x in share],
+            "mildest_seen_on_90pct": float(DETECT_GRID[ok].max()) if len(ok) else None}
 
 
 def _pair_cables(pm: PairModel, n_c: int) -> csr_matrix:
@@ -385,6 +578,15 @@ def _pair_cables(pm: PairModel, n_c: int) -> csr_matrix:
     m.sum_duplicates()
     m.data[:] = 1.0
     return m
+
+
+def _tie_group(pair_cable: csr_matrix, c: int) -> list[int]:
+    """Cables crossed by exactly the pairs that cross ``c``."""
+    col = pair_cable[:, [c]].toarray().ravel() > 0
+    rows = pair_cable[np.flatnonzero(col)]
+    cnt = np.asarray(pair_cable.sum(axis=0)).ravel()
+    inall = np.flatnonzero(np.asarray(rows.sum(axis=0)).ravel() == col.sum())
+    return [int(x) for x in inall if cnt[x] == col.sum()]
 
 
 def _ideal_bandwidth(pm: PairModel) -> np.ndarray:

@@ -217,6 +217,14 @@ def mpi_record(run: BenchRun) -> dict[str, Any]:
             "mpicc": h.get("mpicc"), "wait": list(run.ranks.get("wait") or [h.get("yield")])}
 
 
+def _seconds(x: Any) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+    return v if np.isfinite(v) and v > 0 else float("nan")
+
+
 def to_result(run: BenchRun, test: str | None = None, fabric: Fabric | None = None) -> Result:
     """The per-pair table of one test of a run, classified (see :mod:`.classes`)."""
     if test is None:
@@ -237,6 +245,9 @@ def to_result(run: BenchRun, test: str | None = None, fabric: Fabric | None = No
     pairs = {"src": src, "dst": dst, "src_host": hosts[src].astype(str), "dst_host": hosts[dst].astype(str),
              "cls": cls, "bytes": nbytes, "bandwidth": bw, "time": tm,
              "scenario": np.array([int(r.get("scenario", 0)) for r in recs])}
+    for col in ("iter_min", "iter_median", "iter_max"):   # per-iteration figures of the pair kernel
+        if any(col in r for r in recs):
+            pairs[col] = np.array([_seconds(r.get(col)) for r in recs])
     h = run.header
     meta = {"kind": "measure", "mpi": mpi_record(run), "test": test, "source": os.path.abspath(run.path),
             "mpi_library": h.get("mpi_library"), "nranks": h.get("nranks"), "nnodes": h.get("nnodes"),
