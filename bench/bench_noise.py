@@ -105,7 +105,7 @@ def measured_from(f, pm, T: np.ndarray, with_iterations: bool, source: str):
     args = [f, np.arange(n), np.arange(n), pm.hs, pm.hd, pm.bytes, bw, per, np.searchsorted(sc, pm.scenario),
             pm.pingpong, np.full(n, "random-pairs"), (source,), tuple((source, "random-pairs", int(s)) for s in sc)]
     if with_iterations:
-        return Measured(*args, T.min(axis=1), np.median(T, axis=1), T.max(axis=1))
+        return Measured(*args, iter_min=T.min(axis=1), iter_median=np.median(T, axis=1), iter_max=T.max(axis=1))
     return Measured(*args)
 
 

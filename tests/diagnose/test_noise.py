@@ -46,8 +46,8 @@ def runs(f, pm, faults: dict[int, float], seed: int, jitter: float = 0.1, burst:
     mean = T.mean(axis=1)
     return Measured(f, np.arange(n), np.arange(n), pm.hs, pm.hd, pm.bytes, 2 * pm.bytes / mean, mean,
                     np.searchsorted(sc, pm.scenario), pm.pingpong, np.full(n, "random-pairs"), ("run",),
-                    tuple(("run", "random-pairs", int(s)) for s in sc), T.min(axis=1), np.median(T, axis=1),
-                    T.max(axis=1))
+                    tuple(("run", "random-pairs", int(s)) for s in sc), iter_min=T.min(axis=1),
+                    iter_median=np.median(T, axis=1), iter_max=T.max(axis=1))
 
 
 def mean_only(m: Measured) -> Measured:
@@ -249,18 +249,18 @@ def test_confirm_cli_writes_jobs_whose_first_round_is_the_chosen_pairs(tmp_path,
                                                                           f.host_index[p["dst"]]))
                for p in summary["pairs"]}
     # each job's host file order makes fabscope-bench's first random-pairs round the chosen pairs
-    got = set()
+    assert "<<" not in text                           # host files by printf, no here-document
     lines = text.splitlines()
-    for cmd in [shlex.split(x) for x in lines if x.startswith("fabscope measure")]:
-        hf = cmd[cmd.index("--hostfile") + 1]
-        i = lines.index(f"cat > {shlex.quote(hf)} <<'EOF'")
-        hosts = lines[i + 1:lines.index("EOF", i)]
+    hostfiles = {w[-1]: w[2:-2] for w in (shlex.split(x) for x in lines if x.startswith("printf "))}
+    measures = [shlex.split(x)[1:] for x in lines if x.startswith("$FABSCOPE measure")]
+    got = set()
+    for cmd in measures:
+        hosts = hostfiles[cmd[cmd.index("--hostfile") + 1]]
         s, d, _ = bench_random_pairs(len(hosts), int(cmd[cmd.index("--seed") + 1]), 1)
         got |= {tuple(sorted((f.host_index[hosts[x]], f.host_index[hosts[y]]))) for x, y in zip(s, d)}
-    assert got == planned
+    assert measures and got == planned
     last = shlex.split(lines[-1])
-    assert last[:3] == ["fabscope", "diagnose", str(res)] and len(last) == 3 + len(summary["pairs"]) * 0 + \
-        sum(x.startswith("fabscope measure") for x in lines) + 2
+    assert last[:3] == ["$FABSCOPE", "diagnose", str(res)] and len(last) == 3 + len(measures) + 2
     # the joint diagnosis reads the diagnose result back as measurements
     again = load_measured([str(res)], f)
     assert again.n_pairs == m.n_pairs and np.allclose(again.iter_median, m.iter_median)

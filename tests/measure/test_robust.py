@@ -419,7 +419,15 @@ def test_sigint_during_start_up_is_one_line_and_130(tmp_path, marker):
         assert "Traceback" not in err, (delay, err)
         lines = [ln for ln in err.splitlines() if ln.startswith("fabscope:")]
         assert p.returncode == 130 and len(lines) == 1 and lines[0].startswith("fabscope: interrupted"), (delay, err)
-        assert not out.exists() and job_processes(marker) == []
+        # a job interrupted after a pair finished keeps what finished (whole lines, at least one result);
+        # on a busy machine that can happen even at the launcher's first moment
+        if out.exists():
+            import json
+
+            docs = [json.loads(ln) for ln in out.read_text().splitlines()]
+            assert delay == "launcher" and any(d.get("type") == "pair" for d in docs), (delay, docs[:3])
+            out.unlink()
+        assert job_processes(marker) == []
 
 
 @pytest.mark.parametrize("form", ["{h}:{n}", "{h} slots={n}", "localhost:{n}"])

@@ -68,7 +68,8 @@ def test_criticality_reports_own_loss_and_the_rerouting_engine(tmp_path, capsys)
     cut; the cut cable's own loss is a few percent, and a cable no flow crosses loses exactly 0."""
     spec = "fat-tree:k=4,levels=3"
     out = tmp_path / "crit.json"
-    assert main(["fabric", "critical", "--fabric", spec, "--workers", "0", "--top", "200", "-o", str(out)]) == 0
+    assert main(["fabric", "critical", "--fabric", spec, "--ppn", "1", "--size", "1MB", "--workers", "0", "--top", "200",
+                 "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "rerouted by minhop (dmodk cannot route the cut fabric, and OpenSM's ftree" in text
     assert "own %" in text
