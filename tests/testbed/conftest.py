@@ -23,7 +23,7 @@ import pytest
 from fabscope.testbed import names, system
 
 #: names the tests use; the leftover check covers each
-TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost")
+TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "sl1", "sl2")
 
 
 def leftovers() -> list[str]:

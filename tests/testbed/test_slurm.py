@@ -1,0 +1,163 @@
+"""Slurm over a testbed (``testbed up --slurm``): a real slurmctld and one slurmd per emulated host.
+
+Skipped where the testbed cannot run (not root, no namespaces) or Slurm is not installed
+(Debian: slurm-wlm, munge; ``.ci/run`` installs them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from fabscope.cli import main
+from fabscope.fabric.io import from_dict
+from fabscope.fabric.exporters.slurm import expand_hostlist
+from fabscope.result import Result
+from fabscope.testbed import names, slurm, state, system
+from fabscope.testbed.lifecycle import down, status, up
+from fabscope.testbed.names import parse_rate
+
+WHY = system.unavailable_reason() or slurm.missing()
+pytestmark = [pytest.mark.skipif(WHY is not None, reason=f"testbed with Slurm: {WHY}"), pytest.mark.testbed]
+
+FABRIC = "fat-tree:k=4,levels=2"  # 16 hosts, 4 leaves of 4
+
+
+def mine(name: str) -> list[int]:
+    """Processes whose command line names the testbed's Slurm folder (munged, slurmctld, slurmd)."""
+    mark = str(slurm.slurm_dir(name))
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if mark in (d / "cmdline").read_bytes().decode(errors="replace"):
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def sl(name: str, *argv: str, check: bool = True) -> str:
+    p = subprocess.run(list(argv), capture_output=True, text=True, env=slurm.env(name), timeout=60)
+    if check:
+        assert p.returncode == 0, (argv, p.stderr)
+    return p.stdout
+
+
+def wait_done(name: str, job: str, timeout: float = 240) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not sl(name, "squeue", "-h", "-j", job, check=False).strip():
+            return
+        time.sleep(1)
+    raise AssertionError(f"job {job} still queued or running after {timeout} s")
+
+
+def job_nodes(name: str, *opts: str) -> list[str]:
+    """Nodes a held 4-node job is given (it starts, the nodes are read, it is cancelled)."""
+    job = sl(name, "sbatch", "--parsable", *opts, "--wrap", "sleep 60").strip()
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            line = sl(name, "squeue", "-h", "-j", job, "-o", "%T %N").split()
+            if line and line[0] == "RUNNING":
+                return expand_hostlist(line[1])
+            time.sleep(0.5)
+        raise AssertionError(f"job {job} did not start: {sl(name, 'squeue', '-j', job)}")
+    finally:
+        sl(name, "scancel", job, check=False)
+        wait_done(name, job)
+
+
+def leaves(fabric) -> list[set[str]]:
+    out: dict[int, set[str]] = {}
+    for h, g in zip(fabric.host_names, fabric.groups["leaf"]):
+        out.setdefault(int(g), set()).add(h)
+    return list(out.values())
+
+
+def test_slurm_over_a_testbed(work):
+    name = "sl1"
+    try:
+        up(name, FABRIC, None, max_rate=parse_rate("40Mbit"), slurm=True)
+        conf = slurm.conf_path(name)
+        assert conf.is_file() and str(conf).startswith(str(state.state_dir()))
+        assert "TopologyPlugin=topology/tree" in conf.read_text()
+        assert status(name)[0]["slurm"]["nodes"] == {"idle": 16}
+        assert len(mine(name)) == 18  # munged, slurmctld, 16 slurmd
+        fabric = state.load_fabric(name)
+
+        # 1. a measure job over 8 of the 16 nodes, launched by srun inside the allocation
+        out = work / "m.jsonl"
+        script = work / "job.sh"
+        script.write_text(
+            "#!/bin/sh\n"
+            f"#SBATCH -N 8\n#SBATCH -o {work / 'job.out'}\n"
+            f"exec {os.path.join(os.path.dirname(os.sys.executable), 'fabscope')} measure --launcher srun "
+            f"--testbed {name} --np 8 --ppn 1 --timeout 120 random-pairs,leaf-pairs --size 512KiB "
+            f"--iterations 2 --rounds 2 --leaf-size 4 --out {out}\n")
+        job = sl(name, "sbatch", "--parsable", str(script)).strip()
+        wait_done(name, job)
+        log = (work / "job.out").read_text()
+        assert f"slurm job {job} on" in log, log
+        recs = [json.loads(ln) for ln in out.read_text().splitlines() if '"type": "slurm"' in ln]
+        assert len(recs) == 1 and recs[0]["job_id"] == job and recs[0]["launcher"] == "srun"
+        nodes = recs[0]["nodes"]
+        assert len(nodes) == 8 and set(nodes) <= set(fabric.host_names)
+        res_path = work / "c.json"
+        assert main(["compare", str(out), "--fabric", name, "-o", str(res_path)]) == 0
+        res = Result.read_json(res_path)
+        # the ranks ran on the allocation's nodes, one each: srun started them there
+        ran = set(res.pairs["src_host"]) | set(res.pairs["dst_host"])
+        assert ran == set(nodes), (ran, nodes)
+        cls = {c["label"]: c for c in res.extra["compare"]["classes"]}
+        assert {"Same Leaf", "Diff Leafs"} <= set(cls)
+        for label, c in cls.items():  # the testbed's tolerance (tests/testbed/test_e2e.py)
+            assert abs(c["ratio"] - 1) <= 0.15, (label, c)
+        assert set(slurm.sinfo_states(name).values()) == {"idle"}
+
+        # 2. --switches=1: one leaf of the topology.conf Slurm reads
+        real = leaves(fabric)
+        got = set(job_nodes(name, "-N", "4", "--switches=1"))
+        assert got in real, got
+        # the same job on a topology.conf exported for another fabric: the same host names, each leaf
+        # holding one host of every real leaf
+        doc = json.loads(json.dumps(state.load(name).fabric))
+        hosts = doc["hosts"]["name"]
+        perm = {h: hosts[(i % 4) * 4 + i // 4] for i, h in enumerate(hosts)}
+        text = json.dumps(doc)
+        for h in sorted(hosts, key=len, reverse=True):
+            text = text.replace(f'"{h}"', f'"@{perm[h]}"')
+        other = from_dict(json.loads(text.replace('"@', '"')), "other")
+        slurm.write_topology(name, other)
+        sl(name, "scontrol", "reconfigure")
+        got2 = set(job_nodes(name, "-N", "4", "--switches=1"))
+        assert got2 in leaves(other), got2
+        assert not any(got2 <= leaf for leaf in real), got2  # elsewhere: across the real leaves
+        assert set(slurm.sinfo_states(name).values()) == {"idle"}
+    finally:
+        down(name)
+    # nothing left: no daemon, no state folder, no namespace
+    assert mine(name) == []
+    assert not slurm.slurm_dir(name).exists() and not state.state_path(name).exists()
+    assert not any(names.owns_netns(name, n) for n in system.list_netns())
+    assert status(name) == []
+
+
+def test_down_after_a_lost_slurm_folder_stops_the_daemons():
+    """``down`` finds the daemons by their command lines, also when the folder (pid files) is gone."""
+    name = "sl2"
+    try:
+        up(name, "fat-tree:k=2,levels=2", 1e6, slurm=True, calibrate=False)
+        assert len(mine(name)) == 6
+        import shutil
+        shutil.rmtree(slurm.slurm_dir(name) / "run")
+    finally:
+        down(name)
+    assert mine(name) == []
+    assert not slurm.slurm_dir(name).exists()
