@@ -161,3 +161,41 @@ def test_down_after_a_lost_slurm_folder_stops_the_daemons():
         down(name)
     assert mine(name) == []
     assert not slurm.slurm_dir(name).exists()
+
+
+def job_exit(name: str, job: str, timeout: float = 600) -> tuple[str, str]:
+    """(state, exit code) of a batch job once it ended (slurmctld keeps it MinJobAge=30 s)."""
+    wait_done(name, job, timeout)
+    info = sl(name, "scontrol", "show", "job", job)
+    fields = dict(w.split("=", 1) for w in info.split() if "=" in w)
+    return fields["JobState"], fields["ExitCode"]
+
+
+def test_health_check_batch_job_names_a_degraded_cable(work):
+    """``diagnose --plan --sbatch``'s script, submitted unchanged: srun launches, the diagnosis is stored,
+    and the job's exit status (3) says that something was found."""
+    from fabscope.testbed.faults import degrade
+
+    name = "sl1"
+    try:
+        up(name, FABRIC, None, max_rate=parse_rate("40Mbit"), slurm=True)
+        degrade(name, "s1-0001[5]", parse_rate("5Mbit"))
+        script = work / "health.sh"
+        assert main(["diagnose", "--plan", "--sbatch", "--fabric", name, "--budget", "3min", "--size", "512KiB",
+                     "--iterations", "2", "-o", str(script)]) == 0
+        text = script.read_text()
+        assert "#SBATCH --nodes=16" in text and "--launcher srun --testbed sl1" in text and "--exit-status" in text
+        env = {**slurm.env(name), "FABSCOPE": os.path.join(os.path.dirname(os.sys.executable), "fabscope")}
+        p = subprocess.run(["sbatch", "--parsable", "-D", str(work), "-o", str(work / "job.out"), str(script)],
+                           capture_output=True, text=True, env=env, timeout=60)
+        assert p.returncode == 0, p.stderr
+        st, code = job_exit(name, p.stdout.strip())
+        log = (work / "job.out").read_text()
+        assert code == "3:0", (st, code, log[-2000:])
+        res = Result.read_json(work / "plan-diagnosis.json")
+        top = res.extra["suspects"][0]
+        assert "s1-0001[5]" in json.dumps(top) and "s2-0000" in json.dumps(top), top
+        assert set(slurm.sinfo_states(name).values()) == {"idle"}
+    finally:
+        down(name)
+    assert mine(name) == [] and not slurm.slurm_dir(name).exists()

@@ -28,7 +28,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="take the model's rates as they are (default: scale by the median measured/modeled)")
     p.add_argument("--top", type=int, default=10, help="suspects and pairs to list (default 10)")
     p.add_argument("-o", "--output", help="write the diagnosis (fabscope.result JSON, kind diagnose)")
+    p.add_argument("--exit-status", action="store_true",
+                   help="exit 3 when a suspect is found, 0 when none (for cron, scrontab or a monitoring system)")
     p.add_argument("--plan", action="store_true", help="print a plan of measurements instead of diagnosing")
+    p.add_argument("--sbatch", action="store_true",
+                   help="with --plan: a Slurm batch script (a health check): one node per host, srun launches, "
+                        "the diagnosis stored as PREFIX-diagnosis.json, exit 3 when a suspect is found")
     p.add_argument("--budget", default="10min", help="time the plan may take: 600, 600s, 10min, 1h (default 10min)")
     p.add_argument("--size", default="1MiB", help="message size of the planned runs (default 1MiB)")
     p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round (default 20)")
@@ -59,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
 
     check_outputs(args.output)
+    if args.sbatch and not args.plan:
+        raise FabscopeError("--sbatch writes a plan's batch script: give it with --plan")
     if args.plan:
         return _plan(args)
     if not args.files:
@@ -75,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(diagnosis_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
+    if args.exit_status and res.extra.get("suspects"):
+        return 3
     return 0
 
 
@@ -94,6 +103,10 @@ def _plan(args: argparse.Namespace) -> int:
     testbed = args.testbed or (ref[0] if ref and not args.launcher else None)
     if args.launcher:
         get_launcher(args.launcher)  # an unknown launcher is refused before the plan is made
+    if args.sbatch and args.launcher and get_launcher(args.launcher).name != "srun":
+        raise FabscopeError(f"--sbatch launches with srun; --launcher {args.launcher} does not go with it")
+    if args.sbatch and not args.testbed and ref:
+        testbed = ref[0]  # srun on the testbed's Slurm, the testbed's fabric and ranks' environment
     if testbed and ref and ref[0] != testbed:
         raise FabscopeError(f"--testbed {testbed} but --fabric {args.fabric} names testbed {ref[0]}")
     # planned on the fabric as built, and diagnosed against it: a fault must not be in the model
@@ -101,7 +114,7 @@ def _plan(args: argparse.Namespace) -> int:
     fabric = resolve_fabric(nominal)
     plan = make_plan(fabric, args.routing, budget=budget, size=int(parse_size(args.size)),
                      iterations=args.iterations, seed=args.seed)
-    script = plan.script(nominal, testbed=testbed, launcher=args.launcher)
+    script = plan.script(nominal, testbed=testbed, launcher=args.launcher, sbatch=args.sbatch)
     s = plan.summary()
     info = [f"# plan: {s['jobs']} jobs, {s['rounds']} rounds, {s['pairs']} pairs, about {s['estimated_seconds']} s "
             f"of a {budget:.0f} s budget",
@@ -112,7 +125,8 @@ def _plan(args: argparse.Namespace) -> int:
     if args.output:
         with atomic_open(args.output) as fh:
             fh.write(script)
-        print("\n".join(info + [f"wrote {args.output}: run it with 'sh {args.output}'"]))
+        run = f"sbatch {args.output}" if args.sbatch else f"sh {args.output}"
+        print("\n".join(info + [f"wrote {args.output}: run it with '{run}'"]))
         with atomic_open(args.output + ".json") as fh:
             json.dump(s, fh, indent=1)
             fh.write("\n")
