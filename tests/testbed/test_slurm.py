@@ -199,3 +199,44 @@ def test_health_check_batch_job_names_a_degraded_cable(work):
     finally:
         down(name)
     assert mine(name) == [] and not slurm.slurm_dir(name).exists()
+
+
+def test_critical_sweep_on_slurm_worker_jobs(work):
+    """``fabric critical --scheduler`` with a SLURMCluster YAML: two Dask workers start as real Slurm jobs
+    on the testbed's nodes, reach the scheduler over the management bridge, both run chunks of the sweep,
+    and the ranking equals the local cluster's."""
+    name = "sl2"
+    try:
+        st = up(name, "fat-tree:k=2,levels=2", 1e6, slurm=True, calibrate=False)
+        cfg = work / "slurm.yaml"
+        cfg.write_text("jobqueue: slurm\njobs: 2\ncores: 1\nprocesses: 1\nmemory: 1GB\nwalltime: '00:10:00'\n"
+                       "job_directives_skip: ['--mem']\n"  # the testbed's nodes declare no memory
+                       f"scheduler_options: {{interface: {names.bridge(name)}}}\n"
+                       f"worker_extra_args: ['--interface', '{names.MGMT_IF}']\n"
+                       f"log_directory: {work / 'logs'}\n")
+        old = os.environ.get("SLURM_CONF")
+        os.environ["SLURM_CONF"] = str(slurm.conf_path(name))  # dask-jobqueue's sbatch finds the testbed's Slurm
+        try:
+            assert main(["fabric", "critical", "--fabric", "fat-tree:k=4,levels=2", "--scheduler", str(cfg),
+                         "-o", str(work / "slurm.json")]) == 0
+        finally:
+            if old is None:
+                os.environ.pop("SLURM_CONF", None)
+            else:
+                os.environ["SLURM_CONF"] = old
+        assert main(["fabric", "critical", "--fabric", "fat-tree:k=4,levels=2", "--workers", "2",
+                     "-o", str(work / "local.json")]) == 0
+        on_slurm, local = Result.read_json(work / "slurm.json"), Result.read_json(work / "local.json")
+        assert "SLURMCluster, 2 jobs" in on_slurm.meta["executor"]
+        hosts_ips = {f"{st.mgmt_subnet}.{i + 2}" for i in range(4)}
+        ran = {w.split("//")[1].rsplit(":", 1)[0] for w in on_slurm.meta["workers_used"]}
+        assert len(ran) == 2 and ran <= hosts_ips, ran  # two testbed nodes ran chunks
+        assert [(r["cable"], round(r["lost"])) for r in on_slurm.extra["criticality"]] == \
+            [(r["cable"], round(r["lost"])) for r in local.extra["criticality"]]
+        end = time.monotonic() + 60  # the worker jobs end when the cluster closes
+        while time.monotonic() < end and set(slurm.sinfo_states(name).values()) != {"idle"}:
+            time.sleep(1)
+        assert set(slurm.sinfo_states(name).values()) == {"idle"}
+    finally:
+        down(name)
+    assert mine(name) == [] and not slurm.slurm_dir(name).exists()
