@@ -27,7 +27,10 @@ TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "sl1", "sl2")
 
 
 def leftovers() -> list[str]:
-    left = [n for n in system.list_netns() if any(names.owns_netns(t, n) for t in TEST_NAMES)]
+    from fabscope.testbed import slurm
+
+    left = [f"Slurm of {t}" for t in TEST_NAMES if slurm.running(t) or slurm.slurm_dir(t).exists()]
+    left += [n for n in system.list_netns() if any(names.owns_netns(t, n) for t in TEST_NAMES)]
     left += [x for x in system.list_links() if any(names.owns_link(t, x) for t in TEST_NAMES)]
     return left
 
