@@ -240,3 +240,14 @@ def test_critical_sweep_on_slurm_worker_jobs(work):
     finally:
         down(name)
     assert mine(name) == [] and not slurm.slurm_dir(name).exists()
+
+
+def test_slurm_missing_is_refused_before_anything_is_made(monkeypatch, capsys):
+    """A Slurm program not installed: one line naming it, exit 1, and no namespace made."""
+    monkeypatch.setattr(slurm, "PROGRAMS", (*slurm.PROGRAMS, "slurmd-not-installed"))
+    assert main(["testbed", "up", "--name", "sl2", "--fabric", "fat-tree:k=2,levels=2", "--rate", "1Mbit",
+                 "--no-calibrate", "--slurm"]) == 1
+    err = capsys.readouterr().err
+    assert "--slurm: slurmd-not-installed not found" in err and "apt-get install slurm-wlm munge" in err
+    assert not any(names.owns_netns("sl2", n) for n in system.list_netns())
+    assert not slurm.slurm_dir("sl2").exists() and not mine("sl2")
