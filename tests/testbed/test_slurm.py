@@ -100,7 +100,7 @@ def test_slurm_over_a_testbed(work):
             f"#SBATCH -N 8\n#SBATCH -o {work / 'job.out'}\n"
             f"exec {os.path.join(os.path.dirname(os.sys.executable), 'fabscope')} measure --launcher srun "
             f"--testbed {name} --np 8 --ppn 1 --timeout 120 random-pairs,leaf-pairs --size 512KiB "
-            f"--iterations 2 --rounds 2 --leaf-size 4 --out {out}\n")
+            f"--iterations 2 --rounds 2 --leaf-size 4 --out {out} -o {work / 'm.json'}\n")
         job = sl(name, "sbatch", "--parsable", str(script)).strip()
         wait_done(name, job)
         log = (work / "job.out").read_text()
@@ -109,6 +109,8 @@ def test_slurm_over_a_testbed(work):
         assert len(recs) == 1 and recs[0]["job_id"] == job and recs[0]["launcher"] == "srun"
         nodes = recs[0]["nodes"]
         assert len(nodes) == 8 and set(nodes) <= set(fabric.host_names)
+        meta = Result.read_json(work / "m.json").meta["slurm"]
+        assert meta["job_id"] == job and meta["nodes"] == nodes and meta["partition"] == "fabscope"
         res_path = work / "c.json"
         assert main(["compare", str(out), "--fabric", name, "-o", str(res_path)]) == 0
         res = Result.read_json(res_path)

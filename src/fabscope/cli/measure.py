@@ -124,10 +124,11 @@ def run(args: argparse.Namespace) -> int:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = execute(job, timeout=args.timeout, progress=progress if con.is_terminal else None)
     print("\n".join(report(result, fabric)))
+    slurm_rec = None
     if os.environ.get("SLURM_JOB_ID"):
         from fabscope.testbed.linkbound import append as append_record
 
-        rec = slurm_record(os.environ, launcher)
+        rec = slurm_rec = slurm_record(os.environ, launcher)
         append_record(out, rec)
         print(f"slurm job {rec['job_id']} on {rec['nodelist']} (launcher {rec['launcher']})")
     if watch is not None:
@@ -139,7 +140,10 @@ def run(args: argparse.Namespace) -> int:
               f"(CPUs: {rec['cpu']}; load average {rec['loadavg']:.1f} on {rec['cores']} cores)")
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
-        to_result(result, None, fabric).write_json(args.output)
+        res = to_result(result, None, fabric)
+        if slurm_rec is not None:
+            res.meta["slurm"] = {k: v for k, v in slurm_rec.items() if k != "type"}
+        res.write_json(args.output)
     return 0
 
 
