@@ -60,7 +60,7 @@ def wait_done(name: str, job: str, timeout: float = 240) -> None:
 
 def job_nodes(name: str, *opts: str) -> list[str]:
     """Nodes a held 4-node job is given (it starts, the nodes are read, it is cancelled)."""
-    job = sl(name, "sbatch", "--parsable", *opts, "--wrap", "sleep 60").strip()
+    job = sl(name, "sbatch", "--parsable", "-o", "/dev/null", *opts, "--wrap", "sleep 60").strip()
     try:
         end = time.monotonic() + 60
         while time.monotonic() < end:
