@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fabscope.cli import main
-from fabscope.diagnose.confirm import confirm_pairs, confirm_plan, pack_rounds
+from fabscope.diagnose.confirm import confirm_pairs, pack_rounds
 from fabscope.diagnose.measured import Measured, concat, load_measured
 from fabscope.diagnose.noise import fit_noise
 from fabscope.diagnose.pairmodel import PairModel

@@ -90,3 +90,19 @@ def test_plan_on_a_testbed_name_measures_there_and_diagnoses_the_nominal_fabric(
     assert shlex.split(lines[-1])[-2:] == ["--fabric", "ci7"]
     hosts = shlex.split([ln for ln in lines if ln.startswith("printf")][0])[2:-2]
     assert hosts and all(h.startswith("fstb-ci7-h") for h in hosts)
+
+
+def test_sbatch_plan_is_a_batch_job_launched_by_srun(tmp_path):
+    """--sbatch: #SBATCH asks for every host, each job is launched by srun, the diagnosis is stored
+    and its exit status passed on (3: a suspect found); refused without --plan or with another launcher."""
+    script = tmp_path / "health.sh"
+    assert main(["diagnose", "--plan", "--sbatch", "--fabric", "fat-tree:k=4,levels=2", "--budget", "5min",
+                 "-o", str(script)]) == 0
+    text = script.read_text().splitlines()
+    assert text[0] == "#!/bin/sh" and text[1].startswith("#SBATCH --nodes=16 --ntasks-per-node=1")
+    calls = run_script(script, tmp_path)
+    measures = [c for c in calls if c[0] == "measure"]
+    assert measures and all(c[1:3] == ["--launcher", "srun"] for c in measures)
+    assert calls[-1][0] == "diagnose" and calls[-1][-3:] == ["-o", "plan-diagnosis.json", "--exit-status"]
+    assert main(["diagnose", "--sbatch", "--fabric", "fat-tree:k=4,levels=2"]) == 1
+    assert main(["diagnose", "--plan", "--sbatch", "--launcher", "mpiexec", "--fabric", "fat-tree:k=4,levels=2"]) == 1

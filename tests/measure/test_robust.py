@@ -419,13 +419,13 @@ def test_sigint_during_start_up_is_one_line_and_130(tmp_path, marker):
         assert "Traceback" not in err, (delay, err)
         lines = [ln for ln in err.splitlines() if ln.startswith("fabscope:")]
         assert p.returncode == 130 and len(lines) == 1 and lines[0].startswith("fabscope: interrupted"), (delay, err)
-        # a job interrupted after a pair finished keeps what finished (whole lines, at least one result);
-        # on a busy machine that can happen even at the launcher's first moment
+        # a job interrupted after a pair finished keeps what finished (whole lines, at least one result):
+        # how far a job gets before a given delay depends on the machine's load
         if out.exists():
             import json
 
             docs = [json.loads(ln) for ln in out.read_text().splitlines()]
-            assert delay == "launcher" and any(d.get("type") == "pair" for d in docs), (delay, docs[:3])
+            assert any(d.get("type") == "pair" for d in docs), (delay, [d.get("type") for d in docs])
             out.unlink()
         assert job_processes(marker) == []
 

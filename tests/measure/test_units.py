@@ -157,3 +157,24 @@ def test_docs_do_not_tell_users_what_the_readme_never_sets_up():
     for phrase in ("make setup", "make demo", "make test"):
         if phrase in doc:
             assert phrase in readme, f"docs/measure.md says '{phrase}', the README never does"
+
+
+def test_srun_takes_pmi2_for_mpich_only():
+    """Under srun, MPICH's ranks need Slurm's PMI-2 plugin (``--mpi=pmi2``); a --mpi the user gives wins;
+    Open MPI and the other launchers get nothing added."""
+    from fabscope.measure.mpi import MPIInstall
+    from fabscope.measure.runner import Plan
+
+    mpich = MPIInstall("/x/mpicc", "/x/mpiexec", "MPICC", "mpich", "MPICH 4")
+    ompi = MPIInstall("/x/mpicc", "/x/mpirun", "MPICC", "openmpi", "Open MPI 4")
+    hosts = [("n1", 1), ("n2", 1)]
+
+    def argv(mpi, launcher, extra=()):
+        return Plan(mpi, Path("/b"), 2, ["pingpong"], Path("o.jsonl"), launcher, hosts, launcher_args=list(extra)).argv()
+
+    a = argv(mpich, "srun")
+    assert a[0] == "srun" and a.index("--mpi=pmi2") < a.index("/b")  # a launcher option, before the program
+    assert argv(mpich, "slurm").count("--mpi=pmi2") == 1
+    assert "--mpi=pmi2" not in argv(mpich, "srun", ["--mpi=pmix"]) and "--mpi=pmix" in argv(mpich, "srun", ["--mpi=pmix"])
+    assert not any(a.startswith("--mpi") for a in argv(ompi, "srun"))
+    assert not any(a.startswith("--mpi") for a in argv(mpich, "auto"))

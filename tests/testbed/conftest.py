@@ -23,11 +23,14 @@ import pytest
 from fabscope.testbed import names, system
 
 #: names the tests use; the leftover check covers each
-TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1")  # hs1: test_history_testbed.py, nz1: test_noise.py
+TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2")  # hs1: history, nz1: noise, sl*: slurm
 
 
 def leftovers() -> list[str]:
-    left = [n for n in system.list_netns() if any(names.owns_netns(t, n) for t in TEST_NAMES)]
+    from fabscope.testbed import slurm
+
+    left = [f"Slurm of {t}" for t in TEST_NAMES if slurm.running(t) or slurm.slurm_dir(t).exists()]
+    left += [n for n in system.list_netns() if any(names.owns_netns(t, n) for t in TEST_NAMES)]
     left += [x for x in system.list_links() if any(names.owns_link(t, x) for t in TEST_NAMES)]
     return left
 

@@ -42,7 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="take the model's rates as they are (default: scale by the median measured/modeled)")
     p.add_argument("--top", type=int, default=10, help="suspects and pairs to list")
     p.add_argument("-o", "--output", help="write the diagnosis (fabscope.result JSON, kind diagnose)")
+    p.add_argument("--exit-status", action="store_true",
+                   help="exit 3 when a suspect is found, 0 when none (for cron, scrontab or a monitoring system)")
     p.add_argument("--plan", action="store_true", help="print a plan of measurements instead of diagnosing")
+    p.add_argument("--sbatch", action="store_true",
+                   help="with --plan: a Slurm batch script (a health check): one node per host, srun launches, "
+                        "the diagnosis stored as PREFIX-diagnosis.json, exit 3 when a suspect is found")
     p.add_argument("--budget", default="10min", help="time the plan may take: 600, 600s, 10min, 1h")
     add_size(p, "message size of the planned runs")
     p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round")
@@ -99,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     if args.confirm and not args.plan:
         raise FabscopeError("--confirm RESULT goes with --plan (it writes the follow-up run); to diagnose both "
                             "runs, give the result and the new runs as MEASURED files")
+    if args.sbatch and not args.plan:
+        raise FabscopeError("--sbatch writes a plan's batch script: give it with --plan")
     if args.db:
         from fabscope.cli.history_db import check_db
         check_db(args.db)
@@ -137,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
     if args.db:
         from fabscope.cli.history_db import store_result
         store_result(args.db, res, fabric, origin=", ".join(args.files))
+    if args.exit_status and res.extra.get("suspects"):
+        return 3
     return 0
 
 
@@ -147,7 +156,6 @@ def _plan(args: argparse.Namespace) -> int:
     from fabscope.diagnose.plan import make_plan
     from fabscope.units import parse_size
 
-
     script_path, summary_path = plan_outputs(args.output) if args.output else (None, None)
     check_outputs({"-o (script)": script_path, "-o (summary)": summary_path})
     budget = parse_duration(args.budget)
@@ -155,7 +163,7 @@ def _plan(args: argparse.Namespace) -> int:
     fabric = resolve_fabric(nominal)
     plan = make_plan(fabric, args.routing, budget=budget, size=int(parse_size(args.size)),
                      iterations=args.iterations, seed=args.seed)
-    script = plan.script(nominal, testbed=testbed, launcher=args.launcher)
+    script = plan.script(nominal, testbed=testbed, launcher=args.launcher, sbatch=args.sbatch)
     s = plan.summary()
     info = [f"# plan: {plural(s['jobs'], 'job')}, {plural(s['rounds'], 'round')}, {plural(s['pairs'], 'pair')}, about {s['estimated_seconds']} s "
             f"of a {budget:.0f} s budget",
@@ -170,7 +178,8 @@ def _plan(args: argparse.Namespace) -> int:
             with atomic_open(summary_path) as fh:
                 json.dump(s, fh, indent=1)
                 fh.write("\n")
-        print("\n".join(info + [f"wrote {script_path} and {summary_path}: run it with: sh {shell_word(script_path)}"]))
+        run = "sbatch" if args.sbatch else "sh"
+        print("\n".join(info + [f"wrote {script_path} and {summary_path}: run it with: {run} {shell_word(script_path)}"]))
     else:
         print("\n".join(info) + "\n" + script, end="")
     return 0
@@ -186,6 +195,10 @@ def _where(args: argparse.Namespace) -> tuple[str, str | None]:
     testbed = args.testbed or (ref[0] if ref and not args.launcher else None)
     if args.launcher:
         get_launcher(args.launcher)  # an unknown launcher is refused before the plan is made
+    if args.sbatch and args.launcher and get_launcher(args.launcher).name != "srun":
+        raise FabscopeError(f"--sbatch launches with srun; --launcher {args.launcher} does not go with it")
+    if args.sbatch and not args.testbed and ref:
+        testbed = ref[0]  # srun on the testbed's Slurm, the testbed's fabric and ranks' environment
     if testbed and ref and ref[0] != testbed:
         raise FabscopeError(f"--testbed {testbed} but --fabric {args.fabric} names testbed {ref[0]}")
     # planned on the fabric as built, and diagnosed against it: a fault must not be in the model

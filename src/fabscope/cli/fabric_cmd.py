@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from fabscope.atomic import check_output, check_outputs
+from fabscope.atomic import check_outputs
 from fabscope.cli.options import (add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples,
                                   job_shape, require_positive)
 

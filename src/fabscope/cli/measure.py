@@ -12,6 +12,7 @@ from fabscope.atomic import check_outputs
 from fabscope.cli.options import examples
 from fabscope.errors import MeasureError
 from fabscope.measure.benchhelp import help_of_test, options_help, tests_help
+from fabscope.measure.launchers import get_launcher
 from fabscope.names import plain
 from fabscope.measure.mpi import describe
 from fabscope.measure.parse import to_result
@@ -101,7 +102,17 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.resolver import resolve_fabric
         fabric = resolve_fabric(args.fabric)
     launcher, hostfile, launcher_args, oversubscribe = args.launcher, args.hostfile, list(args.launcher_arg), args.oversubscribe
-    if args.testbed:
+    srun = launcher != "auto" and get_launcher(launcher).name == "srun"
+    if args.testbed and srun:
+        # inside an allocation of the testbed's Slurm: its nodes, launched by srun, ranks over fab0
+        from fabscope.testbed import state as tb_state
+        from fabscope.testbed.launch import mpi_env
+
+        if args.fabric:
+            con.print("fabscope: note: --testbed gives the fabric (as built); --fabric ignored")
+        fabric = tb_state.load_fabric(args.testbed)
+        os.environ.update(mpi_env())
+    elif args.testbed:
         from fabscope.testbed.launch import job as testbed_job
 
         if args.fabric:
@@ -124,6 +135,13 @@ def run(args: argparse.Namespace) -> int:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = execute(job, timeout=args.timeout, progress=progress if con.is_terminal else None)
     print("\n".join(plain(ln) for ln in report(result, fabric)))
+    slurm_rec = None
+    if os.environ.get("SLURM_JOB_ID"):
+        from fabscope.testbed.linkbound import append as append_record
+
+        rec = slurm_rec = slurm_record(os.environ, launcher)
+        append_record(out, rec)
+        print(plain(f"slurm job {rec['job_id']} on {rec['nodelist']} (launcher {rec['launcher']})"))
     if watch is not None:
         from fabscope.testbed.linkbound import append
 
@@ -133,8 +151,25 @@ def run(args: argparse.Namespace) -> int:
               f"(CPUs: {rec['cpu']}; load average {rec['loadavg']:.1f} on {rec['cores']} cores)")
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
-        to_result(result, None, fabric).write_json(args.output)
+        res = to_result(result, None, fabric)
+        if slurm_rec is not None:
+            res.meta["slurm"] = {k: v for k, v in slurm_rec.items() if k != "type"}
+        res.write_json(args.output)
     if args.db:
         from fabscope.cli.history_db import add_files
         add_files(args.db, [out], fabric)
     return 0
+
+
+def slurm_record(env: "os._Environ[str] | dict[str, str]", launcher: str) -> dict:
+    """The allocation a run inside Slurm measured in: a ``slurm`` line of its JSON-lines output.
+
+    >>> slurm_record({"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_PARTITION": "p"}, "srun")
+    {'type': 'slurm', 'job_id': '7', 'nodelist': 'n[1-2]', 'nodes': ['n1', 'n2'], 'partition': 'p', 'launcher': 'srun'}
+    """
+    from fabscope.measure.hostlists import expand_nodelist
+
+    nodelist = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST") or ""
+    return {"type": "slurm", "job_id": env.get("SLURM_JOB_ID", ""), "nodelist": nodelist,
+            "nodes": expand_nodelist(nodelist) if nodelist else [],
+            "partition": env.get("SLURM_JOB_PARTITION", ""), "launcher": launcher}

@@ -74,7 +74,7 @@ def report_results(results, output: str, fabric=None, console=None, labels=None)
 
 def run(args: argparse.Namespace) -> int:
     _need_libraries()
-    from fabscope.report.build import read_inputs, write_report
+    from fabscope.report.build import read_inputs
 
     fabric = None
     if args.fabric:

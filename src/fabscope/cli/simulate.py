@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from rich.console import Console
 
 from fabscope.atomic import all_or_none, check_outputs
 from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples, job_shape, require_positive

@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="do not measure what this machine forwards now (a second) to check --rate against it")
     u.add_argument("--routing", help="routing engine (default: the fabric's own; tables for imported ones)")
     u.add_argument("--name", default="tb1", help="testbed name, 1-8 letters/digits (default: tb1)")
+    u.add_argument("--slurm", action="store_true",
+                   help="also run Slurm over the hosts: munged, slurmctld, one slurmd per host, partition "
+                        "'fabscope', topology.conf from the fabric; clients need SLURM_CONF (printed)")
     u.set_defaults(func=_up)
     d = tsub.add_parser("down", help="remove everything a testbed made (also after a crash)",
                         description="Remove a testbed's namespaces, links and state, also what a crashed 'up' "
@@ -88,7 +91,8 @@ def _up(args: argparse.Namespace) -> int:
     auto = text == "auto" or text.startswith("auto:")
     rate = None if auto else parse_rate(args.rate)
     cap = parse_rate(text[5:]) if text.startswith("auto:") else AUTO_MAX_RATE
-    st = up(args.name, args.fabric, rate, args.routing, say=_say, calibrate=not args.no_calibrate, max_rate=cap)
+    st = up(args.name, args.fabric, rate, args.routing, say=_say, calibrate=not args.no_calibrate, max_rate=cap,
+            slurm=args.slurm)
     print(st.name)
     return 0
 
@@ -122,6 +126,12 @@ def _status(args: argparse.Namespace) -> int:
             print(f"{r['name']}: {r['spec']} at {r['rate'] * 8 / 1e6:g}Mbit, routing {r['routing']}: "
                   f"{r['hosts']} hosts, {r['switches']} switches, {r['cables']} cables{faults}; "
                   f"{r['netns']} namespaces{'' if r['whole'] else ' (INCOMPLETE)'}{fwd}")
+            sl = r.get("slurm")
+            if sl:
+                nodes = ", ".join(f"{n} {s}" for s, n in sorted(sl["nodes"].items())) or "no answer from sinfo"
+                print(f"{r['name']}: Slurm up: {sl['daemons']} daemons, nodes: {nodes}; SLURM_CONF={sl['conf']}")
+            else:
+                print(f"{r['name']}: no Slurm")
         else:
             print(f"{r['name']}: leftovers without state: {r['netns']} namespaces, {r['links']} links "
                   f"(remove with 'fabscope testbed down {r['name']}')")

@@ -195,10 +195,10 @@ def criticality(fabric: Fabric, placement: Placement, traffic: Traffic, routing:
         engine = tables_engine(fabric) or "minhop"     # the subnet manager reruns its own engine
     if workers == 0 and cluster is None:
         rows = sweep_chunk(fabric, placement, traffic, name, mode, factor, todo, before, engine)
-        used = "serial"
+        used, ran = "serial", []
     else:
-        rows, used = _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, workers, cluster,
-                              jobs, chunks, engine)
+        rows, used, ran = _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, workers, cluster,
+                                   jobs, chunks, engine)
     rows.sort(key=lambda r: (-r[1], r[0]))
     total = float(before.sum())
     table = [{"cable": _name(fabric, c), "links": [2 * c, 2 * c + 1], "lost": lost, "losing_pairs": n,
@@ -213,6 +213,8 @@ def criticality(fabric: Fabric, placement: Placement, traffic: Traffic, routing:
     meta = {**base.meta, "kind": "critical", "mode": mode, "factor": factor if mode == "degrade" else 0.0,
             "cables": int(len(todo)), "executor": used, "sweep_seconds": round(time.perf_counter() - t0, 3),
             "rerouted_by": labels}
+    if ran:
+        meta["workers_used"] = ran  # where the chunks ran: the Dask workers' addresses
     return Result(meta=meta, class_labels=base.class_labels, pairs=base.pairs, links=base.links,
                   extra={"criticality": table, "aggregate_before": total})
 
@@ -257,18 +259,19 @@ def _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, worke
         used = f"dask {type(cluster).__name__}, {jobs} jobs"
     try:
         with Client(cluster) as client:
-            if not own:
-                client.wait_for_workers(1, timeout=600)
+            if not own:  # one worker of each job at least: the sweep is spread over every job asked for
+                client.wait_for_workers(jobs, timeout=600)
             n_chunks = chunks or max(1, 4 * len(client.scheduler_info()["workers"]))
             parts = [p for p in np.array_split(todo, min(n_chunks, len(todo))) if len(p)]
             args = client.scatter([fabric, placement, traffic, before], broadcast=True)
             futs = [client.submit(sweep_chunk, args[0], args[1], args[2], name, mode, factor, p, args[3],
                                   engine, pure=False) for p in parts]
             rows = [r for fut in client.gather(futs) for r in fut]
+            ran = sorted({w for ws in client.who_has(futs).values() for w in ws})
     finally:
         if own:
             cluster.close()
-    return rows, used
+    return rows, used, ran
 
 
 def critical_lines(result: Result, top: int = 15) -> list[str]:

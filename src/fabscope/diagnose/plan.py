@@ -97,7 +97,7 @@ class ProbePlan:
         return tuple(np.concatenate([o[i] for o in out]) for i in range(3))  # type: ignore[return-value]
 
     def script(self, fabric_spec: str, prefix: str = "plan", *, testbed: str | None = None,
-               launcher: str | None = None) -> str:
+               launcher: str | None = None, sbatch: bool = False) -> str:
         """A POSIX shell script that writes the host files, runs every job and diagnoses the outputs.
 
         It runs unchanged where the fabric is: on testbed ``testbed`` (``measure --testbed``), or on a
@@ -106,11 +106,21 @@ class ProbePlan:
         fabric as built (for a testbed: its plain name, not ``NAME:now``).  Every word taken from the
         fabric or the caller goes through :func:`sh_quote`; nothing else is pasted into the script.
         ``$FABSCOPE`` (default ``fabscope``) is the command run.
+
+        With ``sbatch``: a Slurm batch script (a health check): ``#SBATCH`` asks for one node per host
+        of the fabric, every job is launched by ``srun`` inside the allocation (on testbed ``testbed``
+        too), and the diagnosis is stored as ``PREFIX-diagnosis.json`` with ``--exit-status``: the job
+        exits 3 when a suspect is found, 0 when none, 1 on an error.
         """
+        if sbatch:
+            launcher = "srun"
         q = sh_quote
         where = f"testbed {testbed}" if testbed else f"launcher {launcher or 'auto'}"
-        lines = ["#!/bin/sh", _comment(f"fabscope diagnose --plan for {self.fabric.name}: {len(self.jobs)} jobs, "
-                                       f"about {self.seconds:.0f} s (budget {self.budget:.0f} s), on {where}"),
+        head = [f"#SBATCH --nodes={self.fabric.n_hosts} --ntasks-per-node=1 --job-name=fabscope-health",
+                f"#SBATCH --time={int(self.seconds * 2 // 60) + 5}"] if sbatch else []
+        lines = ["#!/bin/sh", *head,
+                 _comment(f"fabscope diagnose --plan for {self.fabric.name}: {len(self.jobs)} jobs, "
+                          f"about {self.seconds:.0f} s (budget {self.budget:.0f} s), on {where}"),
                  "# fabscope-bench cannot run an explicit pair list: each job runs random-pairs rounds whose",
                  "# pairs follow from --seed and the host file order (one rank per host), as planned.",
                  "set -e", 'FABSCOPE="${FABSCOPE:-fabscope}"']
@@ -122,21 +132,25 @@ class ProbePlan:
             lines.append("# hosts of each leaf among themselves, all leaves at once: every host cable at line rate")
             lines.append("pids=")
         for j in self.jobs:
-            cmd = "$FABSCOPE " + self.command(j, prefix, testbed=testbed, launcher=launcher)
+            cmd = "$FABSCOPE " + self.command(j, prefix, testbed=testbed, launcher=launcher, sbatch=sbatch)
             if j.name != "all":
                 lines.append(f'{cmd} & pids="$pids $!"')
                 if j is local[-1]:
                     lines.append('for p in $pids; do wait "$p"; done')
             else:
                 lines.append(cmd)
+        store = ["-o", f"{prefix}-diagnosis.json", "--exit-status"] if sbatch else []
         lines.append("$FABSCOPE " + " ".join(q(w) for w in ["diagnose", *[f"{prefix}-{j.name}.jsonl" for j in self.jobs],
-                                                              "--fabric", fabric_spec]))
+                                                              "--fabric", fabric_spec, *store]))
         return "\n".join(lines) + "\n"
 
     def command(self, job: Job, prefix: str = "plan", *, testbed: str | None = None,
-                launcher: str | None = None) -> str:
+                launcher: str | None = None, sbatch: bool = False) -> str:
         """The ``measure`` arguments of one job (quoted), without the command itself."""
-        where = ["--testbed", testbed] if testbed else (["--launcher", launcher] if launcher else [])
+        if sbatch:  # srun inside the allocation, on a testbed's Slurm too
+            where = ["--launcher", "srun", *(["--testbed", testbed] if testbed else [])]
+        else:
+            where = ["--testbed", testbed] if testbed else (["--launcher", launcher] if launcher else [])
         words = ["measure", *where, "--np", str(len(job.hosts)), "--ppn", "1", "--hostfile",
                  f"{prefix}-{job.name}.hosts", "random-pairs", "--size", str(self.size),
                  "--iterations", str(self.iterations), "--rounds", str(job.rounds),

@@ -145,10 +145,15 @@ class Plan:
 
     def argv(self) -> list[str]:
         oversub = self.oversubscribe or (self.hosts is None and self.hostfile is None and self.np > usable_cpus())
+        launcher = self._launcher()
+        extra = list(self.launcher_args)
+        if (launcher.name == "srun" and self.mpi.vendor == "mpich"
+                and not any(a.startswith("--mpi") for a in extra)):
+            extra.insert(0, "--mpi=pmi2")  # MPICH's ranks take their PMI from Slurm's pmi2 plugin
         job = Job(np=self.np, program=[str(self.binary), *self.args, "--out", str(self.write_to or self.out)],
                   hosts=self.hosts, hostfile=self.hostfile, ppn=self.ppn, oversubscribe=oversub,
-                  extra=tuple(self.launcher_args))
-        return self._launcher().command(job)
+                  extra=tuple(extra))
+        return launcher.command(job)
 
     def env(self) -> dict[str, str]:
         return {**os.environ, **self._launcher().env()}

@@ -115,6 +115,10 @@ def down(name: str, say: Say = _quiet) -> tuple[int, int]:
     names.check_name(name)
     system.require()
     n_ns = n_ln = 0
+    from fabscope.testbed import slurm
+
+    if slurm.slurm_dir(name).exists() or slurm.running(name):
+        say(f"testbed {name}: stopped {slurm.stop(name)} Slurm daemons")
     for ex in existing(name):
         # the root-side veths and the bridge first: then deleting namespaces is quick
         batch = [f"link del {x}" for x in ex.links if x != names.bridge(name)]
@@ -231,7 +235,7 @@ def _host_rate(f: Fabric) -> float:
 
 
 def up(name: str, spec: str, rate: float | None, routing: str | None = None, say: Say = _quiet,
-       calibrate: bool = True, max_rate: float = AUTO_MAX_RATE) -> state.State:
+       calibrate: bool = True, max_rate: float = AUTO_MAX_RATE, slurm: bool = False) -> state.State:
     """Make testbed ``name`` from fabric ``spec`` with its fastest link shaped to ``rate`` bytes/s.
 
     ``rate`` None (``--rate auto``): the highest rate, up to ``max_rate`` in whole Mbit, at
@@ -239,8 +243,12 @@ def up(name: str, spec: str, rate: float | None, routing: str | None = None, say
     With ``calibrate`` (the default) a rate the machine cannot forward now is refused with the rate
     that would fit.
 
-    Idempotent: a testbed already up with the same fabric, rate and routing is left as it is.
+    With ``slurm``, a Slurm cluster over the hosts (see :mod:`fabscope.testbed.slurm`).
+
+    Idempotent: a testbed already up with the same fabric, rate and routing is left as it is
+    (and gets its Slurm if ``slurm`` asks for one it does not have).
     """
+    from fabscope.testbed import slurm as tb_slurm
     from dataclasses import replace
 
     from fabscope.fabric.io import to_dict
@@ -248,6 +256,8 @@ def up(name: str, spec: str, rate: float | None, routing: str | None = None, say
 
     plan, lft, engine = prepare(name, spec, rate or 1e5, routing)
     system.require()
+    if slurm and tb_slurm.missing():
+        raise TestbedError(f"--slurm: {tb_slurm.missing()}")
     try:
         old = state.load(name)
     except TestbedError:
@@ -258,6 +268,8 @@ def up(name: str, spec: str, rate: float | None, routing: str | None = None, say
         whole = ex and len(ex[0].netns) == plan.fabric.n_nodes and names.bridge(name) in ex[0].links
         if same and whole:
             say(f"testbed {name} is already up ({plan.fabric.n_hosts} hosts)")
+            if slurm:
+                _start_slurm(name, say)
             return old
         if not same:
             raise TestbedError(f"testbed {name} is up with --fabric {old.spec} --rate {old.rate * 8 / 1e6:g}Mbit "
@@ -306,7 +318,22 @@ def up(name: str, spec: str, rate: float | None, routing: str | None = None, say
     state.save(st)
     say(f"testbed {name}: {plan.fabric.n_hosts} hosts, {plan.fabric.n_switches} switches, "
         f"{plan.fabric.n_links // 2} cables up in {time.monotonic() - t0:.1f} s")
+    if slurm:
+        _start_slurm(name, say)
     return st
+
+
+def _start_slurm(name: str, say: Say) -> None:
+    """Slurm over the testbed; if it cannot start, the whole testbed goes (nothing half made)."""
+    from fabscope.testbed import slurm
+
+    try:
+        slurm.start(name, say)
+    except BaseException:
+        try:
+            down(name)
+        finally:
+            raise
 
 
 def _create(plan: Plan, lft: np.ndarray, subnet: str, say: Say) -> None:
@@ -338,7 +365,10 @@ def status(name: str | None = None) -> list[dict]:
     """What exists, per testbed: its state (if any) and the namespaces and links found."""
     out = []
     for ex in existing(name):
-        row: dict = {"name": ex.name, "netns": len(ex.netns), "links": len(ex.links), "state": ex.state}
+        from fabscope.testbed import slurm
+
+        row: dict = {"name": ex.name, "netns": len(ex.netns), "links": len(ex.links), "state": ex.state,
+                     "slurm": slurm.status(ex.name)}
         if ex.state:
             try:
                 st = state.load(ex.name)

@@ -23,11 +23,13 @@ def which(tool: str) -> str | None:
     return shutil.which(tool, path=_PATH)
 
 
-def run(argv: Sequence[str], input: str | None = None, timeout: float = 120, check: bool = True) -> str:
-    """Run one command; its stdout, or TestbedError with its last error line."""
+def run(argv: Sequence[str], input: str | None = None, timeout: float = 120, check: bool = True,
+        env: dict[str, str] | None = None) -> str:
+    """Run one command (in ``env``, default this process's); its stdout, or TestbedError with its last error line."""
     exe = which(argv[0]) or argv[0]
     try:
-        p = subprocess.run([exe, *argv[1:]], input=input, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run([exe, *argv[1:]], input=input, capture_output=True, text=True, timeout=timeout,
+                           env=env)
     except subprocess.TimeoutExpired:
         raise TestbedError(f"{' '.join(argv[:4])} ... did not finish within {timeout:g} s") from None
     except OSError as err:
