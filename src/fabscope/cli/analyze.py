@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from fabscope.fabric.model import MB
-from fabscope.measure import analysis as an
-from fabscope.measure.parse import PAIR_TESTS, BenchRun, read_run, to_result
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fabscope.measure.parse import BenchRun
 
 HEADLINE = {"bw": "bandwidth", "bibw": "bandwidth", "mbw": "bandwidth", "random-msg": "bandwidth",
             "bucket-brigade": "bandwidth", "ring": "bandwidth", "random-ring": "bandwidth",
@@ -33,6 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: float = 16.0) -> list[str]:
+    from fabscope.fabric.model import MB
+    from fabscope.measure import analysis as an
+    from fabscope.measure.parse import PAIR_TESTS, to_result
+
     """The text fabscope prints for one run (also used by ``fabscope measure``)."""
     h = run.header
     out = [run.describe(), f"MPI: {h.get('mpi_library')}" + (f", built with {h['mpicc']}" if h.get("mpicc") else ""),
@@ -79,6 +84,8 @@ def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from fabscope.atomic import all_or_none, check_outputs
+    from fabscope.measure import analysis as an
+    from fabscope.measure.parse import read_run, to_result
 
     check_outputs({"-o/--output": args.output, "--csv": args.csv})
     fabric = None

@@ -14,8 +14,7 @@ import sys
 
 from fabscope.atomic import all_or_none, atomic_open, check_outputs
 from fabscope.cli.options import require_positive
-from fabscope.fabric.io import load_fabric
-from fabscope.mapping.outputs import FORMATS, launch_command, write
+from fabscope.cli.names import FORMATS
 
 
 def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
@@ -91,6 +90,7 @@ def _is_file(path: str) -> bool:
 
 
 def _map(args: argparse.Namespace, algorithm: str):
+    from fabscope.fabric.io import load_fabric
     from fabscope.mapping.api import map_ranks
     from fabscope.mapping.commspec import load_comm
 
@@ -108,6 +108,7 @@ def _map(args: argparse.Namespace, algorithm: str):
 
 def run_permute(args: argparse.Namespace) -> int:
     from fabscope.mapping.metrics import evaluate
+    from fabscope.mapping.outputs import write
 
     require_positive(args, "ppn")
     check_outputs({"-o/--output": args.output})
@@ -121,6 +122,7 @@ def run_permute(args: argparse.Namespace) -> int:
 
 def run_map(args: argparse.Namespace) -> int:
     from fabscope.mapping.api import compare, metrics_rows
+    from fabscope.mapping.outputs import launch_command, write
     from fabscope.mapping.metrics import evaluate
     from fabscope.mapping.table import metrics_lines
 
@@ -161,6 +163,7 @@ def run_map(args: argparse.Namespace) -> int:
 
 
 def run_place(args: argparse.Namespace) -> int:
+    from fabscope.fabric.io import load_fabric
     from fabscope.mapping.report import placement_report
     from fabscope.units import parse_size
 

@@ -5,13 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from rich.console import Console
-
 from fabscope.cli.analyze import report
+from fabscope.cli.names import OVERSUBSCRIBE_FACTOR
 from fabscope.errors import MeasureError
-from fabscope.measure.mpi import describe
-from fabscope.measure.parse import to_result
-from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, execute, plan
 
 
 def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
@@ -75,7 +71,12 @@ def _check_output(path: str, what: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from fabscope.cli.options import require_positive
+    from fabscope.measure.mpi import describe
+    from fabscope.measure.parse import to_result
+    from fabscope.measure.runner import execute, plan
 
     require_positive(args, "np", "ppn")
     con = Console(stderr=True)

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
-
 from fabscope.atomic import all_or_none, check_outputs
+from fabscope.cli.names import ENGINES, MODELS, PATTERNS
 from fabscope.cli.options import require_positive
 from fabscope.errors import PlacementError
-from fabscope.fabric.io import load_fabric
-from fabscope.fabric.placement import Placement
-from fabscope.model.simulate import MODELS, simulate
-from fabscope.routing import ENGINES
-from fabscope.report.tables import make_console, print_leaf_matrix
 from fabscope.seeds import ITASCA_MERGE, seed_table
-from fabscope.traffic.spec import PATTERNS, make_traffic
 from fabscope.units import format_size, parse_size
 
 
@@ -51,6 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the library is imported here, not at the top: building the parser (--help) loads no numpy
+    from fabscope.fabric.io import load_fabric
+    from fabscope.fabric.placement import Placement
+    from fabscope.report.tables import make_console, print_leaf_matrix
+
     con = make_console()
     require_positive(args, "ranks", "ppn")
     check_outputs({"-o/--output": args.output, "--csv": args.csv})
@@ -76,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.cli.dynamic import run_dynamic
 
         return run_dynamic(args, con, fabric, placement, size)
+    from fabscope.model.simulate import simulate
+    from fabscope.traffic.spec import make_traffic
+
     extra = {k: v for k, v in (("offset", args.offset), ("hops", args.hops)) if v is not None}
     traffic = make_traffic(args.pattern, fabric, placement, size, seed=args.seed, **extra)
     with con.status(f"routing and solving {traffic.n_flows} flows on {fabric.name} ...",
