@@ -128,18 +128,29 @@ static int i64_push(int64_t **a, int64_t *n, int64_t *cap, int64_t v)
     return 0;
 }
 
+/* Per resource: what the progressive filling reads and writes together (one cache line) ... */
+typedef struct {
+    double cap, load, resid, livew;   /* capacity; rate x weight in flight; the filling's residual and live weight */
+    int64_t touch, done, t_beg, t_cnt; /* filling pass marks; its refilled flows in tlist[t_beg .. t_cnt) */
+} res_a;
+/* ... and what the certificate and the event bookkeeping use */
+typedef struct {
+    double wsum, st_max;              /* weight in flight; largest rate on it (certificate) */
+    int64_t st_ep, tch, nb, seen;     /* certificate marks; flows bottlenecked here; event mark */
+    char full;                        /* full at the tentative rates (certificate) */
+} res_b;
+
 /* min over path p's resources of capacity / weight in flight, and its own cap */
 static double counted_rate(int64_t p, const int64_t *p_ptr, const int64_t *p_res, const double *p_cap,
-                           const double *capacity, const double *wsum)
+                           const res_a *RA, const res_b *RB)
 {
     double v = p_cap[p];
     for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-        double c = capacity[p_res[k]] / wsum[p_res[k]];
+        double c = RA[p_res[k]].cap / RB[p_res[k]].wsum;
         if (c < v) v = c;
     }
     return v;
 }
-
 
 static double wall_s(void)
 {
@@ -162,8 +173,8 @@ typedef struct {
 
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
 /* bneck: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
-#define SET_BNECK(f_, b_) do { int64_t o_ = F[f_].bneck, n_ = (b_); if (o_ >= 0) nb[o_]--; \
-                               if (n_ >= 0) nb[n_]++; F[f_].bneck = n_; } while (0)
+#define SET_BNECK(f_, b_) do { int64_t o_ = F[f_].bneck, n_ = (b_); if (o_ >= 0) { RB[o_].nb--; } \
+                               if (n_ >= 0) { RB[n_].nb++; } F[f_].bneck = n_; } while (0)
 #define GROW(ptr, n, cap, init) do { if ((n) >= (cap)) { int64_t nc_ = (cap) ? 2 * (cap) : (init); \
         while (nc_ <= (n)) { nc_ *= 2; } void *np_ = realloc((ptr), (size_t)nc_ * sizeof *(ptr)); \
         if (!np_) { rc = -1; goto out; } (ptr) = np_; (cap) = nc_; } } while (0)
@@ -181,16 +192,9 @@ int fs_run(int64_t n_res, const double *capacity,
     evheap H = {0};
     rkheap R = {0};
     rlist *on = calloc((size_t)n_res, sizeof *on);
-    double *wsum = calloc((size_t)n_res, sizeof *wsum), *load = calloc((size_t)n_res, sizeof *load);
-    double *resid = calloc((size_t)n_res, sizeof *resid), *livew = calloc((size_t)n_res, sizeof *livew);
-    int64_t *r_seen = calloc((size_t)n_res, sizeof *r_seen), *r_touch = calloc((size_t)n_res, sizeof *r_touch);
-    int64_t *r_done = calloc((size_t)n_res, sizeof *r_done);
-    int64_t *t_beg = calloc((size_t)n_res + 1, sizeof *t_beg), *t_cnt = calloc((size_t)n_res, sizeof *t_cnt);
-    int64_t *st_ep = calloc((size_t)n_res, sizeof *st_ep), *tch = calloc((size_t)n_res, sizeof *tch);
-    char *st_full = calloc((size_t)n_res, 1);
-    /* nb[r]: flows in flight whose bottleneck is r; the certificate scan skips the others' resources */
-    int64_t *nb = calloc((size_t)n_res, sizeof *nb);
-    double *st_max = calloc((size_t)n_res, sizeof *st_max);
+    /* per resource, what the refills use together in one record (one cache line), the rest in another */
+    res_a *RA = calloc((size_t)n_res, sizeof *RA);
+    res_b *RB = calloc((size_t)n_res, sizeof *RB);
     char *need = malloc((size_t)n_msg + 1);
     flow_t *F = NULL;
     int64_t nF = 0, cF = 0, *freel = NULL, nfree = 0, cfree = 0;
@@ -202,8 +206,8 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t cfr = 0;
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
     double last_call = progress ? wall_s() : 0;
-    if (!on || !wsum || !load || !resid || !livew || !r_seen || !r_touch || !r_done || !t_beg || !t_cnt ||
-        !need || !st_ep || !tch || !st_full || !st_max || !nb) { rc = -1; goto out; }
+    if (!on || !RA || !RB || !need) { rc = -1; goto out; }
+    for (int64_t r = 0; r < n_res; r++) RA[r].cap = capacity[r];
     for (int64_t m = 0; m < n_msg; m++) {
         int64_t p = msg_path[m];
         if (p_ptr[p + 1] - p_ptr[p] > maxh) maxh = p_ptr[p + 1] - p_ptr[p];
@@ -265,7 +269,7 @@ int fs_run(int64_t n_res, const double *capacity,
                         slot_t sl = {(int32_t)g, (int32_t)k, p_w[fl->off + k]};
                         CHK(rl_add(&on[r], sl, &pos));
                         spos[g * maxh + k] = pos;
-                        wsum[r] += p_w[fl->off + k];
+                        RB[r].wsum += p_w[fl->off + k];
                     }
                     CHK(i64_push(&started, &ns, &cs, g));
                 }
@@ -285,9 +289,9 @@ int fs_run(int64_t n_res, const double *capacity,
                         l->a[pos] = last;
                         spos[(int64_t)last.f * maxh + last.k] = pos;
                     }
-                    wsum[r] -= p_w[fl->off + k];
-                    load[r] -= rt * p_w[fl->off + k];
-                    if (l->n == 0) { wsum[r] = 0; load[r] = 0; }
+                    RB[r].wsum -= p_w[fl->off + k];
+                    RA[r].load -= rt * p_w[fl->off + k];
+                    if (l->n == 0) { RB[r].wsum = 0; RA[r].load = 0; }
                 }
                 if (nf == cf) {
                     cf = cf ? 2 * cf : 1024;
@@ -338,8 +342,8 @@ int fs_run(int64_t n_res, const double *capacity,
                 int64_t p = i < ns ? F[started[i]].path : fin[i - ns];
                 for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
                     int64_t r = p_res[k];
-                    if (r_seen[r] == ev_ep) continue;
-                    r_seen[r] = ev_ep;
+                    if (RB[r].seen == ev_ep) continue;
+                    RB[r].seen = ev_ep;
                     for (int64_t z = 0; z < on[r].n; z++) {
                         int64_t g = on[r].a[z].f;
                         if (F[g].todo == ev_ep) continue;
@@ -349,7 +353,7 @@ int fs_run(int64_t n_res, const double *capacity,
                 }
             }
             for (int64_t i = 0; i < nt; i++)
-                F[todo[i]].nrate = counted_rate(F[todo[i]].path, p_ptr, p_res, p_cap, capacity, wsum);
+                F[todo[i]].nrate = counted_rate(F[todo[i]].path, p_ptr, p_res, p_cap, RA, RB);
             refills += nt;
             goto apply;
         }
@@ -357,7 +361,7 @@ int fs_run(int64_t n_res, const double *capacity,
         double thr = INFINITY;
         for (int64_t i = 0; i < nf; i++) if (fin_rate[i] < thr) thr = fin_rate[i];
         for (int64_t i = 0; i < ns; i++) {       /* a started flow gets at least its counted share */
-            double lb = counted_rate(F[started[i]].path, p_ptr, p_res, p_cap, capacity, wsum);
+            double lb = counted_rate(F[started[i]].path, p_ptr, p_res, p_cap, RA, RB);
             if (lb < thr) thr = lb;
         }
         thr *= 1 - RATE_TOL;
@@ -371,7 +375,7 @@ int fs_run(int64_t n_res, const double *capacity,
         for (int64_t i = 0; i < ns + nf; i++) {
             int64_t p = i < ns ? F[started[i]].path : fin[i - ns];
             for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                if (r_seen[p_res[k]] != ev_ep) { r_seen[p_res[k]] = ev_ep; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
+                if (RB[p_res[k]].seen != ev_ep) { RB[p_res[k]].seen = ev_ep; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
         }
         for (int64_t j = 0; j < nst; j++) {
             int64_t r = stack[j];
@@ -393,13 +397,13 @@ int fs_run(int64_t n_res, const double *capacity,
                 for (int64_t k = 0; k < fl->n; k++) {
                     int64_t r = p_res[fl->off + k];
                     double w = p_w[fl->off + k];
-                    if (r_touch[r] != ep) {
-                        r_touch[r] = ep; resid[r] = capacity[r] - load[r]; livew[r] = 0; t_cnt[r] = 0;
+                    if (RA[r].touch != ep) {
+                        RA[r].touch = ep; RA[r].resid = RA[r].cap - RA[r].load; RA[r].livew = 0; RA[r].t_cnt = 0;
                         CHK(i64_push(&touched, &ntc, &ctc, r));
                     }
-                    resid[r] += fl->rate * w;
-                    livew[r] += w;
-                    t_cnt[r]++;
+                    RA[r].resid += fl->rate * w;
+                    RA[r].livew += w;
+                    RA[r].t_cnt++;
                 }
                 nent += fl->n;
                 if (isfinite(p_cap[fl->path])) { rk_t e = {p_cap[fl->path], todo[i], 1}; CHK(rk_push(&R, e)); }
@@ -409,15 +413,15 @@ int fs_run(int64_t n_res, const double *capacity,
             int64_t acc = 0;
             for (int64_t i = 0; i < ntc; i++) {
                 int64_t r = touched[i];
-                t_beg[r] = acc; acc += t_cnt[r]; t_cnt[r] = t_beg[r];
+                RA[r].t_beg = acc; acc += RA[r].t_cnt; RA[r].t_cnt = RA[r].t_beg;
             }
             for (int64_t i = 0; i < nt; i++) {
                 flow_t *fl = &F[todo[i]];
-                for (int64_t k = 0; k < fl->n; k++) tlist[t_cnt[p_res[fl->off + k]]++] = todo[i];
+                for (int64_t k = 0; k < fl->n; k++) tlist[RA[p_res[fl->off + k]].t_cnt++] = todo[i];
             }
             for (int64_t i = 0; i < ntc; i++) {
                 int64_t r = touched[i];
-                rk_t e = {(resid[r] > 0 ? resid[r] : 0) / livew[r], r, 0};
+                rk_t e = {(RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew, r, 0};
                 CHK(rk_push(&R, e));
             }
             /* a resource's level only rises as flows freeze (each freezes at or below it), so a
@@ -430,12 +434,12 @@ int fs_run(int64_t n_res, const double *capacity,
                 double k_now = e.k;
                 if (e.kind == 0) {
                     int64_t r = e.id;
-                    if (r_done[r] == ep) continue;
-                    if (livew[r] <= 1e-12) { r_done[r] = ep; continue; }
-                    k_now = (resid[r] > 0 ? resid[r] : 0) / livew[r];
+                    if (RA[r].done == ep) continue;
+                    if (RA[r].livew <= 1e-12) { RA[r].done = ep; continue; }
+                    k_now = (RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew;
                     if (k_now > e.k) { rk_t f = {k_now, r, 0}; CHK(rk_push(&R, f)); continue; }
-                    r_done[r] = ep;
-                    lo = t_beg[r]; hi = t_cnt[r];
+                    RA[r].done = ep;
+                    lo = RA[r].t_beg; hi = RA[r].t_cnt;
                 } else {
                     if (F[e.id].done == ep) continue;
                     lo = -1; hi = 0;
@@ -449,23 +453,23 @@ int fs_run(int64_t n_res, const double *capacity,
                     for (int64_t k = 0; k < fl->n; k++) {
                         int64_t r = p_res[fl->off + k];
                         double w = p_w[fl->off + k];
-                        resid[r] -= w * level;
-                        livew[r] -= w;
+                        RA[r].resid -= w * level;
+                        RA[r].livew -= w;
                     }
                 }
             }
             /* ---- the max-min certificate on what the refill touched; add the flows that fail it ---- */
             int64_t nadd = 0;
-#define STAT(q) do { int64_t q_ = (q); if (st_ep[q_] != ep) { double ld_ = 0, mx_ = 0; \
+#define STAT(q) do { int64_t q_ = (q); if (RB[q_].st_ep != ep) { double ld_ = 0, mx_ = 0; \
                 for (int64_t z_ = 0; z_ < on[q_].n; z_++) { const flow_t *h_ = &F[on[q_].a[z_].f]; \
                     double rh_ = h_->todo == ev_ep ? h_->nrate : h_->rate; \
                     ld_ += rh_ * on[q_].a[z_].w; if (rh_ > mx_) mx_ = rh_; } \
-                st_ep[q_] = ep; st_full[q_] = ld_ >= capacity[q_] * (1 - RATE_TOL); st_max[q_] = mx_; } } while (0)
+                RB[q_].st_ep = ep; RB[q_].full = ld_ >= RA[q_].cap * (1 - RATE_TOL); RB[q_].st_max = mx_; } } while (0)
             for (int64_t i = 0; i < nt; i++) {
                 int64_t g = todo[i], b = F[g].where;
                 if (b < 0) continue;
                 STAT(b);
-                if (F[g].nrate >= st_max[b] * (1 - RATE_TOL)) continue;
+                if (F[g].nrate >= RB[b].st_max * (1 - RATE_TOL)) continue;
                 for (int64_t z = 0; z < on[b].n; z++) {
                     int64_t h = on[b].a[z].f;
                     if (F[h].todo != ev_ep && F[h].add != ep && F[h].rate > F[g].nrate) {
@@ -477,23 +481,23 @@ int fs_run(int64_t n_res, const double *capacity,
             for (int64_t i = 0; i < nt + nf; i++) {
                 int64_t p = i < nt ? F[todo[i]].path : fin[i - nt];
                 for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                    if (tch[p_res[k]] != ep) { tch[p_res[k]] = ep; CHK(i64_push(&tl, &ntl, &ctl, p_res[k])); }
+                    if (RB[p_res[k]].tch != ep) { RB[p_res[k]].tch = ep; CHK(i64_push(&tl, &ntl, &ctl, p_res[k])); }
             }
             for (int64_t j = 0; j < ntl; j++) {
                 int64_t r = tl[j];
-                if (nb[r] == 0) continue;       /* no fixed flow has its bottleneck here */
+                if (RB[r].nb == 0) continue;       /* no fixed flow has its bottleneck here */
                 for (int64_t z = 0; z < on[r].n; z++) {
                     int64_t h = on[r].a[z].f;
                     flow_t *fh = &F[h];
                     if (fh->todo == ev_ep || fh->add == ep || fh->bneck != r) continue;
                     double rh = fh->rate;
                     STAT(r);
-                    if (st_full[r] && rh >= st_max[r] * (1 - RATE_TOL)) continue;
+                    if (RB[r].full && rh >= RB[r].st_max * (1 - RATE_TOL)) continue;
                     int64_t found = -2;
                     for (int64_t k = 0; k < fh->n; k++) {
                         int64_t q = p_res[fh->off + k];
                         STAT(q);
-                        if (st_full[q] && rh >= st_max[q] * (1 - RATE_TOL)) { found = q; break; }
+                        if (RB[q].full && rh >= RB[q].st_max * (1 - RATE_TOL)) { found = q; break; }
                     }
                     if (found == -2 && rh >= p_cap[fh->path] * (1 - RATE_TOL)) found = -1;
                     if (found == -2) { fh->add = ep; CHK(i64_push(&addl, &nadd, &cadd, h)); }
@@ -515,7 +519,7 @@ int fs_run(int64_t n_res, const double *capacity,
             if (fl->st != ev_ep && fabs(nr - old) <= SAME_RATE * old) continue;
             double dt = t - fl->tlast;
             if (dt > 0) { delivered[fl->msg] += old * dt; fl->rem -= old * dt; fl->tlast = t; }
-            for (int64_t k = 0; k < fl->n; k++) load[p_res[fl->off + k]] += (nr - old) * p_w[fl->off + k];
+            for (int64_t k = 0; k < fl->n; k++) RA[p_res[fl->off + k]].load += (nr - old) * p_w[fl->off + k];
             fl->rate = nr;
             fl->ver++;
             ev_t f = {t + (fl->rem > 0 ? fl->rem : 0) / nr, seq++, g, fl->ver, FINISH};
@@ -526,8 +530,7 @@ int fs_run(int64_t n_res, const double *capacity,
 out:
     stats[0] = events; stats[1] = refills; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
-    free(on); free(wsum); free(load); free(resid); free(livew); free(r_seen); free(r_touch); free(r_done);
-    free(t_beg); free(t_cnt); free(st_ep); free(tch); free(st_full); free(nb); free(st_max); free(need);
+    free(on); free(RA); free(RB); free(need);
     free(F); free(freel); free(spos); free(addl); free(tl); free(tlist); free(started); free(fin); free(todo);
     free(stack); free(touched); free(fin_rate); free(H.a); free(R.a);
     return rc;
