@@ -90,19 +90,39 @@ static int rk_push(rkheap *h, rk_t e)
     h->a[i] = e;
     return 0;
 }
-static rk_t rk_pop(rkheap *h)
+/* put x at i and move it down to its place */
+static void rk_down(rkheap *h, int64_t i, rk_t x)
 {
-    rk_t top = h->a[0], last = h->a[--h->n];
-    int64_t i = 0;
     for (;;) {
         int64_t c = 2 * i + 1;
         if (c >= h->n) break;
         if (c + 1 < h->n && rk_lt(&h->a[c + 1], &h->a[c])) c++;
-        if (!rk_lt(&h->a[c], &last)) break;
+        if (!rk_lt(&h->a[c], &x)) break;
         h->a[i] = h->a[c]; i = c;
     }
-    if (h->n) h->a[i] = last;
+    h->a[i] = x;
+}
+static rk_t rk_pop(rkheap *h)
+{
+    rk_t top = h->a[0], last = h->a[--h->n];
+    if (h->n) rk_down(h, 0, last);
     return top;
+}
+/* append without ordering (rk_heapify orders them all at once: linear, not n log n) */
+static int rk_append(rkheap *h, rk_t e)
+{
+    if (h->n == h->cap) {
+        int64_t nc = h->cap ? 2 * h->cap : 1024;
+        rk_t *na = realloc(h->a, (size_t)nc * sizeof *na);
+        if (!na) return -1;
+        h->a = na; h->cap = nc;
+    }
+    h->a[h->n++] = e;
+    return 0;
+}
+static void rk_heapify(rkheap *h)
+{
+    for (int64_t i = h->n / 2 - 1; i >= 0; i--) rk_down(h, i, h->a[i]);
 }
 static int rl_add(rlist *l, slot_t s, int64_t *pos)
 {
@@ -406,7 +426,7 @@ int fs_run(int64_t n_res, const double *capacity,
                     RA[r].t_cnt++;
                 }
                 nent += fl->n;
-                if (isfinite(p_cap[fl->path])) { rk_t e = {p_cap[fl->path], todo[i], 1}; CHK(rk_push(&R, e)); }
+                if (isfinite(p_cap[fl->path])) { rk_t e = {p_cap[fl->path], todo[i], 1}; CHK(rk_append(&R, e)); }
             }
             /* each touched resource's refilled flows, so that freezing it looks at those alone */
             GROW(tlist, nent, ctlist, 4096);
@@ -422,8 +442,9 @@ int fs_run(int64_t n_res, const double *capacity,
             for (int64_t i = 0; i < ntc; i++) {
                 int64_t r = touched[i];
                 rk_t e = {(RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew, r, 0};
-                CHK(rk_push(&R, e));
+                CHK(rk_append(&R, e));
             }
+            rk_heapify(&R);
             /* a resource's level only rises as flows freeze (each freezes at or below it), so a
              * popped key is a lower bound: recompute it and put it back if it rose */
             int64_t count = 0;
