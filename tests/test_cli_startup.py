@@ -35,3 +35,16 @@ def test_parser_names_are_the_librarys():
     assert names.MODELS == tuple(MODELS)
     assert names.FORMATS == tuple(FORMATS)
     assert names.OVERSUBSCRIBE_FACTOR == OVERSUBSCRIBE_FACTOR
+
+
+def test_dynamic_simulation_on_a_torus_imports_no_scipy():
+    """Dimension-order routing and the dynamic engine need numpy alone: SciPy's import was a third
+    of a small simulation's whole process."""
+    code = ("import sys\nfrom fabscope.cli import main\n"
+            "main(['simulate', '--fabric', 'torus:4x4x4', '--routing', 'dor', '--ppn', '1', '--pattern',"
+            " 'random-pairs', '--dynamic', '--iterations', '1', '--warmup', '0'])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'plotly', 'dask')), file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "dynamic: ping-pong" in p.stdout
+    assert p.stderr.strip().splitlines()[-1] == "[]"
