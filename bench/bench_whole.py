@@ -17,7 +17,8 @@ code), alternately, so that both see the same load.
 SimGrid (Debian's python3-simgrid in the system Python) runs the torus
 matching as a whole process too: ``/usr/bin/python3 simgrid_peer.py
 problem.json`` on the same flows and routes (a Full zone, latency 0), the
-problem file written beforehand from fabscope's routes.  Its completion
+problem file written beforehand from fabscope's routes: its median wall and
+CPU time beside this tree's ("x": how many times longer).  Its completion
 times are compared with fabscope's ("agree": the largest relative
 difference).  The Itasca ping-pong cases are not run in SimGrid: two
 iterations did not finish in 600 s (docs/dynamic.md).
@@ -98,19 +99,21 @@ def run_case(argv: list[str], src: str, extra: list[str] = ()) -> tuple[float, f
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.decode(errors="replace")
 
 
-def simgrid_whole(problem: str) -> float | None:
+def simgrid_whole(problem: str) -> tuple[float, float] | None:
+    """Wall s and CPU s of SimGrid's whole process on ``problem`` (None where SimGrid is not installed)."""
     from fabscope.dynamic import peer
 
     if peer.why_unavailable():
         return None
     t0 = time.perf_counter()
-    p = subprocess.run([peer.SYSTEM_PYTHON, peer.PEER, problem], capture_output=True, text=True)
+    with open(problem + ".out", "w") as out:
+        p = subprocess.Popen([peer.SYSTEM_PYTHON, peer.PEER, problem], stdout=out, stderr=subprocess.PIPE)
+        err = p.stderr.read()
+        _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
-    if p.returncode:
-        raise SystemExit(f"SimGrid failed: {p.stderr.strip().splitlines()[-1:]}")
-    with open(problem + ".out", "w") as fh:
-        fh.write(p.stdout)
-    return wall
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"SimGrid failed: {err.decode(errors='replace').strip().splitlines()[-1:]}")
+    return wall, ru.ru_utime + ru.ru_stime
 
 
 def main() -> None:
@@ -130,7 +133,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {a.repeat} runs each, "
           f"medians; other = {a.other}")
     print(f"{'case':14} {'wall s':>8} {'cpu s':>7} {'MB':>6} | {'other wall':>10} {'cpu':>7} {'MB':>6} | "
-          f"{'x wall':>6} {'x cpu':>6} | {'target':>6} | {'SimGrid s':>9} {'x':>6} {'agree':>7}")
+          f"{'x wall':>6} {'x cpu':>6} | {'target':>6} | {'SimGrid s':>9} {'x':>6} {'its cpu':>9} {'x':>6} {'agree':>7}")
     for key, what, argv, target in cases():
         if (a.case and key not in a.case) or (not a.case and key not in DEFAULT):
             continue
@@ -143,9 +146,9 @@ def main() -> None:
             if key == "torus" and not a.no_simgrid:
                 ends, prob = os.path.join(tmp, "ends.npy"), os.path.join(tmp, "problem.json")
                 run_case(argv, here, [ends, prob])
-                walls = [w for w in (simgrid_whole(prob) for _ in range(a.repeat)) if w is not None]
-                if walls:
-                    sg = statistics.median(walls)
+                runs = [r for r in (simgrid_whole(prob) for _ in range(a.repeat)) if r is not None]
+                if runs:
+                    sg = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
                     with open(prob + ".out") as fh:
                         theirs = np.array(json.load(fh)["finish"])
                     ours = np.load(ends)
@@ -153,7 +156,8 @@ def main() -> None:
         med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
                       max(r[2] for r in rs)) for name, rs in res.items()}
         (w, c, m), (ow, oc, om) = med["this tree"], med["other"]
-        sgs = f"{sg:>9.2f} {sg / w:>5.0f}x {agree:>7.0e}" if sg is not None else f"{'':>9} {'':>6} {'':>7}"
+        sgs = (f"{sg[0]:>9.2f} {sg[0] / w:>5.0f}x {sg[1]:>9.2f} {sg[1] / c:>5.0f}x {agree:>7.0e}" if sg is not None
+               else f"{'':>9} {'':>6} {'':>9} {'':>6} {'':>7}")
         print(f"{key:14} {w:>8.2f} {c:>7.2f} {m:>6.0f} | {ow:>10.2f} {oc:>7.2f} {om:>6.0f} | "
               f"{ow / w:>5.1f}x {oc / c:>5.1f}x | {target:>6.1f} | {sgs}  {what}", flush=True)
 
