@@ -96,25 +96,32 @@ def test_sigint_stops_a_long_simulation_promptly_on_a_busy_machine(tmp_path):
 
 
 def test_sigint_stops_the_engine_without_a_progress_callback():
-    """A library caller that passes no progress callback can stop the engine with Ctrl-C too."""
+    """A library caller that passes no progress callback can stop the engine with Ctrl-C too
+    (the whole of Itasca at 8 ppn, 20 iterations: a minute of engine, stopped after one second)."""
     code = """if True:
-        import os, signal, threading
+        import os, signal, threading, time
         import numpy as np
         from fabscope.dynamic import fast, programs as pg
-        from fabscope.dynamic.run import run_program_on
+        from fabscope.dynamic.resources import build_paths
         from fabscope.fabric import Placement
-        from fabscope.fabric.generators import fat_tree
-        f = fat_tree(k=16, levels=2)
-        n = f.n_hosts
-        perm = np.random.default_rng(1).permutation(n)
-        prog = pg.pingpong(perm[0::2], perm[1::2], 2**20, 2000, n_ranks=n)
+        from fabscope.fabric.generators import itasca
+        from fabscope.traffic.patterns import random_pairs
+        f = itasca()
+        n = f.n_hosts * 8
+        t = random_pairs(n, 1.0, seed=7)
+        m = t.n_flows // 2
+        prog = pg.pingpong(t.src[:m], t.dst[:m], 2**20, 20, n_ranks=n)
+        host = Placement.block(f, n, ppn=8).host
+        uniq, inv = np.unique(host[prog.src] * f.n_hosts + host[prog.dst], return_inverse=True)
+        paths = build_paths(f, None, uniq // f.n_hosts, uniq % f.n_hosts)
         threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
         try:
-            run_program_on(f, Placement.block(f, n, ppn=1), prog, engine="c")
+            fast.run_program(prog, paths, inv)
         except KeyboardInterrupt:
-            print("stopped")
+            print("stopped", time.monotonic() - t0)
         """
-    t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert p.stdout.strip() == "stopped", p.stderr
-    assert time.monotonic() - t0 < 30
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    word, took = (p.stdout.split() + ["", ""])[:2]
+    assert word == "stopped", p.stderr
+    assert float(took) < 10
