@@ -5,6 +5,7 @@
     .venv/bin/python bench/bench_dynamic.py --case torus    # one case (torus, fat-tree, itasca-pingpong,
                                                             #  itasca-pingpong-count, itasca-seed-job,
                                                             #  allreduce, alltoall)
+    .venv/bin/python bench/bench_dynamic.py --case itasca-pingpong --iterations 2   # fewer timed iterations
 
 "fabscope s" is routing + resources + the engine, run to completion (fabric
 build, imports and the engine's one-time compilation excluded), wall clock;
@@ -43,7 +44,7 @@ def matching(n: int, seed: int = 1) -> Program:
                                np.zeros(n - n % 2, dtype=np.int64))
 
 
-def cases():
+def cases(iterations: int = 20):
     yield "torus", "16x16x16 torus, DOR, random matching 1 MiB", "torus:16x16x16", "dor", 1, \
         lambda n: matching(n), 2.0, True
     yield "fat-tree", "16,384-host two-level fat tree, D-mod-K, random matching 1 MiB", \
@@ -52,12 +53,14 @@ def cases():
     def pp(n):
         t = random_pairs(n, MiB, seed=7)
         m = t.n_flows // 2
-        return pg.pingpong(t.src[:m], t.dst[:m], MiB, 20, n_ranks=n)
-    yield "itasca-pingpong", "Itasca random pairs, 8 ppn (8,576 ranks), 20 ping-pong iterations", "itasca", None, 8, \
+        return pg.pingpong(t.src[:m], t.dst[:m], MiB, iterations, n_ranks=n)
+    yield "itasca-pingpong", f"Itasca random pairs, 8 ppn (8,576 ranks), {iterations} ping-pong iterations", \
+        "itasca", None, 8, \
         pp, 10.0, False
     yield "itasca-pingpong-count", "the same, congestion sharing (--model congestion)", "itasca", None, 8, \
         pp, 10.0, False
-    yield "itasca-seed-job", "Itasca random pairs, seed 000's 8 ppn job (256 ranks), 20 ping-pong iterations", \
+    yield "itasca-seed-job", \
+        f"Itasca random pairs, seed 000's 8 ppn job (256 ranks), {iterations} ping-pong iterations", \
         "itasca", None, 8, lambda n: pp(256), 10.0, False
     yield "allreduce", "Itasca 1,024 ranks (8 ppn) allreduce 1 MiB, ring and recursive doubling", "itasca", None, 8, \
         lambda n: [pg.allreduce_ring(1024, MiB), pg.allreduce_recursive_doubling(1024, MiB)], 5.0, False
@@ -70,6 +73,7 @@ def main() -> None:
     ap.add_argument("--no-simgrid", action="store_true")
     ap.add_argument("--case", action="append")
     ap.add_argument("--engine", default="auto", choices=("auto", "python", "c"))
+    ap.add_argument("--iterations", type=int, default=20, help="timed ping-pong iterations of the Itasca cases")
     a = ap.parse_args()
     import fabscope.routing.dor, fabscope.routing.tables, fabscope.routing.tree  # noqa: F401  (imports are not run time)
 
@@ -79,7 +83,7 @@ def main() -> None:
         print(f"SimGrid: {why or peer.version()}")
     print(f"{'case':17} {'messages':>9} {'events':>10} {'fabscope s':>10} {'cpu s':>7} {'target':>6} "
           f"{'simgrid s':>9} {'agree':>8}  what")
-    for key, what, spec, routing, ppn, make, target, comparable in cases():
+    for key, what, spec, routing, ppn, make, target, comparable in cases(a.iterations):
         if a.case and key not in a.case:
             continue
         f = load_fabric(spec)

@@ -44,6 +44,21 @@ def test_compiled_engine_equals_python_reference(make, itasca_fabric):
         np.testing.assert_allclose(b.delivered, prog.bytes, rtol=1e-9)
 
 
+@needs_c
+@pytest.mark.parametrize("sharing", ["maxmin", "count"])
+def test_compiled_engine_equals_python_reference_at_scale(sharing, itasca_fabric):
+    """1,024 ranks at 8 per node on Itasca, ping-pong with latencies: thousands of flows finish and
+    start, their slots reused, refills spreading over leaves and directors."""
+    n = 1024
+    pl = Placement.block(itasca_fabric, n, ppn=8)
+    prog = pg.pingpong(*_pairs(n), 2**20, 3, n_ranks=n)
+    a = run_program_on(itasca_fabric, pl, prog, engine="python", sharing=sharing).outcome
+    b = run_program_on(itasca_fabric, pl, prog, engine="c", sharing=sharing).outcome
+    assert a.events > 10 * prog.n_messages / 4                 # rates changed many times
+    np.testing.assert_allclose(b.msg_end, a.msg_end, rtol=1e-9)
+    np.testing.assert_allclose(b.delivered, prog.bytes, rtol=1e-9)
+
+
 def _pairs(n):
     t = random_pairs(n, 1.0, seed=5)
     m = t.n_flows // 2

@@ -42,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: float = 16.0) -> list[str]:
+    from fabscope.fabric.model import MB
+    from fabscope.measure import analysis as an
+    from fabscope.measure.parse import PAIR_TESTS, to_result
+
     """The text fabscope prints for one run (also used by ``fabscope measure``)."""
     h = run.header
     out = [run.describe(), f"MPI: {h.get('mpi_library')}" + (f", built with {h['mpicc']}" if h.get("mpicc") else ""),
@@ -88,6 +92,8 @@ def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from fabscope.atomic import all_or_none, check_outputs
+    from fabscope.measure import analysis as an
+    from fabscope.measure.parse import read_run, to_result
 
     check_outputs({"-o/--output": args.output, "--csv": args.csv}, inputs=[*args.files, getattr(args, "fabric", None)])
     fabric = None

@@ -20,13 +20,12 @@ from fabscope.cli.options import examples
 from rich.console import Console
 from rich.table import Table
 
-from fabscope.fabric.generators import itasca
-from fabscope.fabric.placement import Placement
-from fabscope.model.simulate import simulate
-from fabscope.report.tables import make_console, print_result
 from fabscope.seeds import ITASCA_MERGE, seed_table
 from fabscope.traffic import patterns as pt
 from fabscope.units import format_size, plural
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 OFFSETS = (1, 2, 4, 8, 16, 32)
 
@@ -53,6 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from fabscope.fabric.generators import itasca
+    from fabscope.fabric.placement import Placement
+    from fabscope.model.simulate import simulate
+    from fabscope.report.tables import make_console, print_result
+    from fabscope.traffic import patterns as pt
+
     con = make_console()
     f = itasca()
     size = 2**20
@@ -93,6 +100,9 @@ def _in_time(con: Console, f, size: float, seed: int, done) -> None:
     from fabscope.dynamic import programs as pg
     from fabscope.dynamic.results import pingpong_result
     from fabscope.dynamic.run import run_program_on
+    from fabscope.fabric.placement import Placement
+    from fabscope.traffic import patterns as pt
+    from rich.table import Table
 
     t = Table(title="the same random pairs in time: 100 ping-pong iterations per pair, class averages [MB/sec]",
               title_justify="left", box=None)

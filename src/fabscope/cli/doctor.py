@@ -9,12 +9,7 @@ import os
 import tempfile
 
 from fabscope.errors import FabscopeError
-from fabscope.measure import launchers
-from fabscope.measure.build import bench_binary, source_dir
-from fabscope.measure.hostlists import job_hosts
-from fabscope.measure.analysis import wait_loop
 from fabscope.measure.mpi import SOURCES, WHEEL_NOTE, candidates, find_mpi
-from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, measure, usable_cpus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fabscope.measure import launchers
+    from fabscope.measure.analysis import wait_loop
+    from fabscope.measure.build import bench_binary, source_dir
+    from fabscope.measure.hostlists import job_hosts
+    from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, measure, usable_cpus
+
     seen = candidates()
     print(f"candidates   in order ({', '.join(SOURCES)}); the first that finds an mpicc is used:")
     for c in seen:

@@ -10,15 +10,15 @@ become one round of messages run to completion; ``allreduce``, ``alltoall``,
 from __future__ import annotations
 
 import argparse
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from fabscope.atomic import all_or_none
-
 from fabscope.errors import TrafficError
-from fabscope.fabric.model import Fabric
-from fabscope.fabric.placement import Placement
 from fabscope.units import format_size
+
+if TYPE_CHECKING:
+    from fabscope.fabric.model import Fabric
+    from fabscope.fabric.placement import Placement
 
 #: patterns whose flows are ping-pong pairs (both directions of a pair id)
 PAIR_PATTERNS = ("random-pairs", "leaf-offset", "leaf-pairs", "partner-hops", "bisection")
@@ -43,6 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _program(args, fabric: Fabric, placement: Placement, size: float):
+    import numpy as np
+
     from fabscope.dynamic import programs as pg
     from fabscope.traffic.spec import make_traffic
 
@@ -85,6 +87,8 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
 
 
 def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placement, size: float) -> int:
+    import numpy as np
+
     from fabscope.dynamic.results import message_result, pingpong_result
     from fabscope.dynamic.run import run_program_on
     from fabscope.report.tables import print_result

@@ -112,6 +112,7 @@ def _is_file(path: str) -> bool:
 
 
 def _map(args: argparse.Namespace, algorithm: str):
+    from fabscope.fabric.io import load_fabric
     from fabscope.mapping.api import map_ranks
     from fabscope.mapping.commspec import load_comm
 
@@ -129,6 +130,7 @@ def _map(args: argparse.Namespace, algorithm: str):
 
 def run_permute(args: argparse.Namespace) -> int:
     from fabscope.mapping.metrics import evaluate
+    from fabscope.mapping.outputs import write
 
     require_positive(args, "ppn")
     check_outputs({"-o/--output": args.output})
@@ -142,6 +144,7 @@ def run_permute(args: argparse.Namespace) -> int:
 
 def run_map(args: argparse.Namespace) -> int:
     from fabscope.mapping.api import compare, metrics_rows
+    from fabscope.mapping.outputs import launch_command, write
     from fabscope.mapping.metrics import evaluate
     from fabscope.mapping.table import metrics_lines
 
@@ -182,6 +185,7 @@ def run_map(args: argparse.Namespace) -> int:
 
 
 def run_place(args: argparse.Namespace) -> int:
+    from fabscope.fabric.io import load_fabric
     from fabscope.mapping.report import placement_report
     from fabscope.units import parse_size
 

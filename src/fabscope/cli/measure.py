@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from rich.console import Console
-
 from fabscope.cli.analyze import report
 from fabscope.atomic import check_outputs
 from fabscope.cli.options import examples
@@ -79,7 +77,12 @@ def split_args(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from fabscope.cli.options import require_positive
+    from fabscope.measure.mpi import describe
+    from fabscope.measure.parse import to_result
+    from fabscope.measure.runner import execute, plan
 
     require_positive(args, "np", "ppn")
     con = Console(stderr=True)

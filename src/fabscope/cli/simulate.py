@@ -53,6 +53,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the library is imported here, not at the top: building the parser (--help) loads no numpy
+    from fabscope.fabric.io import load_fabric
+    from fabscope.fabric.placement import Placement
+    from fabscope.report.tables import make_console, print_leaf_matrix
+
     con = make_console()
     require_positive(args, "ranks", "ppn")
     if args.report:
@@ -77,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.cli.dynamic import run_dynamic
 
         return run_dynamic(args, con, fabric, placement, size)
+    from fabscope.model.simulate import simulate
+    from fabscope.traffic.spec import make_traffic
+
     extra = {k: v for k, v in (("offset", args.offset), ("hops", args.hops)) if v is not None}
     traffic = make_traffic(args.pattern, fabric, placement, size, seed=args.seed, **extra)
     with con.status(f"routing and solving {traffic.n_flows} flows on {fabric.name} ...",

@@ -48,14 +48,17 @@ def why_not() -> str:
     return _load()[1]
 
 
-def _callback(progress: Callable[[int, float], None] | None, stop: list[BaseException]):
-    """The C callback: calls ``progress``; Ctrl-C or an exception in it stops the engine at the next call."""
-    if progress is None:
-        return PROGRESS()                      # NULL: no calls
+def _callback(progress: Callable[[int, float], None] | None, stop: list[BaseException], active: bool):
+    """The C callback: calls ``progress``; Ctrl-C or an exception in it stops the engine at the next call.
+    NULL (no calls at all) when there is nothing to call and no Ctrl-C to watch for."""
+    if progress is None and not active:
+        return PROGRESS()
 
     def call(done: int, t: float) -> int:
         if stop:
             return 1
+        if progress is None:
+            return 0
         try:
             progress(int(done), float(t))
         except BaseException as err:           # noqa: BLE001 - re-raised by run_program
@@ -65,11 +68,16 @@ def _callback(progress: Callable[[int, float], None] | None, stop: list[BaseExce
     return PROGRESS(call)
 
 
+def _main_thread() -> bool:
+    """Signal handlers can be set (and Ctrl-C arrives) only in the main thread."""
+    return threading.current_thread() is threading.main_thread()
+
+
 @contextmanager
 def _interrupts_to(stop: list[BaseException], active: bool):
     """While the engine runs, Ctrl-C only records itself (the callback then stops the engine):
     an exception raised inside a ctypes callback would be printed and lost."""
-    if not active or threading.current_thread() is not threading.main_thread():
+    if not active:
         yield
         return
     old = signal.signal(signal.SIGINT, lambda *_: stop.append(KeyboardInterrupt()))
@@ -87,13 +95,19 @@ def _p(a: np.ndarray):
 PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_double)
 
 
+#: seconds of wall clock between two calls of the callback (how soon Ctrl-C is seen)
+INTERVAL = 0.05
+
+
 def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: str = "maxmin",
-                progress: Callable[[int, float], None] | None = None, every: int = 20000) -> Outcome:
+                progress: Callable[[int, float], None] | None = None, every: int = 0,
+                interval: float = INTERVAL) -> Outcome:
     """Run ``program`` in the compiled engine (same contract as engine.run_program).
 
     ``progress(messages done, simulated seconds)`` is called every ``every``
-    refills; Ctrl-C during the run stops the engine at the next call and
-    raises KeyboardInterrupt here.
+    refills (0: not by count) and every ``interval`` seconds of wall clock.
+    In the main thread Ctrl-C during the run stops the engine at the next
+    call (within about ``interval`` seconds) and raises KeyboardInterrupt here.
     """
     dll, why = _load()
     if dll is None:
@@ -117,12 +131,13 @@ def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: s
     pending = np.empty(s, dtype=i64)
     stats = np.zeros(2, dtype=i64)
     (cap, pptr, pres, pw, pcap, plat, mpath, size, ss, rs, nxt, delay, sptr, smsg, fst) = keep
-    with _interrupts_to(stop, progress is not None):
+    watch = _main_thread()
+    with _interrupts_to(stop, watch):
         rc = dll.fs_run(ctypes.c_int64(len(cap)), _p(cap), _p(pptr), _p(pres), _p(pw), _p(pcap), _p(plat),
                         ctypes.c_int64(m), _p(mpath), _p(size), _p(ss), _p(rs), ctypes.c_int64(s), _p(nxt), _p(delay),
                         _p(sptr), _p(smsg), _p(fst), ctypes.c_int64(len(fst)),
                         *[_p(o) for o in outs], _p(pending), _p(stats), ctypes.c_int(SHARING[sharing]),
-                        _callback(progress, stop), ctypes.c_int64(every))
+                        _callback(progress, stop, watch), ctypes.c_int64(every), ctypes.c_double(interval))
     if stop:                                   # stopped, or Ctrl-C after the last call: not lost
         raise stop[0]
     if rc < 0:

@@ -12,12 +12,17 @@
  * with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
  * the progress callback asked to stop, or -1 when memory runs out.
  *
- * progress (may be NULL) is called every `every` refills with the messages
- * done so far and the simulated time; a non-zero return stops the run. */
+ * progress (may be NULL) is called with the messages done so far and the
+ * simulated time every `every` refills (0: never by count) and whenever
+ * `interval` seconds of wall clock have passed since the last call (the
+ * clock is read once per refill: a few tens of nanoseconds, against
+ * microseconds for the refill), so a Ctrl-C is seen within about `interval`
+ * whatever the load; a non-zero return stops the run. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TIME_TOL 1e-12
 #define RATE_TOL 1e-9
@@ -28,7 +33,8 @@ typedef struct { double t; int64_t seq, id, ver; int kind; } ev_t;
 typedef struct { ev_t *a; int64_t n, cap; } evheap;
 typedef struct { double k; int64_t id; int kind; } rk_t;
 typedef struct { rk_t *a; int64_t n, cap; } rkheap;
-typedef struct { int64_t m; int32_t k; } slot_t;
+/* an entry of a resource's list of flows: the flow's slot, its hop index, its weight there */
+typedef struct { int32_t f, k; double w; } slot_t;
 typedef struct { slot_t *a; int64_t n, cap; } rlist;
 
 static int ev_lt(const ev_t *x, const ev_t *y) { return x->t < y->t || (x->t == y->t && x->seq < y->seq); }
@@ -84,19 +90,39 @@ static int rk_push(rkheap *h, rk_t e)
     h->a[i] = e;
     return 0;
 }
-static rk_t rk_pop(rkheap *h)
+/* put x at i and move it down to its place */
+static void rk_down(rkheap *h, int64_t i, rk_t x)
 {
-    rk_t top = h->a[0], last = h->a[--h->n];
-    int64_t i = 0;
     for (;;) {
         int64_t c = 2 * i + 1;
         if (c >= h->n) break;
         if (c + 1 < h->n && rk_lt(&h->a[c + 1], &h->a[c])) c++;
-        if (!rk_lt(&h->a[c], &last)) break;
+        if (!rk_lt(&h->a[c], &x)) break;
         h->a[i] = h->a[c]; i = c;
     }
-    if (h->n) h->a[i] = last;
+    h->a[i] = x;
+}
+static rk_t rk_pop(rkheap *h)
+{
+    rk_t top = h->a[0], last = h->a[--h->n];
+    if (h->n) rk_down(h, 0, last);
     return top;
+}
+/* append without ordering (rk_heapify orders them all at once: linear, not n log n) */
+static int rk_append(rkheap *h, rk_t e)
+{
+    if (h->n == h->cap) {
+        int64_t nc = h->cap ? 2 * h->cap : 1024;
+        rk_t *na = realloc(h->a, (size_t)nc * sizeof *na);
+        if (!na) return -1;
+        h->a = na; h->cap = nc;
+    }
+    h->a[h->n++] = e;
+    return 0;
+}
+static void rk_heapify(rkheap *h)
+{
+    for (int64_t i = h->n / 2 - 1; i >= 0; i--) rk_down(h, i, h->a[i]);
 }
 static int rl_add(rlist *l, slot_t s, int64_t *pos)
 {
@@ -122,22 +148,56 @@ static int i64_push(int64_t **a, int64_t *n, int64_t *cap, int64_t v)
     return 0;
 }
 
+/* Per resource: what the progressive filling reads and writes together (one cache line) ... */
+typedef struct {
+    double cap, load, resid, livew;   /* capacity; rate x weight in flight; the filling's residual and live weight */
+    int64_t touch, done, t_beg, t_cnt; /* filling pass marks; its refilled flows in tlist[t_beg .. t_cnt) */
+} res_a;
+/* ... and what the certificate and the event bookkeeping use */
+typedef struct {
+    double wsum, st_max;              /* weight in flight; largest rate on it (certificate) */
+    int64_t st_ep, tch, nb, seen;     /* certificate marks; flows bottlenecked here; event mark */
+    char full;                        /* full at the tentative rates (certificate) */
+} res_b;
+
 /* min over path p's resources of capacity / weight in flight, and its own cap */
 static double counted_rate(int64_t p, const int64_t *p_ptr, const int64_t *p_res, const double *p_cap,
-                           const double *capacity, const double *wsum)
+                           const res_a *RA, const res_b *RB)
 {
     double v = p_cap[p];
     for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-        double c = capacity[p_res[k]] / wsum[p_res[k]];
+        double c = RA[p_res[k]].cap / RB[p_res[k]].wsum;
         if (c < v) v = c;
     }
     return v;
 }
 
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A flow in flight lives in a slot, reused when it finishes: the refills touch a few
+ * thousand slots kept together in memory, not arrays as long as the program's messages.
+ * The epochs mark membership for the current event (todo, st) or refill pass (done, add). */
+typedef struct {
+    double rate, nrate;          /* current rate; tentative rate of this refill */
+    int64_t todo, done, add;     /* epochs: in this event's refill; frozen in this pass; to add */
+    int64_t where, bneck;        /* where it froze in this pass; its bottleneck (-1 cap, -2 none) */
+    int64_t off, n;              /* its path's entries p_res[off .. off + n) */
+    double rem, tlast;           /* bytes left at tlast */
+    int64_t msg, path, ver, st;  /* message (-1: free slot), path, finish-event version, started epoch */
+} flow_t;
+
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
-/* bneck[m]: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
-#define SET_BNECK(m_, b_) do { int64_t o_ = bneck[m_], n_ = (b_); if (o_ >= 0) nb[o_]--; \
-                               if (n_ >= 0) nb[n_]++; bneck[m_] = n_; } while (0)
+/* bneck: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
+#define SET_BNECK(f_, b_) do { int64_t o_ = F[f_].bneck, n_ = (b_); if (o_ >= 0) { RB[o_].nb--; } \
+                               if (n_ >= 0) { RB[n_].nb++; } F[f_].bneck = n_; } while (0)
+#define GROW(ptr, n, cap, init) do { if ((n) >= (cap)) { int64_t nc_ = (cap) ? 2 * (cap) : (init); \
+        while (nc_ <= (n)) { nc_ *= 2; } void *np_ = realloc((ptr), (size_t)nc_ * sizeof *(ptr)); \
+        if (!np_) { rc = -1; goto out; } (ptr) = np_; (cap) = nc_; } } while (0)
 
 int fs_run(int64_t n_res, const double *capacity,
            const int64_t *p_ptr, const int64_t *p_res, const double *p_w, const double *p_cap, const double *p_lat,
@@ -146,48 +206,35 @@ int fs_run(int64_t n_res, const double *capacity,
            const int64_t *step_ptr, const int64_t *step_msg, const int64_t *first_steps, int64_t n_first,
            double *msg_post, double *msg_start, double *msg_end, double *step_start, double *step_end,
            double *delivered, int64_t *pending, int64_t *stats, int sharing,
-           int (*progress)(int64_t, double), int64_t every)
+           int (*progress)(int64_t, double), int64_t every, double interval)
 {
     int rc = 0;
     evheap H = {0};
     rkheap R = {0};
     rlist *on = calloc((size_t)n_res, sizeof *on);
-    double *wsum = calloc((size_t)n_res, sizeof *wsum), *load = calloc((size_t)n_res, sizeof *load);
-    double *resid = calloc((size_t)n_res, sizeof *resid), *livew = calloc((size_t)n_res, sizeof *livew);
-    double *key = calloc((size_t)n_res, sizeof *key);
-    int64_t *r_seen = calloc((size_t)n_res, sizeof *r_seen), *r_touch = calloc((size_t)n_res, sizeof *r_touch);
-    int64_t *r_key = calloc((size_t)n_res, sizeof *r_key);
-    double *rate = calloc((size_t)n_msg, sizeof *rate), *tlast = calloc((size_t)n_msg, sizeof *tlast);
-    double *rem = calloc((size_t)n_msg, sizeof *rem), *nrate = calloc((size_t)n_msg, sizeof *nrate);
-    int64_t *ver = calloc((size_t)n_msg, sizeof *ver), *in_todo = calloc((size_t)n_msg, sizeof *in_todo);
-    int64_t *done_mark = calloc((size_t)n_msg, sizeof *done_mark), *st_mark = calloc((size_t)n_msg, sizeof *st_mark);
-    int64_t *bneck = calloc((size_t)n_msg, sizeof *bneck), *where = calloc((size_t)n_msg, sizeof *where);
-    int64_t *add_mark = calloc((size_t)n_msg, sizeof *add_mark);
-    int64_t *st_ep = calloc((size_t)n_res, sizeof *st_ep), *tch = calloc((size_t)n_res, sizeof *tch);
-    char *st_full = calloc((size_t)n_res, 1);
-    /* nb[r]: flows in flight whose bottleneck is r; the certificate scan skips the others' resources */
-    int64_t *nb = calloc((size_t)n_res, sizeof *nb);
-    double *st_max = calloc((size_t)n_res, sizeof *st_max);
-    int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0;
-    int64_t *slotpos = NULL, *moff = calloc((size_t)n_msg + 1, sizeof *moff);
-    char *active = calloc((size_t)n_msg, 1), *need = malloc((size_t)n_msg + 1);
+    /* per resource, what the refills use together in one record (one cache line), the rest in another */
+    res_a *RA = calloc((size_t)n_res, sizeof *RA);
+    res_b *RB = calloc((size_t)n_res, sizeof *RB);
+    char *need = malloc((size_t)n_msg + 1);
+    flow_t *F = NULL;
+    int64_t nF = 0, cF = 0, *freel = NULL, nfree = 0, cfree = 0;
+    int64_t *spos = NULL, cspos = 0, maxh = 1;   /* spos[f * maxh + k]: where flow f sits in on[its k-th resource] */
+    int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0, *tlist = NULL, ctlist = 0;
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
     int64_t *stack = NULL, nst = 0, cst = 0, *touched = NULL, ntc = 0, ctc = 0;
     double *fin_rate = NULL;
     int64_t cfr = 0;
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
-    if (!on || !wsum || !load || !resid || !livew || !key || !r_seen || !r_touch || !r_key || !rate || !tlast ||
-        !rem || !nrate || !ver || !in_todo || !done_mark || !st_mark || !moff || !active || !need || !bneck || !where ||
-        !add_mark || !st_ep || !tch || !st_full || !st_max || !nb) { rc = -1; goto out; }
+    double last_call = progress ? wall_s() : 0;
+    if (!on || !RA || !RB || !need) { rc = -1; goto out; }
+    for (int64_t r = 0; r < n_res; r++) RA[r].cap = capacity[r];
     for (int64_t m = 0; m < n_msg; m++) {
         int64_t p = msg_path[m];
-        moff[m + 1] = moff[m] + (p_ptr[p + 1] - p_ptr[p]);
+        if (p_ptr[p + 1] - p_ptr[p] > maxh) maxh = p_ptr[p + 1] - p_ptr[p];
         need[m] = 2;
         msg_post[m] = msg_start[m] = msg_end[m] = NAN;
         delivered[m] = 0;
     }
-    slotpos = malloc((size_t)(moff[n_msg] ? moff[n_msg] : 1) * sizeof *slotpos);
-    if (!slotpos) { rc = -1; goto out; }
     for (int64_t s = 0; s < n_steps; s++) { step_start[s] = step_end[s] = NAN; pending[s] = step_ptr[s + 1] - step_ptr[s]; }
     for (int64_t i = 0; i < n_first; i++) {
         ev_t e = {step_delay[first_steps[i]], seq++, first_steps[i], 0, START};
@@ -223,34 +270,48 @@ int fs_run(int64_t n_res, const double *capacity,
                 if (size[m] <= 0 || (p_ptr[p + 1] == p_ptr[p] && !isfinite(p_cap[p]))) {
                     done = m;
                 } else {
-                    active[m] = 1; rate[m] = 0; tlast[m] = t; rem[m] = size[m]; bneck[m] = -2;
-                    for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-                        int64_t r = p_res[k], pos;
-                        slot_t s = {m, (int32_t)(k - p_ptr[p])};
-                        CHK(rl_add(&on[r], s, &pos));
-                        slotpos[moff[m] + (k - p_ptr[p])] = pos;
-                        wsum[r] += p_w[k];
+                    int64_t g;
+                    if (nfree) g = freel[--nfree];                /* a finished flow's slot */
+                    else {
+                        g = nF++;
+                        GROW(F, nF, cF, 1024);
+                        F[g].ver = 0; F[g].todo = F[g].done = F[g].add = F[g].st = 0;
+                        if (nF * maxh > cspos) {
+                            int64_t need_ = nF * maxh;
+                            GROW(spos, need_, cspos, 1024 * maxh);
+                        }
                     }
-                    CHK(i64_push(&started, &ns, &cs, m));
+                    flow_t *fl = &F[g];
+                    fl->msg = m; fl->path = p; fl->off = p_ptr[p]; fl->n = p_ptr[p + 1] - p_ptr[p];
+                    fl->rate = 0; fl->tlast = t; fl->rem = size[m]; fl->bneck = -2;
+                    for (int64_t k = 0; k < fl->n; k++) {
+                        int64_t r = p_res[fl->off + k], pos;
+                        slot_t sl = {(int32_t)g, (int32_t)k, p_w[fl->off + k]};
+                        CHK(rl_add(&on[r], sl, &pos));
+                        spos[g * maxh + k] = pos;
+                        RB[r].wsum += p_w[fl->off + k];
+                    }
+                    CHK(i64_push(&started, &ns, &cs, g));
                 }
             } else {
-                int64_t m = a, p = msg_path[m];
-                if (e.ver != ver[m] || !active[m]) continue;
-                double rt = rate[m];
-                active[m] = 0;
-                SET_BNECK(m, -2);
-                delivered[m] += rt * (t - tlast[m]);
-                for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-                    int64_t r = p_res[k], pos = slotpos[moff[m] + (k - p_ptr[p])];
+                int64_t g = a;
+                flow_t *fl = &F[g];
+                if (e.ver != fl->ver || fl->msg < 0) continue;
+                int64_t m = fl->msg;
+                double rt = fl->rate;
+                SET_BNECK(g, -2);
+                delivered[m] += rt * (t - fl->tlast);
+                for (int64_t k = 0; k < fl->n; k++) {
+                    int64_t r = p_res[fl->off + k], pos = spos[g * maxh + k];
                     rlist *l = &on[r];
                     slot_t last = l->a[--l->n];
                     if (pos < l->n) {
                         l->a[pos] = last;
-                        slotpos[moff[last.m] + last.k] = pos;
+                        spos[(int64_t)last.f * maxh + last.k] = pos;
                     }
-                    wsum[r] -= p_w[k];
-                    load[r] -= rt * p_w[k];
-                    if (l->n == 0) { wsum[r] = 0; load[r] = 0; }
+                    RB[r].wsum -= p_w[fl->off + k];
+                    RA[r].load -= rt * p_w[fl->off + k];
+                    if (l->n == 0) { RB[r].wsum = 0; RA[r].load = 0; }
                 }
                 if (nf == cf) {
                     cf = cf ? 2 * cf : 1024;
@@ -261,7 +322,11 @@ int fs_run(int64_t n_res, const double *capacity,
                     if (!a2 || !b2) { rc = -1; goto out; }
                     cfr = cf;
                 }
-                fin[nf] = m; fin_rate[nf++] = rt;
+                fin[nf] = fl->path; fin_rate[nf++] = rt;        /* the finished flow's path, for its resources */
+                fl->msg = -1;
+                fl->ver++;                                       /* its pending finish events are stale */
+                GROW(freel, nfree + 1, cfree, 1024);
+                freel[nfree++] = g;
                 done = m;
             }
             if (done >= 0) {
@@ -280,29 +345,35 @@ int fs_run(int64_t n_res, const double *capacity,
             }
         }
         if (!ns && !nf) continue;
-        if (progress && every > 0 && ++batches % every == 0 && progress(n_done, t)) { rc = 2; goto out; }
+        if (progress) {
+            double now = wall_s();
+            if ((every > 0 && ++batches % every == 0) || now - last_call >= interval) {
+                last_call = now;
+                if (progress(n_done, t)) { rc = 2; goto out; }
+            }
+        }
         int64_t ev_ep = ++epoch;
+        for (int64_t i = 0; i < ns; i++) F[started[i]].st = ev_ep;
         if (sharing == 1) {
             /* congestion count: every flow on a resource whose count changed takes
              * min over its path of capacity / weight in flight; the others keep theirs */
             nt = 0;
-            for (int64_t i = 0; i < ns; i++) st_mark[started[i]] = ev_ep;
             for (int64_t i = 0; i < ns + nf; i++) {
-                int64_t p = msg_path[i < ns ? started[i] : fin[i - ns]];
+                int64_t p = i < ns ? F[started[i]].path : fin[i - ns];
                 for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
                     int64_t r = p_res[k];
-                    if (r_seen[r] == ev_ep) continue;
-                    r_seen[r] = ev_ep;
+                    if (RB[r].seen == ev_ep) continue;
+                    RB[r].seen = ev_ep;
                     for (int64_t z = 0; z < on[r].n; z++) {
-                        int64_t g = on[r].a[z].m;
-                        if (in_todo[g] == ev_ep) continue;
-                        in_todo[g] = ev_ep;
+                        int64_t g = on[r].a[z].f;
+                        if (F[g].todo == ev_ep) continue;
+                        F[g].todo = ev_ep;
                         CHK(i64_push(&todo, &nt, &ct, g));
                     }
                 }
             }
             for (int64_t i = 0; i < nt; i++)
-                nrate[todo[i]] = counted_rate(msg_path[todo[i]], p_ptr, p_res, p_cap, capacity, wsum);
+                F[todo[i]].nrate = counted_rate(F[todo[i]].path, p_ptr, p_res, p_cap, RA, RB);
             refills += nt;
             goto apply;
         }
@@ -310,28 +381,28 @@ int fs_run(int64_t n_res, const double *capacity,
         double thr = INFINITY;
         for (int64_t i = 0; i < nf; i++) if (fin_rate[i] < thr) thr = fin_rate[i];
         for (int64_t i = 0; i < ns; i++) {       /* a started flow gets at least its counted share */
-            double lb = counted_rate(msg_path[started[i]], p_ptr, p_res, p_cap, capacity, wsum);
+            double lb = counted_rate(F[started[i]].path, p_ptr, p_res, p_cap, RA, RB);
             if (lb < thr) thr = lb;
         }
         thr *= 1 - RATE_TOL;
         /* start small: the started flows, and the flows at or above thr on the changed flows' resources */
         nt = nst = 0;
         for (int64_t i = 0; i < ns; i++) {
-            int64_t m = started[i];
-            in_todo[m] = ev_ep; st_mark[m] = ev_ep;
-            CHK(i64_push(&todo, &nt, &ct, m));
+            int64_t g = started[i];
+            F[g].todo = ev_ep;
+            CHK(i64_push(&todo, &nt, &ct, g));
         }
         for (int64_t i = 0; i < ns + nf; i++) {
-            int64_t p = msg_path[i < ns ? started[i] : fin[i - ns]];
+            int64_t p = i < ns ? F[started[i]].path : fin[i - ns];
             for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                if (r_seen[p_res[k]] != ev_ep) { r_seen[p_res[k]] = ev_ep; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
+                if (RB[p_res[k]].seen != ev_ep) { RB[p_res[k]].seen = ev_ep; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
         }
         for (int64_t j = 0; j < nst; j++) {
             int64_t r = stack[j];
             for (int64_t i = 0; i < on[r].n; i++) {
-                int64_t g = on[r].a[i].m;
-                if (in_todo[g] == ev_ep || rate[g] < thr) continue;
-                in_todo[g] = ev_ep;
+                int64_t g = on[r].a[i].f;
+                if (F[g].todo == ev_ep || F[g].rate < thr) continue;
+                F[g].todo = ev_ep;
                 CHK(i64_push(&todo, &nt, &ct, g));
             }
         }
@@ -340,122 +411,139 @@ int fs_run(int64_t n_res, const double *capacity,
             /* ---- progressive filling of todo; the others keep their rates ---- */
             ntc = 0;
             R.n = 0;
+            int64_t nent = 0;
             for (int64_t i = 0; i < nt; i++) {
-                int64_t g = todo[i], p = msg_path[g];
-                for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-                    int64_t r = p_res[k];
-                    if (r_touch[r] != ep) {
-                        r_touch[r] = ep; resid[r] = capacity[r] - load[r]; livew[r] = 0;
+                flow_t *fl = &F[todo[i]];
+                for (int64_t k = 0; k < fl->n; k++) {
+                    int64_t r = p_res[fl->off + k];
+                    double w = p_w[fl->off + k];
+                    if (RA[r].touch != ep) {
+                        RA[r].touch = ep; RA[r].resid = RA[r].cap - RA[r].load; RA[r].livew = 0; RA[r].t_cnt = 0;
                         CHK(i64_push(&touched, &ntc, &ctc, r));
                     }
-                    resid[r] += rate[g] * p_w[k];
-                    livew[r] += p_w[k];
+                    RA[r].resid += fl->rate * w;
+                    RA[r].livew += w;
+                    RA[r].t_cnt++;
                 }
-                if (isfinite(p_cap[p])) { rk_t e = {p_cap[p], g, 1}; CHK(rk_push(&R, e)); }
+                nent += fl->n;
+                if (isfinite(p_cap[fl->path])) { rk_t e = {p_cap[fl->path], todo[i], 1}; CHK(rk_append(&R, e)); }
+            }
+            /* each touched resource's refilled flows, so that freezing it looks at those alone */
+            GROW(tlist, nent, ctlist, 4096);
+            int64_t acc = 0;
+            for (int64_t i = 0; i < ntc; i++) {
+                int64_t r = touched[i];
+                RA[r].t_beg = acc; acc += RA[r].t_cnt; RA[r].t_cnt = RA[r].t_beg;
+            }
+            for (int64_t i = 0; i < nt; i++) {
+                flow_t *fl = &F[todo[i]];
+                for (int64_t k = 0; k < fl->n; k++) tlist[RA[p_res[fl->off + k]].t_cnt++] = todo[i];
             }
             for (int64_t i = 0; i < ntc; i++) {
                 int64_t r = touched[i];
-                key[r] = (resid[r] > 0 ? resid[r] : 0) / livew[r];
-                r_key[r] = ep;
-                rk_t e = {key[r], r, 0};
-                CHK(rk_push(&R, e));
+                rk_t e = {(RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew, r, 0};
+                CHK(rk_append(&R, e));
             }
+            rk_heapify(&R);
+            /* a resource's level only rises as flows freeze (each freezes at or below it), so a
+             * popped key is a lower bound: recompute it and put it back if it rose */
             int64_t count = 0;
             double level = 0;
             while (R.n && count < nt) {
                 rk_t e = rk_pop(&R);
                 int64_t lo, hi;
+                double k_now = e.k;
                 if (e.kind == 0) {
-                    if (r_key[e.id] != ep || key[e.id] != e.k) continue;
-                    r_key[e.id] = 0;
-                    lo = 0; hi = on[e.id].n;
+                    int64_t r = e.id;
+                    if (RA[r].done == ep) continue;
+                    if (RA[r].livew <= 1e-12) { RA[r].done = ep; continue; }
+                    k_now = (RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew;
+                    if (k_now > e.k) { rk_t f = {k_now, r, 0}; CHK(rk_push(&R, f)); continue; }
+                    RA[r].done = ep;
+                    lo = RA[r].t_beg; hi = RA[r].t_cnt;
                 } else {
-                    if (done_mark[e.id] == ep) continue;
+                    if (F[e.id].done == ep) continue;
                     lo = -1; hi = 0;
                 }
-                if (e.k > level) level = e.k;
+                if (k_now > level) level = k_now;
                 for (int64_t i = lo; i < hi; i++) {
-                    int64_t g = i < 0 ? e.id : on[e.id].a[i].m;
-                    if (in_todo[g] != ev_ep || done_mark[g] == ep) continue;
-                    done_mark[g] = ep; nrate[g] = level; where[g] = e.kind == 0 ? e.id : -1; count++;
-                    int64_t p = msg_path[g];
-                    for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-                        int64_t r = p_res[k];
-                        resid[r] -= p_w[k] * level;
-                        livew[r] -= p_w[k];
-                        if (r_key[r] == ep) {
-                            if (livew[r] > 1e-12) {
-                                key[r] = (resid[r] > 0 ? resid[r] : 0) / livew[r];
-                                rk_t f = {key[r], r, 0};
-                                CHK(rk_push(&R, f));
-                            } else r_key[r] = 0;
-                        }
+                    int64_t g = i < 0 ? e.id : tlist[i];
+                    flow_t *fl = &F[g];
+                    if (fl->done == ep) continue;
+                    fl->done = ep; fl->nrate = level; fl->where = e.kind == 0 ? e.id : -1; count++;
+                    for (int64_t k = 0; k < fl->n; k++) {
+                        int64_t r = p_res[fl->off + k];
+                        double w = p_w[fl->off + k];
+                        RA[r].resid -= w * level;
+                        RA[r].livew -= w;
                     }
                 }
             }
             /* ---- the max-min certificate on what the refill touched; add the flows that fail it ---- */
             int64_t nadd = 0;
-#define STAT(q) do { int64_t q_ = (q); if (st_ep[q_] != ep) { double ld_ = 0, mx_ = 0; \
-                for (int64_t z_ = 0; z_ < on[q_].n; z_++) { int64_t h_ = on[q_].a[z_].m; \
-                    double rh_ = in_todo[h_] == ev_ep ? nrate[h_] : rate[h_]; \
-                    ld_ += rh_ * p_w[p_ptr[msg_path[h_]] + on[q_].a[z_].k]; if (rh_ > mx_) mx_ = rh_; } \
-                st_ep[q_] = ep; st_full[q_] = ld_ >= capacity[q_] * (1 - RATE_TOL); st_max[q_] = mx_; } } while (0)
+#define STAT(q) do { int64_t q_ = (q); if (RB[q_].st_ep != ep) { double ld_ = 0, mx_ = 0; \
+                for (int64_t z_ = 0; z_ < on[q_].n; z_++) { const flow_t *h_ = &F[on[q_].a[z_].f]; \
+                    double rh_ = h_->todo == ev_ep ? h_->nrate : h_->rate; \
+                    ld_ += rh_ * on[q_].a[z_].w; if (rh_ > mx_) mx_ = rh_; } \
+                RB[q_].st_ep = ep; RB[q_].full = ld_ >= RA[q_].cap * (1 - RATE_TOL); RB[q_].st_max = mx_; } } while (0)
             for (int64_t i = 0; i < nt; i++) {
-                int64_t g = todo[i], b = where[g];
+                int64_t g = todo[i], b = F[g].where;
                 if (b < 0) continue;
                 STAT(b);
-                if (nrate[g] >= st_max[b] * (1 - RATE_TOL)) continue;
+                if (F[g].nrate >= RB[b].st_max * (1 - RATE_TOL)) continue;
                 for (int64_t z = 0; z < on[b].n; z++) {
-                    int64_t h = on[b].a[z].m;
-                    if (in_todo[h] != ev_ep && add_mark[h] != ep && rate[h] > nrate[g]) {
-                        add_mark[h] = ep; CHK(i64_push(&addl, &nadd, &cadd, h));
+                    int64_t h = on[b].a[z].f;
+                    if (F[h].todo != ev_ep && F[h].add != ep && F[h].rate > F[g].nrate) {
+                        F[h].add = ep; CHK(i64_push(&addl, &nadd, &cadd, h));
                     }
                 }
             }
             int64_t ntl = 0;
             for (int64_t i = 0; i < nt + nf; i++) {
-                int64_t p = msg_path[i < nt ? todo[i] : fin[i - nt]];
+                int64_t p = i < nt ? F[todo[i]].path : fin[i - nt];
                 for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                    if (tch[p_res[k]] != ep) { tch[p_res[k]] = ep; CHK(i64_push(&tl, &ntl, &ctl, p_res[k])); }
+                    if (RB[p_res[k]].tch != ep) { RB[p_res[k]].tch = ep; CHK(i64_push(&tl, &ntl, &ctl, p_res[k])); }
             }
             for (int64_t j = 0; j < ntl; j++) {
                 int64_t r = tl[j];
-                if (nb[r] == 0) continue;       /* no fixed flow has its bottleneck here */
+                if (RB[r].nb == 0) continue;       /* no fixed flow has its bottleneck here */
                 for (int64_t z = 0; z < on[r].n; z++) {
-                    int64_t h = on[r].a[z].m;
-                    if (in_todo[h] == ev_ep || add_mark[h] == ep || bneck[h] != r) continue;
-                    double rh = rate[h];
+                    int64_t h = on[r].a[z].f;
+                    flow_t *fh = &F[h];
+                    if (fh->todo == ev_ep || fh->add == ep || fh->bneck != r) continue;
+                    double rh = fh->rate;
                     STAT(r);
-                    if (st_full[r] && rh >= st_max[r] * (1 - RATE_TOL)) continue;
-                    int64_t found = -2, p = msg_path[h];
-                    for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) {
-                        int64_t q = p_res[k];
+                    if (RB[r].full && rh >= RB[r].st_max * (1 - RATE_TOL)) continue;
+                    int64_t found = -2;
+                    for (int64_t k = 0; k < fh->n; k++) {
+                        int64_t q = p_res[fh->off + k];
                         STAT(q);
-                        if (st_full[q] && rh >= st_max[q] * (1 - RATE_TOL)) { found = q; break; }
+                        if (RB[q].full && rh >= RB[q].st_max * (1 - RATE_TOL)) { found = q; break; }
                     }
-                    if (found == -2 && rh >= p_cap[p] * (1 - RATE_TOL)) found = -1;
-                    if (found == -2) { add_mark[h] = ep; CHK(i64_push(&addl, &nadd, &cadd, h)); }
+                    if (found == -2 && rh >= p_cap[fh->path] * (1 - RATE_TOL)) found = -1;
+                    if (found == -2) { fh->add = ep; CHK(i64_push(&addl, &nadd, &cadd, h)); }
                     else SET_BNECK(h, found);
                 }
             }
 #undef STAT
             if (!nadd) break;
-            for (int64_t i = 0; i < nadd; i++) { in_todo[addl[i]] = ev_ep; CHK(i64_push(&todo, &nt, &ct, addl[i])); }
+            for (int64_t i = 0; i < nadd; i++) { F[addl[i]].todo = ev_ep; CHK(i64_push(&todo, &nt, &ct, addl[i])); }
         }
         refills += nt;
-        for (int64_t i = 0; i < nt; i++) SET_BNECK(todo[i], where[todo[i]]);
+        for (int64_t i = 0; i < nt; i++) SET_BNECK(todo[i], F[todo[i]].where);
     apply:
         /* the new rates: bytes so far booked at the old ones, a new finish event for each changed flow */
         for (int64_t i = 0; i < nt; i++) {
-            int64_t g = todo[i], p = msg_path[g];
-            double nr = nrate[g], old = rate[g];
-            if (st_mark[g] != ev_ep && fabs(nr - old) <= SAME_RATE * old) continue;
-            double dt = t - tlast[g];
-            if (dt > 0) { delivered[g] += old * dt; rem[g] -= old * dt; tlast[g] = t; }
-            for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) load[p_res[k]] += (nr - old) * p_w[k];
-            rate[g] = nr;
-            ver[g]++;
-            ev_t f = {t + (rem[g] > 0 ? rem[g] : 0) / nr, seq++, g, ver[g], FINISH};
+            int64_t g = todo[i];
+            flow_t *fl = &F[g];
+            double nr = fl->nrate, old = fl->rate;
+            if (fl->st != ev_ep && fabs(nr - old) <= SAME_RATE * old) continue;
+            double dt = t - fl->tlast;
+            if (dt > 0) { delivered[fl->msg] += old * dt; fl->rem -= old * dt; fl->tlast = t; }
+            for (int64_t k = 0; k < fl->n; k++) RA[p_res[fl->off + k]].load += (nr - old) * p_w[fl->off + k];
+            fl->rate = nr;
+            fl->ver++;
+            ev_t f = {t + (fl->rem > 0 ? fl->rem : 0) / nr, seq++, g, fl->ver, FINISH};
             CHK(ev_push(&H, f));
         }
     }
@@ -463,10 +551,8 @@ int fs_run(int64_t n_res, const double *capacity,
 out:
     stats[0] = events; stats[1] = refills; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
-    free(on); free(wsum); free(load); free(resid); free(livew); free(key); free(r_seen); free(r_touch); free(r_key);
-    free(rate); free(tlast); free(rem); free(nrate); free(ver); free(in_todo); free(done_mark); free(st_mark);
-    free(slotpos); free(moff); free(active); free(need); free(started); free(fin); free(fin_rate); free(todo);
-    free(stack); free(touched); free(H.a); free(R.a);
-    free(bneck); free(nb); free(where); free(add_mark); free(st_ep); free(tch); free(st_full); free(st_max); free(addl); free(tl);
+    free(on); free(RA); free(RB); free(need);
+    free(F); free(freel); free(spos); free(addl); free(tl); free(tlist); free(started); free(fin); free(todo);
+    free(stack); free(touched); free(fin_rate); free(H.a); free(R.a);
     return rc;
 }

@@ -5,8 +5,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
 from fabscope.fabric.model import Fabric
 
@@ -27,6 +25,11 @@ def switch_distances(fabric: Fabric) -> np.ndarray:
 
 @lru_cache(maxsize=8)
 def _cached(fabric: Fabric) -> np.ndarray:
+    # SciPy here, not at the top: dimension-order and tree routing import this module and never
+    # call it, and SciPy's import is a third of a small simulation's whole process
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
     h, s = fabric.n_hosts, fabric.n_switches
     sl = switch_links(fabric)
     g = csr_matrix((np.ones(len(sl)), (fabric.link_src[sl] - h, fabric.link_dst[sl] - h)), shape=(s, s))

@@ -1,0 +1,166 @@
+"""The dynamic engine's whole-process figures (issue #25), this tree beside the landed code and SimGrid.
+
+    .venv/bin/python bench/bench_whole.py                      # every case but the 1M-host tree, 3 runs each
+    .venv/bin/python bench/bench_whole.py --case torus --repeat 5
+    .venv/bin/python bench/bench_whole.py --case fat-tree-1m --repeat 1
+    .venv/bin/python bench/bench_whole.py --other /work/main/src   # the landed code to compare with
+
+Every figure is a whole process, started fresh: Python's start, the imports,
+the fabric, the routing, the program, the engine, the output; the compiled
+engines are built before the timings.  "wall s" is the median of the runs'
+wall clock, "cpu s" the median of their user + system CPU time (this machine
+is shared: wall time includes waiting for a core), "MB" the largest peak
+resident set of the runs.  Each case runs here (this tree's ``src``, first on
+``PYTHONPATH``) and in ``--other`` (default ``/work/main/src``, the landed
+code), alternately, so that both see the same load.
+
+SimGrid (Debian's python3-simgrid in the system Python) runs the torus
+matching as a whole process too: ``/usr/bin/python3 simgrid_peer.py
+problem.json`` on the same flows and routes (a Full zone, latency 0), the
+problem file written beforehand from fabscope's routes: its median wall and
+CPU time beside this tree's ("x": how many times longer).  Its completion
+times are compared with fabscope's ("agree": the largest relative
+difference).  The Itasca ping-pong cases are not run in SimGrid: two
+iterations did not finish in 600 s (docs/dynamic.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+
+#: a random matching (each rank sends 1 MiB to its partner, both ways at once) through the API
+MATCHING = """
+import sys, numpy as np
+from fabscope.dynamic.program import Program
+from fabscope.dynamic.run import run_program_on
+from fabscope.fabric import Placement
+from fabscope.fabric.io import load_fabric
+f = load_fabric(sys.argv[1])
+n = f.n_hosts
+perm = np.random.default_rng(1).permutation(n)
+a, b = perm[0::2], perm[1::2]
+prog = Program.from_arrays("matching", n, np.r_[a, b], np.r_[b, a], np.full(n - n % 2, 2.0**20),
+                           np.zeros(n - n % 2, dtype=np.int64))
+run = run_program_on(f, Placement.block(f, n, ppn=1), prog, sys.argv[2], latency=False)
+if len(sys.argv) > 3:
+    np.save(sys.argv[3], run.outcome.msg_end)
+    if len(sys.argv) > 4:
+        from fabscope.dynamic import peer
+        with open(sys.argv[4], "w") as fh:
+            import json
+            json.dump(peer.problem(run.paths, run.msg_path, prog.src, prog.dst, prog.bytes,
+                                   Placement.block(f, n, ppn=1).host), fh)
+print(f"makespan {run.outcome.makespan!r} events {run.outcome.events}")
+"""
+
+
+def cases():
+    """(key, what, argv after the interpreter, target wall s)"""
+    fab = ["-m", "fabscope.cli"]
+    yield ("help", "fabscope --help", fab + ["--help"], 0.3)
+    yield ("simulate-help", "fabscope simulate --help", fab + ["simulate", "--help"], 0.3)
+    yield ("torus", "16x16x16 torus, DOR, one random matching of 1 MiB (API script)",
+           ["-c", MATCHING, "torus:16x16x16", "dor"], 0.5)
+    yield ("itasca-20", "Itasca, random pairs at 8 ppn (8,576 ranks), 20 ping-pong iterations, max-min",
+           fab + ["simulate", "--fabric", "itasca", "--ppn", "8", "--pattern", "random-pairs", "--seed", "7",
+                  "--dynamic", "--iterations", "20"], 10.0)
+    yield ("itasca-100", "the same, 100 iterations (latencies as always in the CLI)",
+           fab + ["simulate", "--fabric", "itasca", "--ppn", "8", "--pattern", "random-pairs", "--seed", "7",
+                  "--dynamic", "--iterations", "100"], 30.0)
+    yield ("fat-tree-1m", "1,048,576-host fat tree (k=32, 4 levels), D-mod-K, one random matching (API script)",
+           ["-c", MATCHING, "fat-tree:k=32,levels=4", "dmodk"], 30.0)
+
+
+DEFAULT = ("help", "simulate-help", "torus", "itasca-20", "itasca-100")
+
+
+def run_case(argv: list[str], src: str, extra: list[str] = ()) -> tuple[float, float, float, str]:
+    """Wall s, CPU s (user + system) and peak resident MB of one fresh process (os.wait4's usage)."""
+    env = {**os.environ, "PYTHONPATH": src}
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, *argv, *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        tail = err.decode(errors="replace").strip().splitlines()[-1:]
+        raise SystemExit(f"{' '.join(argv[:4])} ... failed with {src} on PYTHONPATH: {tail}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, out.decode(errors="replace")
+
+
+def simgrid_whole(problem: str) -> tuple[float, float] | None:
+    """Wall s and CPU s of SimGrid's whole process on ``problem`` (None where SimGrid is not installed)."""
+    from fabscope.dynamic import peer
+
+    if peer.why_unavailable():
+        return None
+    t0 = time.perf_counter()
+    with open(problem + ".out", "w") as out:
+        p = subprocess.Popen([peer.SYSTEM_PYTHON, peer.PEER, problem], stdout=out, stderr=subprocess.PIPE)
+        err = p.stderr.read()
+        _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"SimGrid failed: {err.decode(errors='replace').strip().splitlines()[-1:]}")
+    return wall, ru.ru_utime + ru.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, itasca-20, itasca-100, "
+                                                    "fat-tree-1m (default: all but fat-tree-1m)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main)")
+    ap.add_argument("--no-simgrid", action="store_true")
+    a = ap.parse_args()
+    here = os.path.normpath(HERE)
+    sides = [("this tree", here), ("other", a.other)]
+    for _, src in sides:                           # build each side's compiled engine outside the timings
+        run_case(["-c", "from fabscope.dynamic import fast; assert fast.available(), fast.why_not()"], src)
+    import numpy as np
+
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {a.repeat} runs each, "
+          f"medians; other = {a.other}")
+    print(f"{'case':14} {'wall s':>8} {'cpu s':>7} {'MB':>6} | {'other wall':>10} {'cpu':>7} {'MB':>6} | "
+          f"{'x wall':>6} {'x cpu':>6} | {'target':>6} | {'SimGrid s':>9} {'x':>6} {'its cpu':>9} {'x':>6} {'agree':>7}")
+    for key, what, argv, target in cases():
+        if (a.case and key not in a.case) or (not a.case and key not in DEFAULT):
+            continue
+        res = {name: [] for name, _ in sides}
+        with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
+            for i in range(a.repeat):
+                for name, src in sides:
+                    res[name].append(run_case(argv, src))
+            sg = agree = None
+            if key == "torus" and not a.no_simgrid:
+                ends, prob = os.path.join(tmp, "ends.npy"), os.path.join(tmp, "problem.json")
+                run_case(argv, here, [ends, prob])
+                runs = [r for r in (simgrid_whole(prob) for _ in range(a.repeat)) if r is not None]
+                if runs:
+                    sg = (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+                    with open(prob + ".out") as fh:
+                        theirs = np.array(json.load(fh)["finish"])
+                    ours = np.load(ends)
+                    agree = float(np.max(np.abs(theirs - ours) / theirs))
+        med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
+                      max(r[2] for r in rs)) for name, rs in res.items()}
+        (w, c, m), (ow, oc, om) = med["this tree"], med["other"]
+        sgs = (f"{sg[0]:>9.2f} {sg[0] / w:>5.0f}x {sg[1]:>9.2f} {sg[1] / c:>5.0f}x {agree:>7.0e}" if sg is not None
+               else f"{'':>9} {'':>6} {'':>9} {'':>6} {'':>7}")
+        print(f"{key:14} {w:>8.2f} {c:>7.2f} {m:>6.0f} | {ow:>10.2f} {oc:>7.2f} {om:>6.0f} | "
+              f"{ow / w:>5.1f}x {oc / c:>5.1f}x | {target:>6.1f} | {sgs}  {what}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

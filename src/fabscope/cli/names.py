@@ -1,0 +1,19 @@
+"""The names the parsers offer (patterns, routing engines, flow models, mapping formats, limits).
+
+Copies of the library's lists, kept here so that building the parser, and so
+``fabscope --help``, imports no library module that loads numpy, SciPy or
+rich; tests/test_cli_startup.py checks each equals the library's own.
+"""
+
+#: fabscope.traffic.spec.PATTERNS, in order
+PATTERNS = ("random-pairs", "leaf-offset", "leaf-pairs", "partner-hops", "bisection", "shift", "permutation",
+            "all-to-all", "natural-ring", "random-ring", "bucket-brigade", "random-messaging", "stencil2d",
+            "stencil3d")
+#: fabscope.routing.ENGINES
+ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive")
+#: fabscope.model.simulate.MODELS
+MODELS = ("maxmin", "congestion")
+#: fabscope.mapping.outputs.FORMATS
+FORMATS = ("hostfile", "rankfile", "machinefile", "slurm", "map")
+#: fabscope.measure.runner.OVERSUBSCRIBE_FACTOR
+OVERSUBSCRIBE_FACTOR = 4

@@ -1,0 +1,50 @@
+"""The CLI's start-up: building the parser (--help) imports no heavy library, and the
+parser's copies of the library's names (fabscope.cli.names) are the library's own."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("numpy", "scipy", "rich", "plotly", "dask", "networkx", "pandas", "jinja2")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["simulate", "--help"], ["map", "--help"], ["measure", "--help"],
+                                  ["doctor", "--help"], ["demo", "--help"], ["analyze", "--help"]])
+def test_help_imports_nothing_heavy(argv):
+    code = ("import sys, json\nfrom fabscope.cli import main\ntry:\n    main(%r)\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in %r)), file=sys.stderr)"
+            % (argv, HEAVY))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "usage: fabscope" in p.stdout
+    assert json.loads(p.stderr.strip().splitlines()[-1]) == []
+
+
+def test_parser_names_are_the_librarys():
+    from fabscope.cli import names
+    from fabscope.mapping.outputs import FORMATS
+    from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR
+    from fabscope.model.simulate import MODELS
+    from fabscope.routing import ENGINES
+    from fabscope.traffic.spec import PATTERNS
+
+    assert names.PATTERNS == tuple(PATTERNS)
+    assert names.ENGINES == tuple(ENGINES)
+    assert names.MODELS == tuple(MODELS)
+    assert names.FORMATS == tuple(FORMATS)
+    assert names.OVERSUBSCRIBE_FACTOR == OVERSUBSCRIBE_FACTOR
+
+
+def test_dynamic_simulation_on_a_torus_imports_no_scipy():
+    """Dimension-order routing and the dynamic engine need numpy alone: SciPy's import was a third
+    of a small simulation's whole process."""
+    code = ("import sys\nfrom fabscope.cli import main\n"
+            "main(['simulate', '--fabric', 'torus:4x4x4', '--routing', 'dor', '--ppn', '1', '--pattern',"
+            " 'random-pairs', '--dynamic', '--iterations', '1', '--warmup', '0'])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'plotly', 'dask')), file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "dynamic: ping-pong" in p.stdout
+    assert p.stderr.strip().splitlines()[-1] == "[]"
