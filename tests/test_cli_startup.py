@@ -31,6 +31,9 @@ def test_parser_names_are_the_librarys():
     from fabscope.traffic.spec import PATTERNS
 
     assert names.PATTERNS == tuple(PATTERNS)
+    from fabscope.cli.options import library_pattern_names
+
+    assert names.DYNAMIC_PATTERNS == tuple(library_pattern_names())
     assert names.ENGINES == tuple(ENGINES)
     assert names.MODELS == tuple(MODELS)
     assert names.FORMATS == tuple(FORMATS)

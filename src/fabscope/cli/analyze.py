@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
-from fabscope.units import plural
 from fabscope.cli.options import examples
-from typing import Any
-
-from fabscope.fabric.model import MB
-from fabscope.measure import analysis as an
-from fabscope.measure.parse import PAIR_TESTS, BenchRun, read_run, to_result
 from fabscope.names import plain
+from fabscope.units import plural
+
+if TYPE_CHECKING:
+    from fabscope.measure.parse import BenchRun
 
 HEADLINE = {"bw": "bandwidth", "bibw": "bandwidth", "mbw": "bandwidth", "random-msg": "bandwidth",
             "bucket-brigade": "bandwidth", "ring": "bandwidth", "random-ring": "bandwidth",

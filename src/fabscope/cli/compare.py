@@ -8,7 +8,7 @@ from typing import Sequence
 
 from fabscope.cli.options import examples
 from fabscope.names import plain
-from fabscope.resolver import resolve_fabric
+from fabscope.cli.options import resolve_fabric
 
 
 def register(sub: argparse._SubParsersAction) -> None:

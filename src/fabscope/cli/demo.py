@@ -14,14 +14,10 @@ is found, a short random-pairs measurement on this host.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from fabscope.cli.options import examples
-
-from rich.console import Console
-from rich.table import Table
-
 from fabscope.seeds import ITASCA_MERGE, seed_table
-from fabscope.traffic import patterns as pt
 from fabscope.units import format_size, plural
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ import re
 from fabscope.cli.compare import check_outputs, load_hostmap
 from fabscope.cli.options import add_size, examples
 from fabscope.names import plain, shell_word
-from fabscope.resolver import resolve_fabric
+from fabscope.cli.options import resolve_fabric
 from fabscope.units import plural
 
 

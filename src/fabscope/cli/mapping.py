@@ -14,8 +14,7 @@ import sys
 
 from fabscope.atomic import all_or_none, atomic_open, check_outputs
 from fabscope.cli.options import add_seed, add_size, examples, require_positive
-from fabscope.resolver import resolve_fabric
-from fabscope.mapping.outputs import FORMATS, launch_command, write
+from fabscope.cli.names import FORMATS
 
 
 FORMAT_HELP = ("file format: hostfile (one host per rank, for mpirun --map-by seq), rankfile (Open MPI), "
@@ -112,9 +111,10 @@ def _is_file(path: str) -> bool:
 
 
 def _map(args: argparse.Namespace, algorithm: str):
-    from fabscope.fabric.io import load_fabric
     from fabscope.mapping.api import map_ranks
     from fabscope.mapping.commspec import load_comm
+
+    from fabscope.resolver import resolve_fabric
 
     fabric = resolve_fabric(args.fabric)
     graph = load_comm(args.comm)
@@ -185,12 +185,13 @@ def run_map(args: argparse.Namespace) -> int:
 
 
 def run_place(args: argparse.Namespace) -> int:
-    from fabscope.fabric.io import load_fabric
     from fabscope.mapping.report import placement_report
     from fabscope.units import parse_size
 
     require_positive(args, "ppn")
     check_outputs({"--json": args.json})
+    from fabscope.resolver import resolve_fabric
+
     fabric = resolve_fabric(args.fabric)
     target = _target(args, fabric, None)
     rep = placement_report(fabric, target.nodes, size=parse_size(args.size))

@@ -10,11 +10,8 @@ from fabscope.atomic import check_outputs
 from fabscope.cli.options import examples
 from fabscope.errors import MeasureError
 from fabscope.measure.benchhelp import help_of_test, options_help, tests_help
-from fabscope.measure.launchers import get_launcher
+from fabscope.cli.names import OVERSUBSCRIBE_FACTOR
 from fabscope.names import plain
-from fabscope.measure.mpi import describe
-from fabscope.measure.parse import to_result
-from fabscope.measure.runner import OVERSUBSCRIBE_FACTOR, execute, plan
 
 
 def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
@@ -80,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from fabscope.cli.options import require_positive
+    from fabscope.measure.launchers import get_launcher
     from fabscope.measure.mpi import describe
     from fabscope.measure.parse import to_result
     from fabscope.measure.runner import execute, plan

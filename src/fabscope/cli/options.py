@@ -106,27 +106,31 @@ def add_pattern(p: argparse.ArgumentParser, dynamic: bool = False) -> None:
 
 
 def pattern_names(dynamic: bool = False) -> list[str]:
-    """The names ``--pattern`` takes, from the registries (with ``dynamic``: also those only --dynamic runs).
+    """The names ``--pattern`` takes (with ``dynamic``: also those only --dynamic runs); the lists of
+    :mod:`fabscope.cli.names`, tested equal to the library's registries (tests/test_cli_startup.py).
 
     >>> "allreduce:ring" in pattern_names(True), "allreduce:ring" in pattern_names()
     (True, False)
     """
-    from fabscope.traffic.spec import PATTERNS
+    from fabscope.cli.names import DYNAMIC_PATTERNS, PATTERNS
 
-    names = list(PATTERNS)
-    if dynamic:
-        from fabscope.cli.dynamic import PROGRAM_ONLY
-        from fabscope.dynamic.programs import COLLECTIVES
+    return list(PATTERNS) + (list(DYNAMIC_PATTERNS) if dynamic else [])
 
-        for name in PROGRAM_ONLY:
-            if name in COLLECTIVES:
-                names += [f"{name}:{a}" for a in COLLECTIVES[name]]
-        names += [f"{n}:FILE" for n in PROGRAM_ONLY if n not in COLLECTIVES]
-    return names
+
+def library_pattern_names() -> list[str]:
+    """What the registries themselves say --dynamic adds to the static patterns (for the test)."""
+    from fabscope.cli.dynamic import PROGRAM_ONLY
+    from fabscope.dynamic.programs import COLLECTIVES
+
+    names = []
+    for name in PROGRAM_ONLY:
+        if name in COLLECTIVES:
+            names += [f"{name}:{a}" for a in COLLECTIVES[name]]
+    return names + [f"{n}:FILE" for n in PROGRAM_ONLY if n not in COLLECTIVES]
 
 
 def add_routing(p: argparse.ArgumentParser) -> None:
-    from fabscope.routing import ENGINES
+    from fabscope.cli.names import ENGINES
 
     p.add_argument("--routing", metavar="ENGINE",
                    help=f"routing engine: {', '.join(ENGINES)}, with options such as dor:tie=simgrid or "
@@ -144,3 +148,10 @@ def require_positive(args: argparse.Namespace, *dests: str) -> None:
         value = getattr(args, dest, None)
         if value is not None and value < 1:
             raise PlacementError(f"--{dest.replace('_', '-')} must be >= 1, got {value}")
+
+
+def resolve_fabric(spec: str):
+    """:func:`fabscope.resolver.resolve_fabric`, imported when a command runs (the parser stays light)."""
+    from fabscope.resolver import resolve_fabric as resolve
+
+    return resolve(spec)

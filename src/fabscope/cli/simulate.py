@@ -5,16 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 
-
 from fabscope.atomic import all_or_none, check_outputs
 from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples, job_shape, require_positive
 from fabscope.errors import PlacementError
-from fabscope.resolver import resolve_fabric
-from fabscope.fabric.placement import Placement
-from fabscope.model.simulate import MODELS, simulate
-from fabscope.report.tables import make_console, print_leaf_matrix
+from fabscope.cli.names import MODELS
 from fabscope.seeds import ITASCA_MERGE, seed_table
-from fabscope.traffic.spec import make_traffic
 from fabscope.units import format_size, parse_size
 
 
@@ -54,7 +49,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # the library is imported here, not at the top: building the parser (--help) loads no numpy
-    from fabscope.fabric.io import load_fabric
     from fabscope.fabric.placement import Placement
     from fabscope.report.tables import make_console, print_leaf_matrix
 
@@ -66,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.report)
     check_outputs({"-o/--output": args.output, "--csv": args.csv, "--report": args.report},
                   inputs=[args.fabric if os.path.exists(args.fabric) else None, args.hostfile])
+    from fabscope.resolver import resolve_fabric
+
     fabric = resolve_fabric(args.fabric)
     size = parse_size(args.size)
     if args.hostfile:
