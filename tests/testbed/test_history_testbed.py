@@ -31,9 +31,6 @@ def _night(tmp, k: int) -> str:
     return out
 
 
-@pytest.mark.xfail(strict=False, reason="issue 23 open: 'history check' tests the newest run alone (the night's "
-                   "leaf pairs, 24 pairs); on the lead's run it found 0 regressions: too few of a run this size cross "
-                   "one cable for the check's significance threshold (p < 0.001 / tests)")
 def test_three_healthy_nights_then_a_degraded_cable(tmp_path, capsys):
     up(NAME, "fat-tree:k=4,levels=2", parse_rate(RATE))
     try:

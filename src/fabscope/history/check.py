@@ -38,6 +38,7 @@ class Finding:
     first_run: int | None = None       # first run of the streak it is slow in
     first_time: str | None = None
     cable: str | None = None
+    named: bool = False                # the run's own diagnosis named it (its calibrated test)
     regressed: bool = False            # significant, and large enough
     new: bool = False                  # not already so in the previous run
     alarm: bool = False
@@ -46,7 +47,7 @@ class Finding:
         return {"what": self.what, "name": self.name, "cable": self.cable, "n": self.test.n,
                 "n_baseline": self.test.n_base, "p": self.test.p, "factor": self.test.factor,
                 "estimate": self.estimate, "first_run": self.first_run, "first_time": self.first_time,
-                "regressed": self.regressed, "new": self.new, "alarm": self.alarm}
+                "named": self.named, "regressed": self.regressed, "new": self.new, "alarm": self.alarm}
 
 
 @dataclass
@@ -67,7 +68,8 @@ class CheckReport:
         out = [f"run {r.id} ({r.time}, {r.test or r.kind}, {r.n_pairs} pairs) against "
                f"{len(self.baseline)} baseline runs ({', '.join(str(b.id) for b in self.baseline)}); "
                f"{'log ratio to the model' if self.values == 'ratio' else 'log bandwidth'} per pair, "
-               f"Mann-Whitney p < {self.alpha:g} / tests and Hodges-Lehmann factor <= {1 - self.min_effect:.2f}"]
+               f"Mann-Whitney p < {self.alpha:g} / tests (a cable or host: or named by the run's diagnosis) and "
+               f"Hodges-Lehmann factor <= {1 - self.min_effect:.2f}"]
         for f in self.findings:
             # a cable slow tonight only and not confirmed by its pairs is noise: not printed
             persisting = f.first_run is not None and f.first_run != r.id
@@ -78,7 +80,8 @@ class CheckReport:
             state = ("REGRESSED" if f.alarm else "slow, already" if f.regressed or f.estimate is not None
                      else "ok")
             since = (f"; slow since run {f.first_run} ({f.first_time})" if f.first_run is not None else "")
-            est = f"; tomography: {f.estimate:.2f} of capacity" if f.estimate is not None else ""
+            est = (f"; tomography: {f.estimate:.2f} of capacity" if f.estimate is not None else "") + (
+                ", named by the run's diagnosis" if f.named else "")
             out.append(f"  {state:<14} {f.what} {f.name}{where}: x{t.factor:.3f} (Hodges-Lehmann), "
                        f"p={t.p:.2g}, {t.n} pairs vs {t.n_base}{est}{since}")
         n = len(self.alarms)
@@ -144,11 +147,11 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
         routing = run.routing
         cross_t = _crossing(f, routing, tonight, [c for c, *_ in cand])
         cross_b = [_crossing(f, routing, b, [c for c, *_ in cand]) for b in bpairs]
-        for c, name, host, est in cand:
+        for c, name, host, est, named in cand:
             t = shift_test(x[cross_t[c]], np.concatenate([y[cb[c]] for y, cb in zip(y_all, cross_b)]))
             first = _first_slow(h, runs, run, c, min_effect)
             fd = Finding("host" if host else "cable", host or name, t, est, first.id if first else None,
-                         first.time if first else None, cable=name)
+                         first.time if first else None, cable=name, named=named)
             findings.append(fd)
     elif f is None or not h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (run.id,)):
         hosts = sorted(set(tonight["src_host"].tolist()) | set(tonight["dst_host"].tolist()))
@@ -158,7 +161,12 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
             findings.append(Finding("host", hn, t))
     n_tests = max(len(findings), 1)
     for fd in findings:
-        fd.regressed = fd.test.regressed(alpha / n_tests, min_effect)
+        # a cable or host: significant by the rank test across runs, or named by the run's own diagnosis,
+        # whose penalty holds a false-alarm rate per diagnosis (docs/diagnose.md) and which weighs every
+        # pair of the run, where the rank test sees only the few that cross one cable; either way its
+        # crossing pairs must have lost at least min_effect against the baseline (Hodges-Lehmann)
+        fd.regressed = fd.test.regressed(alpha / n_tests, min_effect) or (
+            fd.named and fd.test.n > 0 and fd.test.n_base > 0 and fd.test.factor <= 1.0 - min_effect)
         if not fd.regressed:
             continue
         if fd.what == "class":
@@ -177,10 +185,10 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
     return rep
 
 
-def _cable_candidates(h: History, run: Run, min_effect: float) -> list[tuple[int, str, str | None, float]]:
-    rows = h.db.query("SELECT cable, name, host, estimate / capacity FROM cables WHERE run_id = ? AND "
+def _cable_candidates(h: History, run: Run, min_effect: float) -> list[tuple[int, str, str | None, float, bool]]:
+    rows = h.db.query("SELECT cable, name, host, estimate / capacity, suspect FROM cables WHERE run_id = ? AND "
                       "estimate < ? * capacity ORDER BY estimate / capacity", (run.id, 1.0 - min_effect))
-    return [(int(c), str(n), hs, float(e)) for c, n, hs, e in rows]
+    return [(int(c), str(n), hs, float(e), bool(sus)) for c, n, hs, e, sus in rows]
 
 
 def _first_slow(h: History, runs: list[Run], run: Run, cable: int, min_effect: float) -> Run | None:
