@@ -209,7 +209,12 @@ def bisection(n_ranks: int, size: float, seed: int = 0, samples: int = 1) -> Tra
 
 
 def shift(n_ranks: int, size: float, k: int = 1) -> Traffic:
-    """Every rank i sends to rank (i + k) mod n."""
+    """Every rank i sends to rank (i + k) mod n.
+
+    >>> shift(4, 1.0, 5).dst.tolist(), shift(4, 1.0, -1).dst.tolist()     # k is taken modulo n
+    ([1, 2, 3, 0], [3, 0, 1, 2])
+    """
+    k = int(k) % max(n_ranks, 1)   # a Python int first: k = 10**308 is a shift like any other
     r = np.arange(n_ranks)
     return Traffic.build("shift", r, (r + k) % n_ranks, size, k=k)
 
@@ -249,6 +254,8 @@ def random_messaging(n_ranks: int, seed: int = 0, low: int = 100, high: int = 10
     with the same ``--seed`` (:mod:`.draws`)."""
     if n_ranks < 2:
         raise TrafficError(f"random-messaging needs at least 2 ranks, got {n_ranks}")
+    if not 0 < low <= high <= 1 << 50:
+        raise TrafficError(f"random-messaging: low={low}, high={high}: give 0 < low <= high <= 2^50 bytes")
     order, size = next(msg_rounds(n_ranks, seed, 1, low, high))
     return Traffic.build("random-messaging", order, np.roll(order, -1), size, seed=seed)
 
