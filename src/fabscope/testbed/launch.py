@@ -18,6 +18,7 @@ case "$host" in fstb-tb1-h[0-9]*) ;; *) echo "fabscope testbed tb1: no host $hos
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -49,10 +50,20 @@ def write_launcher(name: str) -> Path:
     from fabscope.testbed.lifecycle import launcher_path
 
     p = launcher_path(name)
+    text = launcher_script(name)
+    with contextlib.suppress(OSError):
+        if p.read_text() == text:
+            return p
+    # not through atomic_open: that holds a lock for the whole command, and measures that run side by side
+    # on one testbed (a plan's leaf jobs) all write this same text; a temporary file renamed over it
+    # replaces the file (or a link there) whole, whichever writer is last
     p.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_open(p) as fh:
-        fh.write(launcher_script(name))
-    os.chmod(p, stat.S_IRWXU)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, stat.S_IRWXU)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.chmod(tmp, stat.S_IRWXU)
+    os.replace(tmp, p)
     return p
 
 
