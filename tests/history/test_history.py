@@ -339,3 +339,45 @@ def test_check_writes_its_findings(db_url, small_fabric, tmp_path):
     assert doc["run"] == 9 and doc["alarms"] == 1 and doc["baseline"] == [2, 3, 4, 5, 6, 7, 8]
     (alarm,) = [f for f in doc["findings"] if f["alarm"]]
     assert alarm["what"] == "cable" and alarm["first_run"] == 9 and alarm["factor"] < 0.9
+
+
+@pytest.mark.mpi
+def test_a_later_night_without_fabric_gets_the_historys_classes(tmp_path, capsys):
+    """``history add`` of a fabscope-bench run without ``--fabric``: its pairs are classed by the history's
+    fabric, as its first night was (before, they got socket/node classes: "Inter-node" against a baseline
+    of leaf classes, and the class test compared 32 pairs with none)."""
+    from fabscope.errors import MeasureError
+    from fabscope.fabric.io import write_json
+    from fabscope.measure.mpi import find_mpi
+
+    try:
+        find_mpi()
+    except MeasureError as err:
+        pytest.skip(f"no MPI: {err}")
+    out = tmp_path / "rp.jsonl"
+    assert main(["measure", "--np", "4", "--out", str(out), "random-pairs", "--size", "4096",
+                 "--iterations", "5", "--rounds", "2"]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    for rec in lines:                 # the four ranks on four hosts of the fabric, two per leaf
+        if rec["type"] == "ranks":
+            rec["host"] = ["h0000", "h0001", "h0002", "h0003"]
+    nights = []
+    for n in range(2):
+        for rec in lines:
+            if rec["type"] == "pair":
+                rec["bandwidth"] *= 1.01      # another night: other bandwidths, another digest
+        p = tmp_path / f"night{n}.jsonl"
+        p.write_text("".join(json.dumps(r) + "\n" for r in lines))
+        nights.append(p)
+    fab = tmp_path / "fabric.json"
+    f = fat_tree(k=4, levels=2)
+    write_json(f, fab)
+    db = str(tmp_path / "h.db")
+    assert main(["history", "add", "--db", db, "--fabric", str(fab), str(nights[0]), "--time", "2026-11-01"]) == 0
+    assert main(["history", "add", "--db", db, str(nights[1]), "--time", "2026-11-02"]) == 0
+    capsys.readouterr()
+    with History(db) as h:
+        first, second = h.runs()
+        c1, c2 = (sorted(set(h.pairs(r.id)["cls"].tolist())) for r in (first, second))
+    assert c1 == c2, (c1, c2)
+    assert set(c1) <= set(f.class_labels)

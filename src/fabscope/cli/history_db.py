@@ -44,18 +44,20 @@ def add_files(db: str, files: list[str], fabric: Any = None, *, time: str | None
     """Add result files and fabscope-bench runs to history ``db`` (all or none); print one line per run."""
     from fabscope.history.store import History
 
-    items = []
-    for path in files:
-        items += _read(path, fabric)
     job = job_id or os.environ.get("SLURM_JOB_ID") or os.environ.get("PBS_JOBID")
-    for res, info in items:
-        if time:
-            info["time"] = time
-        info["label"] = label
-        info["job_id"] = job if job_id else (res.meta.get("job_id") or job)
     with History(db, create=True) as h:
         if fabric is not None:
             h.set_fabric(fabric, write=False)
+        # a later night added without --fabric is classified by the history's own fabric, so that its
+        # classes are the ones its baseline nights were given (not socket/node classes)
+        items = []
+        for path in files:
+            items += _read(path, fabric if fabric is not None else h.fabric())
+        for res, info in items:
+            if time:
+                info["time"] = time
+            info["label"] = label
+            info["job_id"] = job if job_id else (res.meta.get("job_id") or job)
         for res, info in items:       # every refusal before any slow work
             h.check_result(res, info["origin"])
 
