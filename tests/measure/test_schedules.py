@@ -84,15 +84,17 @@ def test_listed_pairs_are_the_pairs_a_real_run_measures(bench):
     assert len({tuple(sorted((s, d))) for _, s, d in measured}) > 1   # the rounds differ
 
 
-@pytest.mark.parametrize("np_,ppn,seed", [(4, 1, 5), (4, 2, 11), (3, 1, 2), (3, 3, 9)])
+@pytest.mark.parametrize("np_,ppn,seed", [(4, 1, 5), (4, 2, 11), (3, 1, 2), (3, 3, 9), (6, 2, None)])
 def test_measure_and_simulate_list_the_same_pairs(tmp_path, mpi, capsys, np_, ppn, seed):
     """`fabscope measure random-pairs --seed S --rounds R` beside `fabscope simulate --pattern
-    random-pairs:rounds=R --seed S` (static and --dynamic): the same pairs in the same rounds."""
+    random-pairs:rounds=R --seed S` (static and --dynamic): the same pairs in the same rounds; and with no
+    ``--seed`` on either side (seed None), the same defaults."""
     out, sim, dyn = tmp_path / "m.jsonl", tmp_path / "s.json", tmp_path / "d.json"
+    seed_arg = [] if seed is None else ["--seed", str(seed)]
     assert main(["measure", "--np", str(np_), "--timeout", "60", "random-pairs", "--size", "4096", "--iterations",
-                 "2", "--seed", str(seed), "--rounds", "3", "--out", str(out)]) == 0
+                 "2", *seed_arg, "--rounds", "3", "--out", str(out)]) == 0
     measured = [(r["scenario"], r["src"], r["dst"]) for r in read_run(out).of("random-pairs", "pair")]
-    common = ["--fabric", "fat-tree:k=4,levels=2", "--ranks", str(np_), "--ppn", str(ppn), "--seed", str(seed),
+    common = ["--fabric", "fat-tree:k=4,levels=2", "--ranks", str(np_), "--ppn", str(ppn), *seed_arg,
               "--pattern", "random-pairs:rounds=3", "--size", "4096"]
     assert main(["simulate", *common, "-o", str(sim)]) == 0
     assert main(["simulate", *common, "--dynamic", "--iterations", "2", "-o", str(dyn)]) == 0
