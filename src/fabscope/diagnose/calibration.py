@@ -1,0 +1,132 @@
+"""How much evidence noise alone gives, and which degradations the measurements would see.
+
+The two questions :func:`fabscope.diagnose.tomography.diagnose` asks of its fit before and after the
+search: the penalty a suspect must pay (:func:`null_calibration`, a Gumbel law fitted to the largest
+gain of any cable over draws of pure noise) and, at the noise measured, the share of cables whose
+degradation by 25 %, 50 %, ... would be seen (:func:`detectable`).  ``fit`` is the tomography's fit
+of one set of measured pairs: its noise model, its pair model and the effect of each cable's factor
+on the pairs that cross it (``fit.effects``).
+
+>>> out = np.zeros(3)
+>>> add_rows(out, np.array([0, 0, 2]), np.array([1.0, 2.0, 5.0]))
+>>> out.tolist()
+[3.0, 0.0, 5.0]
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+def add_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
+    """out[idx[k]] += vals[k], for ``idx`` sorted."""
+    if not len(idx):
+        return
+    starts = np.r_[0, np.flatnonzero(np.diff(idx)) + 1]
+    out[idx[starts]] += np.add.reduceat(vals, starts, axis=0)
+
+
+#: factors of the null calibration (steps of 6 %; the strongest cables of each draw are refined)
+NULL_GRID = np.geomspace(0.08, 0.98, 43)
+#: the span (nats) over which a degraded cable's evidence is taken as equally likely (the confidence's prior)
+EVIDENCE_SPAN = 100.0
+#: a suspect brings at least this much evidence (nats), whatever the null calibration says
+MIN_PENALTY = 6.0
+#: degradations for which the diagnosis says whether its measurements would see them
+DETECT_GRID = np.array([0.25, 0.5, 0.7, 0.8, 0.9, 0.95])
+
+
+@dataclass(eq=False)
+class NullCalibration:
+    """How much evidence noise alone produces: the largest gain any one cable shows when the
+    residuals are drawn from the fitted noise model with no fault, over ``draws`` draws, with a
+    Gumbel law (the law of maxima) fitted to those maxima by its moments."""
+
+    maxima: np.ndarray
+    loc: float
+    scale: float
+    penalty: float
+    seconds: float
+
+    def p_value(self, g: float) -> float:
+        """Chance that noise alone gives some cable at least ``g`` nats."""
+        return float(-np.expm1(-np.exp(-(g - self.loc) / self.scale)))
+
+    def confidence(self, g: float) -> float:
+        """Chance that a cable with evidence ``g`` is degraded rather than noise, by Bayes: noise puts
+        cables at ``g`` at the density of the Gumbel law's tail, lambda(g) / scale with lambda(g) =
+        exp(-(g - loc) / scale) the expected number of noise-only cables at least that strong; a degraded
+        cable's evidence is taken as equally likely anywhere up to :data:`EVIDENCE_SPAN` nats, and one
+        degraded cable per fabric as the prior.  So 1 / (1 + EVIDENCE_SPAN lambda(g) / scale).
+
+        >>> n = NullCalibration(np.zeros(3), loc=2.0, scale=1.0, penalty=6.6, seconds=0.0)
+        >>> [round(n.confidence(g), 3) for g in (2.0, 6.6, 10.0, 20.0)]
+        [0.01, 0.499, 0.968, 1.0]
+        """
+        lam = np.exp(-(g - self.loc) / self.scale)
+        return float(1.0 / (1.0 + EVIDENCE_SPAN * lam / self.scale))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"draws": len(self.maxima), "max_gain_median": round(float(np.median(self.maxima)), 2),
+                "max_gain_max": round(float(self.maxima.max()), 2), "gumbel_loc": round(self.loc, 3),
+                "gumbel_scale": round(self.scale, 3), "seconds": round(self.seconds, 3)}
+
+
+def null_calibration(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray, *,
+                     draws: int = 30, false_alarm: float = 0.01, seed: int = 0, refine: int = 5
+                     ) -> NullCalibration:
+    """The penalty that noise alone exceeds with chance ``false_alarm`` (see :class:`NullCalibration`).
+
+    The effect of every grid factor of every cable on its pairs does not depend on what was measured,
+    so it is computed once and each draw only re-evaluates the likelihood."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    grid = NULL_GRID         # then the strongest cables refined
+    step = float(grid[1] / grid[0])
+    eff = list(fit.effects(cables, factor, rate, bw, grid))
+    noise = fit.noise
+    maxima = np.zeros(draws)
+    for k in range(draws):
+        e = noise.sample(fit.pm.n_pairs, rng)
+        base = noise.nll(e)
+        out = np.zeros((len(cables), len(grid)))
+        for c, p, D in eff:
+            add_rows(out, c, noise.nll(e[p, None] + D) - base[p, None])
+        best = float(-out.min(initial=0.0))
+        if len(cables):
+            # the diagnosis refines each candidate's factor (scan_best); so does the null, for its
+            # strongest few cables (the largest refined gain is among them)
+            top = np.argsort(out.min(axis=1))[:refine]
+            fine = np.minimum(grid[out[top].argmin(axis=1)][:, None] * np.geomspace(1 / step, step, 17)[None, :], 1.0)
+            out2 = np.zeros((len(top), fine.shape[1]))
+            for c, p, D in fit.effects(cables[top], factor, rate, bw, fine):
+                add_rows(out2, c, noise.nll(e[p, None] + D) - base[p, None])
+            best = max(best, float(-out2.min(initial=0.0)))
+        maxima[k] = max(best, 0.0)
+    sd = float(np.std(maxima))
+    scale = max(sd * np.sqrt(6) / np.pi, 0.25)
+    loc = float(np.mean(maxima)) - 0.5772156649 * scale
+    pen = max(loc - scale * np.log(-np.log1p(-false_alarm)), MIN_PENALTY)
+    return NullCalibration(maxima, loc, scale, pen, time.perf_counter() - t0)
+
+
+def detectable(fit: Any, cables: np.ndarray, rate: np.ndarray, bw: np.ndarray, penalty: float
+               ) -> dict[str, Any]:
+    """Which degradations these measurements see at the noise measured: a cable at factor x is seen
+    when the evidence it would bring, less two of its standard deviations (sqrt(2 E), the Gaussian
+    approximation), still clears the penalty.  Share of the covered cables per factor of
+    :data:`DETECT_GRID`, and the mildest factor seen on at least 90 % of them."""
+    noise = fit.noise
+    E = np.zeros((len(cables), len(DETECT_GRID)))
+    base = float(noise.nll(np.zeros(1))[0])
+    for c, p, D in fit.effects(cables, np.ones(fit.n_cables), rate, bw, DETECT_GRID):
+        add_rows(E, c, noise.nll(-D) - base)
+    seen = E - 2 * np.sqrt(2 * np.maximum(E, 0)) >= penalty
+    share = seen.mean(axis=0) if len(cables) else np.zeros(len(DETECT_GRID))
+    ok = np.flatnonzero(share >= 0.9)
+    return {"factors": DETECT_GRID.tolist(), "share_seen": [round(float(x), 3) for x in share],
+            "mildest_seen_on_90pct": float(DETECT_GRID[ok].max()) if len(ok) else None}
