@@ -420,11 +420,14 @@ def _execute(p: Plan, path: Path, timeout: float | None, progress: Progress | No
         job = JobProcesses(proc)
         err_lines: list[str] = []
         reader = threading.Thread(target=lambda: err_lines.extend(proc.stdout or []), daemon=True)
-        reader.start()
         start = time.monotonic()
         done = False
         order: ExitOrder | bool | None = None   # which local rank ends first, once the ranks line names them
         try:
+            # from the launch on, a Ctrl-C ends the job before fabscope leaves (starting the reader takes
+            # milliseconds on a busy machine: a Ctrl-C then left the job to the supervisor, ended after
+            # fabscope had said it was interrupted)
+            reader.start()
             while proc.poll() is None:
                 job.refresh()
                 if order is None:

@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 #: seconds between SIGTERM and SIGKILL when the supervisor ends the job (within the 5 s promised)
 GRACE = 1.5
@@ -49,9 +50,13 @@ def _die_with_parent() -> None:  # runs in the launcher, between fork and exec
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _below(root: int) -> list[int]:
-    """Every live process below ``root`` (its children, theirs, ...), read from /proc."""
-    kids: dict[int, list[int]] = {}
+def _processes() -> Iterator[tuple[int, str, int]]:
+    """(pid, state, parent pid) of every process, read from /proc (one that ends meanwhile is skipped).
+
+    >>> me = next(p for p in _processes() if p[0] == os.getpid())
+    >>> me[1] in "RS" and me[2] == os.getppid()
+    True
+    """
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -60,9 +65,16 @@ def _below(root: int) -> list[int]:
                 text = fh.read().decode(errors="replace")
         except OSError:
             continue
-        rest = text[text.rindex(")") + 2:].split()
-        if rest[0] != "Z":
-            kids.setdefault(int(rest[1]), []).append(int(name))
+        rest = text[text.rindex(")") + 2:].split()    # after the command name, which may hold ") "
+        yield int(name), rest[0], int(rest[1])
+
+
+def _below(root: int) -> list[int]:
+    """Every live process below ``root`` (its children, theirs, ...), read from /proc."""
+    kids: dict[int, list[int]] = {}
+    for pid, state, ppid in _processes():
+        if state != "Z":
+            kids.setdefault(ppid, []).append(pid)
     out, todo = [], [root]
     while todo:
         for pid in kids.get(todo.pop(), ()):
@@ -75,18 +87,10 @@ def _reap(keep: int = 0) -> None:
     """Collect the children that have ended (orphans re-parented here included), all but ``keep``
     (the launcher, whose status :class:`subprocess.Popen` reads)."""
     me = os.getpid()
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == keep:
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                text = fh.read().decode(errors="replace")
-        except OSError:
-            continue
-        rest = text[text.rindex(")") + 2:].split()
-        if rest[0] == "Z" and int(rest[1]) == me:
+    for pid, state, ppid in _processes():
+        if state == "Z" and ppid == me and pid != keep:
             try:
-                os.waitpid(int(name), os.WNOHANG)
+                os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
 
