@@ -5,7 +5,8 @@
  * so the communication graph comes from the run itself:
  *
  *   {"type":"app", ... "t_iter":[..], "t_iter_median":..}        (time per timed iteration)
- *   {"type":"app-traffic", ... "sent":[[src,dst,bytes],...]}      (MPI_COMM_WORLD ranks)
+ *   {"type":"app-traffic", ... "sent":[[src,dst,bytes],...],       (MPI_COMM_WORLD ranks;
+ *    "messages":[[src,dst,count],...]}                             each ordered pair once)
  *
  * Point-to-point messages are counted as sent.  The collectives are counted as
  * the messages of the algorithm the PMPI profiler (csrc/pmpi/algorithms.c)
@@ -92,6 +93,7 @@ typedef struct {
     long iters, warm;
     int nd, dims[3], periods[3];
     long long *sent;        /* bytes this rank sent to each world rank */
+    long long *msgs;        /* messages this rank sent to each world rank */
     double *t;              /* this rank's time of each timed iteration */
 } app;
 
@@ -125,7 +127,7 @@ static int halo_loop(app *a)
         for (int k = 0; k < n; k++) {
             if (nb[k] == MPI_PROC_NULL) continue;
             MPI_CHECK(MPI_Isend(s + a->size * k, (int)a->size, MPI_BYTE, nb[k], TAG + k, cart, &req[q++]));
-            if (nb[k] != c->rank) a->sent[nb[k]] += (long long)a->size;
+            if (nb[k] != c->rank) { a->sent[nb[k]] += (long long)a->size; a->msgs[nb[k]]++; }
         }
         MPI_CHECK(MPI_Waitall(q, req, MPI_STATUSES_IGNORE));
         if (i >= a->warm) a->t[i - a->warm] = MPI_Wtime() - t0;
@@ -142,7 +144,7 @@ static void count_alltoall(app *a, MPI_Comm comm, const int *world)
     int p, me;
     MPI_Comm_size(comm, &p);
     MPI_Comm_rank(comm, &me);
-    for (int i = 0; i < p; i++) if (i != me) a->sent[world[i]] += (long long)a->size;
+    for (int i = 0; i < p; i++) if (i != me) { a->sent[world[i]] += (long long)a->size; a->msgs[world[i]]++; }
 }
 
 static int fft_loop(app *a)
@@ -186,6 +188,7 @@ static void count_ring(app *a, long count, size_t elem)
     for (int s = 0; s < 2 * (p - 1); s++) {
         int ch = s < p - 1 ? ((me - s) % p + p) % p : ((me + 1 - (s - (p - 1))) % p + p) % p;
         a->sent[(me + 1) % p] += (long long)elem * (count / p + (ch < count % p));
+        a->msgs[(me + 1) % p]++;
     }
 }
 
@@ -216,7 +219,19 @@ static int allreduce_loop(app *a)
 /* ---- records ---------------------------------------------------------------------- */
 static const char *tf(int v) { return v ? "true" : "false"; }
 
-static void emit_records(app *a, const double *tmax, const long long *all)
+static void pair_list(FILE *f, int n, const long long *all)
+{
+    int first = 1;
+    for (int src = 0; src < n; src++)
+        for (int dst = 0; dst < n; dst++) {
+            long long b = all[(size_t)src * n + dst];
+            if (!b || src == dst) continue;
+            fprintf(f, "%s[%d,%d,%lld]", first ? "" : ",", src, dst, b);
+            first = 0;
+        }
+}
+
+static void emit_records(app *a, const double *tmax, const long long *all, const long long *allm)
 {
     fb_ctx *c = a->c;
     FILE *f = c->out;
@@ -242,14 +257,9 @@ static void emit_records(app *a, const double *tmax, const long long *all)
     const char *how = a->kind == APP_FFT ? "pmpi-pairwise" : a->kind == APP_ALLREDUCE ? "pmpi-ring" : "messages";
     fprintf(f, "{\"type\":\"app-traffic\",\"test\":\"%s\",\"ranks\":%d,\"iterations_counted\":%ld,"
             "\"counted_as\":\"%s\",\"sent\":[", c->test, c->size, a->warm + a->iters, how);
-    int first = 1;
-    for (int src = 0; src < c->size; src++)
-        for (int dst = 0; dst < c->size; dst++) {
-            long long b = all[(size_t)src * c->size + dst];
-            if (!b || src == dst) continue;
-            fprintf(f, "%s[%d,%d,%lld]", first ? "" : ",", src, dst, b);
-            first = 0;
-        }
+    pair_list(f, c->size, all);
+    fprintf(f, "],\"messages\":[");
+    pair_list(f, c->size, allm);
     fb_emit(c, "]}");
     fb_progress(c, "%ld iterations, median %.3g s", a->iters, s.median);
 }
@@ -282,20 +292,25 @@ static int run_app(fb_ctx *c, app_kind kind)
     if ((st = fb_fail(c, kind != APP_HALO2D && kind != APP_HALO3D && c->size < 2 ? FB_ERR_SETUP : FB_OK,
                       "needs at least 2 ranks, the job has %d", c->size))) return st;
     a.sent = calloc((size_t)c->size, sizeof(long long));
+    a.msgs = calloc((size_t)c->size, sizeof(long long));
     a.t = malloc(sizeof(double) * (size_t)a.iters);
-    if ((st = fb_fail(c, (a.sent && a.t) ? FB_OK : FB_ERR_RUNTIME, "out of memory"))) { free(a.sent); free(a.t); return st; }
+    if ((st = fb_fail(c, (a.sent && a.msgs && a.t) ? FB_OK : FB_ERR_RUNTIME, "out of memory"))) {
+        free(a.sent); free(a.msgs); free(a.t); return st;
+    }
     st = kind == APP_FFT ? fft_loop(&a) : kind == APP_ALLREDUCE ? allreduce_loop(&a) : halo_loop(&a);
-    if (st) { free(a.sent); free(a.t); return st; }
+    if (st) { free(a.sent); free(a.msgs); free(a.t); return st; }
     /* the time of an iteration is that of its slowest rank; the matrix is gathered row by row */
     double *tmax = c->rank == 0 ? malloc(sizeof(double) * (size_t)a.iters) : NULL;
     long long *all = c->rank == 0 ? malloc(sizeof(long long) * (size_t)c->size * (size_t)c->size) : NULL;
-    if ((st = fb_fail(c, c->rank == 0 && !(tmax && all) ? FB_ERR_RUNTIME : FB_OK, "out of memory"))) {
-        free(tmax); free(all); free(a.sent); free(a.t); return st;
+    long long *allm = c->rank == 0 ? malloc(sizeof(long long) * (size_t)c->size * (size_t)c->size) : NULL;
+    if ((st = fb_fail(c, c->rank == 0 && !(tmax && all && allm) ? FB_ERR_RUNTIME : FB_OK, "out of memory"))) {
+        free(tmax); free(all); free(allm); free(a.sent); free(a.msgs); free(a.t); return st;
     }
     MPI_CHECK(MPI_Reduce(a.t, tmax, (int)a.iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
     MPI_CHECK(MPI_Gather(a.sent, c->size, MPI_LONG_LONG, all, c->size, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
-    emit_records(&a, tmax, all);
-    free(tmax); free(all); free(a.sent); free(a.t);
+    MPI_CHECK(MPI_Gather(a.msgs, c->size, MPI_LONG_LONG, allm, c->size, MPI_LONG_LONG, 0, MPI_COMM_WORLD));
+    emit_records(&a, tmax, all, allm);
+    free(tmax); free(all); free(allm); free(a.sent); free(a.msgs); free(a.t);
     return FB_OK;
 }
 
