@@ -98,6 +98,24 @@ typedef struct {
 } app;
 
 /* ---- the four loops ----------------------------------------------------------- */
+/* face k is received from neighbour k and sent to neighbour k (the -1 then +1 side of each dimension);
+ * a missing neighbour (an edge of a non-periodic grid) is MPI_PROC_NULL: nothing posted, nothing sent */
+static void halo_exchange(app *a, MPI_Comm cart, const int *nb, unsigned char *s, unsigned char *r,
+                          MPI_Request *req, int count)
+{
+    int n = 2 * a->nd, q = 0;
+    for (int k = 0; k < n; k++) {
+        if (nb[k] == MPI_PROC_NULL) continue;
+        MPI_CHECK(MPI_Irecv(r + a->size * k, (int)a->size, MPI_BYTE, nb[k], TAG + (k ^ 1), cart, &req[q++]));
+    }
+    for (int k = 0; k < n; k++) {
+        if (nb[k] == MPI_PROC_NULL) continue;
+        MPI_CHECK(MPI_Isend(s + a->size * k, (int)a->size, MPI_BYTE, nb[k], TAG + k, cart, &req[q++]));
+        if (count && nb[k] != a->c->rank) { a->sent[nb[k]] += (long long)a->size; a->msgs[nb[k]]++; }
+    }
+    MPI_CHECK(MPI_Waitall(q, req, MPI_STATUSES_IGNORE));
+}
+
 static int halo_loop(app *a)
 {
     fb_ctx *c = a->c;
@@ -117,25 +135,23 @@ static int halo_loop(app *a)
     for (long i = 0; i < a->warm + a->iters; i++) {
         double t0 = MPI_Wtime();
         compute(c->o.compute);
-        int q = 0;
-        /* face k is received from neighbour k and sent to neighbour k (the -1 then +1 side of each dimension);
-         * a missing neighbour (an edge of a non-periodic grid) is MPI_PROC_NULL: nothing posted, nothing sent */
-        for (int k = 0; k < n; k++) {
-            if (nb[k] == MPI_PROC_NULL) continue;
-            MPI_CHECK(MPI_Irecv(r + a->size * k, (int)a->size, MPI_BYTE, nb[k], TAG + (k ^ 1), cart, &req[q++]));
-        }
-        for (int k = 0; k < n; k++) {
-            if (nb[k] == MPI_PROC_NULL) continue;
-            MPI_CHECK(MPI_Isend(s + a->size * k, (int)a->size, MPI_BYTE, nb[k], TAG + k, cart, &req[q++]));
-            if (nb[k] != c->rank) { a->sent[nb[k]] += (long long)a->size; a->msgs[nb[k]]++; }
-        }
-        MPI_CHECK(MPI_Waitall(q, req, MPI_STATUSES_IGNORE));
+        halo_exchange(a, cart, nb, s, r, req, 1);
         if (i >= a->warm) a->t[i - a->warm] = MPI_Wtime() - t0;
     }
     MPI_Pcontrol(0);
+    long bad = 0;
+    if (c->o.validate) {   /* one more exchange, untimed and uncounted, of faces that say who sent them */
+        for (int k = 0; k < n; k++) {
+            fb_fill(s + a->size * k, a->size, c->rank, k);
+            fb_maybe_corrupt(c, s + a->size * k, a->size);
+        }
+        halo_exchange(a, cart, nb, s, r, req, 0);
+        for (int k = 0; k < n; k++)   /* neighbour k sent this face as its face k^1 */
+            if (nb[k] != MPI_PROC_NULL) bad += fb_check(r + a->size * k, a->size, nb[k], k ^ 1);
+    }
     free(s); free(r); free(req);
     MPI_Comm_free(&cart);
-    return FB_OK;
+    return c->o.validate ? fb_validated(c, bad, a->size) : FB_OK;
 }
 
 /* pairwise exchange, as the profiler counts MPI_Alltoall: `size` bytes to every other member */
@@ -145,6 +161,21 @@ static void count_alltoall(app *a, MPI_Comm comm, const int *world)
     MPI_Comm_size(comm, &p);
     MPI_Comm_rank(comm, &me);
     for (int i = 0; i < p; i++) if (i != me) { a->sent[world[i]] += (long long)a->size; a->msgs[world[i]]++; }
+}
+
+static long check_alltoall(app *a, MPI_Comm comm, const int *world, unsigned char *s, unsigned char *r)
+{
+    int p, me;
+    long bad = 0;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    for (int i = 0; i < p; i++) {
+        fb_fill(s + a->size * i, a->size, a->c->rank, world[i]);
+        fb_maybe_corrupt(a->c, s + a->size * i, a->size);
+    }
+    MPI_CHECK(MPI_Alltoall(s, (int)a->size, MPI_BYTE, r, (int)a->size, MPI_BYTE, comm));
+    for (int i = 0; i < p; i++) bad += fb_check(r + a->size * i, a->size, world[i], a->c->rank);
+    return bad;
 }
 
 static int fft_loop(app *a)
@@ -174,9 +205,14 @@ static int fft_loop(app *a)
         if (i >= a->warm) a->t[i - a->warm] = MPI_Wtime() - t0;
     }
     MPI_Pcontrol(0);
+    long bad = 0;
+    if (c->o.validate) {   /* one more transpose of each kind, of blocks that say who sent them to whom */
+        bad += check_alltoall(a, rowc, wrow, s, r);
+        bad += check_alltoall(a, colc, wcol, s, r);
+    }
     free(s); free(r); free(wrow); free(wcol);
     MPI_Comm_free(&rowc); MPI_Comm_free(&colc);
-    return FB_OK;
+    return c->o.validate ? fb_validated(c, bad, a->size) : FB_OK;
 }
 
 /* the ring the profiler counts MPI_Allreduce as: 2(p-1) steps, each one chunk to rank+1;
@@ -212,8 +248,16 @@ static int allreduce_loop(app *a)
         if (i >= a->warm) a->t[i - a->warm] = MPI_Wtime() - t0;
     }
     MPI_Pcontrol(0);
+    long bad = 0;
+    if (c->o.validate) {   /* the sum of 1 + rank over the ranks, exact in doubles */
+        fb_maybe_corrupt(c, (unsigned char *)s, a->size);
+        MPI_CHECK(MPI_Allreduce(s, r, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+        double want = 0.5 * c->size * (c->size + 1.0);
+        for (long k = 0; k < count; k++) bad += r[k] != want;
+        for (long k = 0; k < count; k++) s[k] = 1.0 + c->rank;
+    }
     free(s); free(r);
-    return FB_OK;
+    return c->o.validate ? fb_validated(c, bad * (long)sizeof(double), a->size) : FB_OK;
 }
 
 /* ---- records ---------------------------------------------------------------------- */

@@ -278,3 +278,18 @@ def test_pmpi_profiler_matrix_equals_the_kernels(bench, pmpi_library, tmp_path, 
     assert np.array_equal(B, a.sent.toarray()), f"profiler\n{B}\nkernel\n{a.sent.toarray()}"
     assert np.array_equal(M, a.messages.toarray()), f"profiler\n{M}\nkernel\n{a.messages.toarray()}"
     assert B.sum() > 0
+
+
+@pytest.mark.parametrize("args", [["halo2d", "--dims", "4x1"], ["halo3d", "--periodic", "no"], ["fft-transpose"],
+                                  ["allreduce-loop"]], ids=lambda a: a[0])
+def test_validate_checks_what_every_kernel_received(bench, args):
+    """--validate: one more exchange after the loop (untimed, not in the traffic), every byte checked;
+    a rank that spoils what it sends (FABSCOPE_BENCH_CORRUPT) is caught, status 4 on every rank."""
+    a, _ = run_app(bench, 4, *args, "--size", "64", "--iterations", "2", "--warmup", "0", "--validate")
+    assert a.iterations_counted == 2
+    p, out = bench.run(4, *args, "--size", "64", "--iterations", "2", "--validate",
+                       env={"FABSCOPE_BENCH_CORRUPT": "1"}, name="bad.jsonl")
+    assert p.returncode == 4
+    lines = errors(p.stderr)
+    assert len(lines) == 1 and "validation failed" in lines[0], p.stderr
+    assert read_run(out).error.startswith("validation failed")
