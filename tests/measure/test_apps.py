@@ -293,3 +293,16 @@ def test_validate_checks_what_every_kernel_received(bench, args):
     lines = errors(p.stderr)
     assert len(lines) == 1 and "validation failed" in lines[0], p.stderr
     assert read_run(out).error.startswith("validation failed")
+
+
+def test_a_torus_fabric_does_not_set_the_kernels_grid(tmp_path, mpi):
+    """With --fabric of a torus, measure gives the torus's --dims to `hops`; a kernel's grid is the
+    ranks' own (its --dims or MPI_Dims_create), so it gets none."""
+    from fabscope.fabric.generators import torus
+    from fabscope.measure.runner import plan
+
+    fab = torus((2, 2, 2))
+    hops = plan(["hops"], np=8, out=tmp_path / "h.jsonl", fabric=fab, mpi=mpi)
+    assert hops.args[hops.args.index("--dims") + 1] == "2x2x2"
+    job = plan(["halo2d", "--size", "8"], np=8, out=tmp_path / "k.jsonl", fabric=fab, mpi=mpi)
+    assert "--dims" not in job.args
