@@ -306,3 +306,21 @@ def test_a_torus_fabric_does_not_set_the_kernels_grid(tmp_path, mpi):
     assert hops.args[hops.args.index("--dims") + 1] == "2x2x2"
     job = plan(["halo2d", "--size", "8"], np=8, out=tmp_path / "k.jsonl", fabric=fab, mpi=mpi)
     assert "--dims" not in job.args
+
+
+@pytest.mark.parametrize("args,spec", [
+    (["halo2d", "--dims", "4x2"], "stencil2d:4x2,halo=100"),
+    (["halo2d", "--dims", "4x2", "--periodic", "no"], "stencil2d:4x2,halo=100,periodic=0x0"),
+    (["halo3d", "--dims", "2x2x2"], "stencil3d:2x2x2,halo=100"),
+    (["fft-transpose", "--dims", "2x4"], "pencils:2x4,size=100"),
+], ids=["halo2d", "halo2d-open", "halo3d", "fft-transpose"])
+def test_the_measured_graph_is_the_generators(bench, args, spec):
+    """One iteration of a kernel on 8 ranks is, pair by pair, the graph fabscope's generator of the
+    same code makes (bytes, messages, grid), so a model of the spec is a model of the run."""
+    from fabscope.mapping.commspec import load_comm
+
+    _, out = run_app(bench, 8, *args, "--size", "100", "--iterations", "2", "--warmup", "1")
+    got, want = read_comm_file(str(out)), load_comm(spec)
+    assert (got.n, got.grid, got.periodic) == (want.n, want.grid, want.periodic)
+    assert got.src.tolist() == want.src.tolist() and got.dst.tolist() == want.dst.tolist()
+    assert got.bytes.tolist() == want.bytes.tolist() and got.msgs.tolist() == want.msgs.tolist()
