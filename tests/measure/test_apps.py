@@ -162,6 +162,8 @@ def test_allreduce_loop_counted_as_the_profilers_ring(bench):
     (["halo2d", "--periodic", "maybe"], "--periodic: expected yes or no, got 'maybe'"),
     (["halo2d", "--compute", "-1"], "--compute: expected seconds between 0 and 3600, got '-1'"),
     (["halo2d", "--compute", "nan"], "--compute: expected seconds between 0 and 3600, got 'nan'"),
+    (["halo2d", "--size", "0"], "halo2d: --size must be at least 1 byte"),
+    (["fft-transpose", "--iterations", "50001"], "fft-transpose: at most 50000 iterations"),
 ])
 def test_bad_options_one_line_before_mpi(binary, args, message):
     p = subprocess.run([str(binary), *args, "--check-args"], check=False, capture_output=True, text=True, timeout=30)
@@ -324,3 +326,4 @@ def test_the_measured_graph_is_the_generators(bench, args, spec):
     assert (got.n, got.grid, got.periodic) == (want.n, want.grid, want.periodic)
     assert got.src.tolist() == want.src.tolist() and got.dst.tolist() == want.dst.tolist()
     assert got.bytes.tolist() == want.bytes.tolist() and got.msgs.tolist() == want.msgs.tolist()
+
