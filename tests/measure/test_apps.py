@@ -327,3 +327,16 @@ def test_the_measured_graph_is_the_generators(bench, args, spec):
     assert got.src.tolist() == want.src.tolist() and got.dst.tolist() == want.dst.tolist()
     assert got.bytes.tolist() == want.bytes.tolist() and got.msgs.tolist() == want.msgs.tolist()
 
+
+
+def test_a_traffic_line_too_long_to_read_is_refused_before_the_loop(bench):
+    """The bound (1,000,000 bytes, under fabscope's 1 MiB line) lowered by FABSCOPE_BENCH_MAX_LINE
+    so that 4 ranks reach it: one line, status 3, no record, and no iteration run (a minute of
+    busy work per iteration would time the job out)."""
+    p, out = bench.run(4, "halo2d", "--size", "8", "--compute", "60", env={"FABSCOPE_BENCH_MAX_LINE": "400"})
+    assert p.returncode == 3
+    lines = errors(p.stderr)
+    assert len(lines) == 1 and "16 rank pairs exchange data" in lines[0] and "the 400 bytes" in lines[0], p.stderr
+    assert not app_runs(read_run(out))
+    a, _ = run_app(bench, 4, "halo2d", "--size", "8", "--iterations", "1", env={"FABSCOPE_BENCH_MAX_LINE": "800"})
+    assert a.sent.nnz == 8
