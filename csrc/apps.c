@@ -330,7 +330,7 @@ static int run_app(fb_ctx *c, app_kind kind)
     a.warm = c->o.warmup >= 0 ? c->o.warmup : 5;
     a.nd = grid_dims(kind);
     if (a.nd) {
-        int prod = 1;
+        long long prod = 1;   /* not int: 65536x65536 must not wrap round to the job's size */
         if (c->o.ndims) {
             for (int d = 0; d < a.nd; d++) { a.dims[d] = c->o.dims[d]; prod *= a.dims[d]; }
         } else {
@@ -338,7 +338,7 @@ static int run_app(fb_ctx *c, app_kind kind)
             prod = c->size;
         }
         if ((st = fb_fail(c, prod != c->size ? FB_ERR_SETUP : FB_OK,
-                          "--dims makes a grid of %d ranks, the job has %d", prod, c->size))) return st;
+                          "--dims makes a grid of %lld ranks, the job has %d", prod, c->size))) return st;
         for (int d = 0; d < a.nd; d++) a.periods[d] = c->o.periodic != 0;
     }
     if ((st = fb_fail(c, kind != APP_HALO2D && kind != APP_HALO3D && c->size < 2 ? FB_ERR_SETUP : FB_OK,

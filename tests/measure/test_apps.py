@@ -163,6 +163,7 @@ def test_allreduce_loop_counted_as_the_profilers_ring(bench):
     (["halo2d", "--compute", "-1"], "--compute: expected seconds between 0 and 3600, got '-1'"),
     (["halo2d", "--compute", "nan"], "--compute: expected seconds between 0 and 3600, got 'nan'"),
     (["halo2d", "--size", "0"], "halo2d: --size must be at least 1 byte"),
+    (["halo2d", "--dims", "4294967298x1"], "--dims: expected up to 6 positive integers (at most 16777216)"),
     (["fft-transpose", "--iterations", "50001"], "fft-transpose: at most 50000 iterations"),
 ])
 def test_bad_options_one_line_before_mpi(binary, args, message):
