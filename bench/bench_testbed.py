@@ -148,7 +148,7 @@ def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp:
               variants: tuple[str, ...] = ()) -> None:
     from fabscope.testbed.linkbound import records
 
-    name = f"bs{i}"
+    name = f"ac{i + 1}"  # ac1..ac9: this bench's names, apart from the tests' and other benches'
     if spec == "opensm":
         spec = opensm_fabric(tmp)
     try:

@@ -85,7 +85,7 @@ def run() -> int:
     if why:
         print(f"testbed_phase: {why}", file=sys.stderr)
         return 1
-    name = "bph"
+    name = "ac5"
     auto = a.rate.startswith("auto:")
     rate = parse_rate(a.rate[5:] if auto else a.rate)
     with tempfile.TemporaryDirectory(prefix="bench-phase-") as tmp:
