@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "modeled pairs start out of phase (default 0: lock-step)")
     p.add_argument("--phases", default="independent", choices=("independent", "lockstep"),
                    help="dynamic, ping-pong: independent (default): each pair starts at a moment drawn within its "
-                        "fastest measured round trip, the mean of --phase-draws seeded draws (pairs sharing a link "
+                        "round's median fastest measured round trip, the mean of --phase-draws seeded draws (pairs sharing a link "
                         "do not send in step on the testbed); lockstep: every pair's first ping at once")
     p.add_argument("--phase-draws", type=int, default=8, metavar="N",
                    help="dynamic, --phases independent: draws of the phases averaged per pair (default 8)")

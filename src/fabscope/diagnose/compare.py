@@ -67,8 +67,8 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
     is the snapshot's either way.
 
     ``phases`` (dynamic, ping-pong): ``"independent"`` (the default) draws each pair's phase within
-    its own measured round trip, ``phase_draws`` times (seeded by ``seed``), and takes the mean;
-    ``"lockstep"`` starts every pair's first ping at once (:func:`.timemodel.dynamic_bandwidth`).
+    one measured round trip (its concurrent set's median fastest one), ``phase_draws`` times
+    (seeded by ``seed``), and takes the mean; ``"lockstep"`` starts every pair's first ping at once (:func:`.timemodel.dynamic_bandwidth`).
     ``start_offset`` > 0 replaces both by one draw in [0, start_offset) for every pair.
     """
     if model not in MODELS:

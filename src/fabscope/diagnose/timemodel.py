@@ -269,7 +269,10 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         # the ranks sat where they were measured: no check against the fabric's cores per host
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
         if independent:
-            t = _independent_times(f, pl, prog, router, a, b, phase_spread(m)[0][sel], it, w, engine, sharing,
+            # one spread for the set, the median of its pairs': a pair's own fastest round trip carries
+            # its own measurement's luck (and its contention), which the model should not copy
+            spread = np.full(len(sel), float(np.median(phase_spread(m)[0][sel])))
+            t = _independent_times(f, pl, prog, router, a, b, spread, it, w, engine, sharing,
                                    seed, s, draws, stats)
             bw[sel] = 2.0 * m.bytes[sel] * it / t
             continue
@@ -343,7 +346,8 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
 
     ``phases="independent"`` (ping-pong sets, no ``start_offset``): the pairs' phases are
     independent of each other, as measured on the testbed: each pair's first ping waits a time
-    drawn uniformly within its own round trip (:func:`phase_spread`, from the run's samples), and
+    drawn uniformly within one round trip (the median over its concurrent set of
+    :func:`phase_spread`, from the run's samples), and
     each pair's time is the mean over ``phase_draws`` seeded draws (one draw's pair figures
     carry the draw's luck; the mean is the expectation the measurement estimates).  ``workers`` > 1: the
     sets (independent) are shared among that many processes, where ``routing`` is a name (a
@@ -416,7 +420,7 @@ def model_line(meta: dict[str, Any]) -> str:
                 + (f", engine {info['engine']}" if info.get("engine") else "")
                 + (f", pairs started out of phase by up to {info['start_offset'] * 1e6:.0f} us"
                    if info.get("start_offset") else "")
-                + (f", pairs' phases independent: each starts at a moment drawn within its "
+                + (f", pairs' phases independent: each starts at a moment drawn within its round's median "
                    f"{info['phase_spread']} (median {info['phase_spread_s'][1] * 1e3:.3g} ms), mean of "
                    f"{info['phase_draws']} draws, seed {info['phase_seed']}"
                    if info.get("phases") == "independent" else "")
