@@ -14,8 +14,8 @@ For every two hosts whose messages share a link (by the testbed's routes), the
 script prints how often they sent at the same time: the share of the samples in
 which host a was sending that host b was sending too.  Lock-step pairs give
 about 1, pairs in opposite phase about 0, independent ones about the share of
-the time b sends (about 0.5 in a ping-pong).  It also prints each pair's
-measured rate beside the static model (``fabscope compare``).
+the time b sends (about 0.5 in a ping-pong).  It also prints the pairs' measured rates
+beside ``fabscope compare``'s default model.
 
     sudo .venv/bin/python bench/testbed_phase.py [--fabric fat-tree:k=4,levels=2,up=2] [--rate auto:40Mbit]
 
@@ -153,7 +153,10 @@ def run() -> int:
                                            float(both.sum() / max(1, active[a_].sum())),
                                            float(active[b_].mean()), f.link_name(sw_links[0])))
             ratio = np.asarray(r.pairs["ratio"], float)
-            print(f"leaf pairs: {n} pairs, measured / static model: mean {ratio.mean():.2f}, "
+            from fabscope.diagnose.timemodel import model_line
+
+            print(f"model: {model_line(r.meta)}")
+            print(f"leaf pairs: {n} pairs, measured / model (compare's default): mean {ratio.mean():.2f}, "
                   f"range {ratio.min():.2f}-{ratio.max():.2f}; {len(grid)} samples of {a.dt * 1e3:g} ms "
                   f"over {t1 - t0:.1f} s")
             if shared:
