@@ -86,10 +86,28 @@ def run() -> int:
                 res = os.path.join(tmp, "rp.json")
                 if quiet(["compare", out, "--fabric", name, *extra.split(), "-o", res]) != 0:
                     raise SystemExit(f"compare {extra} failed")
-                table(Result.read_json(res), k, extra)
+                r = Result.read_json(res)
+                if not extra:
+                    print(f"host cables in the timed iterations, from the measured pairs: {cable_load(r, host)}")
+                table(r, k, extra)
         finally:
             down(name)
     return 0
+
+
+def cable_load(r: Result, cable: float) -> str:
+    """How much of its cable's payload rate each host sent, summed over its ranks' pairs: a ping-pong
+    end sends ``bytes x iterations`` in the pair's timed time, half its measured (two-way) figure.
+    Near 1 when the cables set the pace (several ranks per host keep them busy); pairs of one
+    host (loopback) are left out."""
+    p = r.pairs
+    out: dict[str, float] = {}
+    for a, b, bw in zip(p["src_host"].tolist(), p["dst_host"].tolist(), np.asarray(p["measured"], float).tolist()):
+        if a != b:
+            for h in (a, b):
+                out[h] = out.get(h, 0.0) + bw / 2
+    x = np.array(list(out.values())) / cable
+    return f"median {np.median(x):.2f} of the rate (range {x.min():.2f}-{x.max():.2f}, {len(x)} hosts)"
 
 
 def table(r: Result, k: float, extra: str) -> None:
