@@ -297,3 +297,12 @@ def test_phases_options_from_the_command_line(tmp_path, capsys):
     assert main(["compare", str(meas), "--fabric", str(fpath), "--phase-draws", "0"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--phase-draws must be at least 1" in err[0]
+
+
+def test_independent_phases_without_a_measured_time_are_lock_step():
+    """A file with no time per iteration gives nothing to draw the phases within: lock-step, said so."""
+    m = _two_pairs_one_cable()
+    m = type(m)(**{**m.__dict__, "time": np.zeros(2)})
+    c = compare(m)
+    assert c.meta["model_info"]["phases"] == "lockstep" and "no measured round trip" in c.meta["model_info"]["phases_why"]
+    np.testing.assert_allclose(c.pairs["modeled"], 0.5e9, rtol=1e-3)

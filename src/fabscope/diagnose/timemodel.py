@@ -260,6 +260,11 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         pingpong = bool(m.pingpong[sel[0]])
         a, b, host = _ranks(m.src[sel], m.dst[sel], m.hs[sel], m.hd[sel])
         independent = pingpong and phases == "independent" and start_offset <= 0
+        if independent:
+            # one spread for the set, the median of its pairs': a pair's own fastest round trip carries
+            # its own measurement's luck (and its contention), which the model should not copy
+            spread = float(np.median(phase_spread(m)[0][sel]))
+            independent = spread > 0            # no measured time: nothing to draw within (lock-step)
         if fast and pingpong and start_offset <= 0 and not independent:
             t = _fast_set(f, router, m.hs[sel], m.hd[sel], m.bytes[sel], a, b, host, it, w, engine, sharing,
                           cache, stats)
@@ -269,10 +274,7 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         # the ranks sat where they were measured: no check against the fabric's cores per host
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
         if independent:
-            # one spread for the set, the median of its pairs': a pair's own fastest round trip carries
-            # its own measurement's luck (and its contention), which the model should not copy
-            spread = np.full(len(sel), float(np.median(phase_spread(m)[0][sel])))
-            t = _independent_times(f, pl, prog, router, a, b, spread, it, w, engine, sharing,
+            t = _independent_times(f, pl, prog, router, a, b, np.full(len(sel), spread), it, w, engine, sharing,
                                    seed, s, draws, stats)
             bw[sel] = 2.0 * m.bytes[sel] * it / t
             continue
@@ -398,6 +400,8 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
 
 def _phase_info(m: Measured, seed: int, draws: int) -> dict[str, Any]:
     spread, how = phase_spread(m.subset(m.pingpong))
+    if not spread.max() > 0:
+        return {"phases": "lockstep", "phases_why": "no measured round trip to draw the phases within"}
     return {"phases": "independent", "phase_seed": seed, "phase_draws": draws, "phase_spread": how,
             "phase_spread_s": [float(spread.min()), float(np.median(spread)), float(spread.max())]}
 
