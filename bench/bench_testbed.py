@@ -18,7 +18,13 @@ Needs root.  Runs, in order:
    and leaf pairs measured, then ``fabscope compare`` (as it is) of each: measured vs
    modeled per class, the worst pair, and whether the run was link-bound.
 
-    sudo .venv/bin/python bench/bench_testbed.py --shapes [--rate auto:40Mbit]
+    sudo .venv/bin/python bench/bench_testbed.py --shapes [--rate auto:40Mbit] [--repeat 3]
+
+   ``--repeat N`` measures each test N times, the same pairs in the same rounds, and compares
+   them together: the classes pool N times the measurements, and a pair's figure is the
+   geometric mean of its N ratios (a run of 2-3 iterations is one or two TCP exchanges per
+   pair: the same pair measures 0.81-1.28 of itself from one run to the next).  The worst
+   single measurement is printed too.
 
 Figures are taken on whatever else the machine is running; say so when quoting them.
 """
@@ -131,24 +137,38 @@ def opensm_fabric(tmp: str) -> str:
 
 
 def compare_classes(name: str, tmp: str, tag: str, *files: str, extra: tuple[str, ...] = ()) -> tuple[list[dict], dict]:
-    """``fabscope compare FILES --fabric NAME`` (the default model of this branch): classes and the worst pair."""
+    """``fabscope compare FILES --fabric NAME`` (the default model of this branch): classes and the worst pair
+    (by the geometric mean of its ratios where the files measured it several times; the worst single
+    measurement beside it)."""
     res = os.path.join(tmp, f"{name}-{tag}.json")
     if quiet(["compare", *files, "--fabric", name, *extra, "-o", res]) != 0:
         raise SystemExit(f"compare {tag} on {name} failed")
     r = Result.read_json(res)
-    ratio = np.asarray(r.pairs["ratio"], float)
-    k = int(np.argmax(np.abs(np.log(ratio))))
-    worst = {"ratio": float(ratio[k]), "src": str(r.pairs["src_host"][k]), "dst": str(r.pairs["dst_host"][k]),
-             "measured": float(r.pairs["measured"][k]), "modeled": float(r.pairs["modeled"][k]),
-             "model": r.meta.get("model") or r.meta.get("kind")}
+    p = r.pairs
+    ratio = np.asarray(p["ratio"], float)
+    local = [int(k[2]) for k in r.meta["concurrent_sets"]]     # (file, test, round in that file) per set
+    key = [f"{a} -> {b} round {local[int(c)]}" for a, b, c in
+           zip(p["src_host"].tolist(), p["dst_host"].tolist(), np.asarray(p["scenario"]))]
+    groups: dict[str, list[int]] = {}
+    for i, k in enumerate(key):
+        groups.setdefault(k, []).append(i)
+    mean = {k: float(np.exp(np.mean(np.log(ratio[ix])))) for k, ix in groups.items()}
+    wk = max(mean, key=lambda k: abs(np.log(mean[k])))
+    ix = groups[wk]
+    one = int(np.argmax(np.abs(np.log(ratio))))
+    worst = {"ratio": mean[wk], "pair": wk, "runs": len(ix),
+             "measured": float(np.mean(np.asarray(p["measured"], float)[ix])),
+             "modeled": float(np.mean(np.asarray(p["modeled"], float)[ix])),
+             "single": float(ratio[one]), "model": r.meta.get("model") or r.meta.get("kind")}
     return r.extra["compare"]["classes"], worst
 
 
+
 def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp: str, cap: float,
-              variants: tuple[str, ...] = ()) -> None:
+              variants: tuple[str, ...] = (), repeat: int = 1) -> None:
     from fabscope.testbed.linkbound import records
 
-    name = f"bs{i}"
+    name = f"ac{i + 1}"  # ac1..ac9: this bench's names, apart from the tests' and other benches'
     if spec == "opensm":
         spec = opensm_fabric(tmp)
     try:
@@ -161,21 +181,31 @@ def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp:
         print(f"{label}: {os.path.basename(st.spec)}, {f.n_hosts} hosts, {f.n_switches} switches, routing "
               f"{st.routing}, {st.rate * 8 / 1e6:g}Mbit; this machine forwarded "
               f"{st.calibration.get('forwarding', 0) / 1e6:.0f} MB/s x hop at up")
-        runs = [("random-pairs", measure(name, tmp, "random-pairs", "--size", "512KiB", "--iterations", "3",
-                                         "--rounds", "3", "--seed", str(7 + i))),
-                ("leaf-pairs", measure(name, tmp, "leaf-pairs", "--size", "512KiB", "--iterations", "2",
-                                       "--leaf-size", str(leaf)))]
-        for (test, path), extra in ((r, v) for r in runs for v in ("", *variants)):
-            classes, worst = compare_classes(name, tmp, test, path, extra=tuple(extra.split()))
-            rec = (records(path) or [{}])[0]
+        opts = {"random-pairs": ("--size", "512KiB", "--iterations", "3", "--rounds", "3", "--seed", str(7 + i)),
+                "leaf-pairs": ("--size", "512KiB", "--iterations", "2", "--leaf-size", str(leaf))}
+        runs = []
+        for test, o in opts.items():
+            paths = []
+            for k in range(repeat):
+                path = measure(name, tmp, test, *o)
+                final = path.replace(".jsonl", f"-{k}.jsonl")
+                os.replace(path, final)
+                paths.append(final)
+            runs.append((test, paths))
+        for (test, paths), extra in ((r, v) for r in runs for v in ("", *variants)):
+            classes, worst = compare_classes(name, tmp, test, *paths, extra=tuple(extra.split()))
+            recs = [(records(path) or [{}])[0] for path in paths]
+            bound = sum(bool(r.get("link_bound")) for r in recs)
             print(f"  {test}{' compare ' + extra if extra else ''}: "
-                  f"{'link-bound' if rec.get('link_bound') else 'NOT link-bound'} ({rec.get('why')})")
+                  f"{bound} of {len(recs)} runs link-bound ({'; '.join(sorted({str(r.get('why')) for r in recs}))})")
             for c in classes:
                 print(f"    {c['label']:<12} {c['pairs']:>4} pairs  measured {c['measured_avg'] / 1e6:6.2f}  "
                       f"modeled {c['modeled_avg'] / 1e6:6.2f} MB/s  ratio {c['ratio']:.2f} "
                       f"(pairs {c['ratio_min']:.2f}-{c['ratio_max']:.2f})")
-            print(f"    worst pair {worst['src']} -> {worst['dst']}: measured {worst['measured'] / 1e6:.2f}, "
-                  f"modeled {worst['modeled'] / 1e6:.2f} MB/s, ratio {worst['ratio']:.2f}")
+            print(f"    worst pair {worst['pair']}: measured {worst['measured'] / 1e6:.2f}, "
+                  f"modeled {worst['modeled'] / 1e6:.2f} MB/s, ratio {worst['ratio']:.2f}"
+                  + (f" (geometric mean of {worst['runs']} runs; worst single measurement {worst['single']:.2f})"
+                     if worst["runs"] > 1 else ""))
     finally:
         down(name)
 
@@ -188,6 +218,8 @@ def run() -> int:
     ap.add_argument("--shapes", action="store_true", help="measured vs modeled on shapes the tests do not use")
     ap.add_argument("--compare", action="append", default=[], metavar="OPTIONS",
                     help="with --shapes: also compare with these options (e.g. '--model static'); repeatable")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="with --shapes: measure each test N times (the same pairs and rounds) and compare them together")
     ap.add_argument("--ignore-budget", action="store_true", help="let up run sizes its CPU budget refuses "
                                                                  "(to check the budget)")
     a = ap.parse_args()
@@ -203,7 +235,7 @@ def run() -> int:
         os.environ["FABSCOPE_TESTBED_DIR"] = os.path.join(tmp, "state")
         if a.shapes:
             for i, (label, spec, leaf) in enumerate(SHAPES):
-                one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate, tuple(a.compare))
+                one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate, tuple(a.compare), a.repeat)
             return 0
         if not a.skip_forwarding:
             forwarding_rate(tmp)

@@ -1,9 +1,9 @@
 """Do ping-pong pairs that share a link stay in phase?  Measured on the testbed, in time.
 
 The leaf-pairs question of issue 18: on a 2:1 oversubscribed tree, leaf pairs
-measure about 1.2-1.4 times every model.  The static and the lock-step dynamic
-model both have the pairs that share an uplink send their messages at the same
-moments, so each gets half the uplink.  If real pairs drift out of phase, one
+measure about 1.2-1.5 times the static and the lock-step dynamic model, which both
+have the pairs that share an uplink send their messages at the same moments, so
+each gets half the uplink (``compare``'s default now draws the phases independently).  If real pairs drift out of phase, one
 pair's message crosses the uplink while the other's answer comes back the other
 way, and both get more.
 
@@ -14,8 +14,8 @@ For every two hosts whose messages share a link (by the testbed's routes), the
 script prints how often they sent at the same time: the share of the samples in
 which host a was sending that host b was sending too.  Lock-step pairs give
 about 1, pairs in opposite phase about 0, independent ones about the share of
-the time b sends (about 0.5 in a ping-pong).  It also prints each pair's
-measured rate beside the static model (``fabscope compare``).
+the time b sends (about 0.5 in a ping-pong).  It also prints the pairs' measured rates
+beside ``fabscope compare``'s default model.
 
     sudo .venv/bin/python bench/testbed_phase.py [--fabric fat-tree:k=4,levels=2,up=2] [--rate auto:40Mbit]
 
@@ -85,7 +85,7 @@ def run() -> int:
     if why:
         print(f"testbed_phase: {why}", file=sys.stderr)
         return 1
-    name = "bph"
+    name = "ac5"
     auto = a.rate.startswith("auto:")
     rate = parse_rate(a.rate[5:] if auto else a.rate)
     with tempfile.TemporaryDirectory(prefix="bench-phase-") as tmp:
@@ -153,7 +153,10 @@ def run() -> int:
                                            float(both.sum() / max(1, active[a_].sum())),
                                            float(active[b_].mean()), f.link_name(sw_links[0])))
             ratio = np.asarray(r.pairs["ratio"], float)
-            print(f"leaf pairs: {n} pairs, measured / static model: mean {ratio.mean():.2f}, "
+            from fabscope.diagnose.timemodel import model_line
+
+            print(f"model: {model_line(r.meta)}")
+            print(f"leaf pairs: {n} pairs, measured / model (compare's default): mean {ratio.mean():.2f}, "
                   f"range {ratio.min():.2f}-{ratio.max():.2f}; {len(grid)} samples of {a.dt * 1e3:g} ms "
                   f"over {t1 - t0:.1f} s")
             if shared:

@@ -231,3 +231,79 @@ def test_bad_inputs_one_line_nothing_written(tmp_path, capsys):
     assert main(["compare", str(bench), "--fabric", str(fpath), "-o", str(out)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no pair measurements" in err[0] and not out.exists()
+
+
+def _two_pairs_one_cable(iter_min=None):
+    """Two ping-pong pairs whose pings share the leaf0 -> spine cable (both lower ranks on leaf0),
+    measured at 0.7 of the cable, 10 ms a round trip, 5 timed iterations after 2 warm-up ones."""
+    f = named_fabric("a", others=3, capacity=1e9)
+    cols = {"src": np.array([0, 1]), "dst": np.array([2, 3]), "src_host": np.array(["a", "n1"]),
+            "dst_host": np.array(["n2", "n3"]), "cls": np.zeros(2), "bytes": np.full(2, 1e7),
+            "bandwidth": np.full(2, 0.7e9), "time": np.full(2, 2e7 / 0.7e9), "scenario": np.array([0, 0])}
+    if iter_min is not None:
+        cols["iter_min"] = np.asarray(iter_min, float)
+    r = Result(meta={"kind": "measure", "test": "random-pairs",
+                     "argv": ["fabscope-bench", "--iterations", "5", "--warmup", "2"]},
+               class_labels=("x",), pairs=cols)
+    return load_measured([r], f)
+
+
+def test_independent_phases_are_the_default_seeded_recorded_and_equal_across_runs():
+    """compare's default draws each pair's phase within its own measured round trip, averaged over
+    seeded draws: recorded in the result, the same figures for the same seed, other figures for
+    another seed; lock-step (both pings at once: half the cable each) stays as --phases lockstep."""
+    m = _two_pairs_one_cable(iter_min=[0.021, 0.023])
+    lock = compare(m, phases="lockstep")
+    np.testing.assert_allclose(lock.pairs["modeled"], 0.5e9, rtol=1e-3)
+    assert "phases" not in lock.meta["model_info"]
+    a, b = compare(m), compare(m)
+    info = a.meta["model_info"]
+    assert info["phases"] == "independent" and info["phase_draws"] == 8 and info["phase_seed"] == 0
+    assert info["phase_spread"] == "fastest measured round trip"
+    assert info["phase_spread_s"] == [0.021, 0.022, 0.023]
+    np.testing.assert_array_equal(a.pairs["modeled"], b.pairs["modeled"])
+    # out of phase the pairs share the cable part of the time only: between half and all of it
+    assert np.all(a.pairs["modeled"] > 0.55e9) and np.all(a.pairs["modeled"] < 1e9)
+    other = compare(m, seed=5)
+    assert other.meta["model_info"]["phase_seed"] == 5
+    assert not np.array_equal(other.pairs["modeled"], a.pairs["modeled"])
+    assert "pairs' phases independent" in "\n".join(compare_lines(a))
+    one = compare(m, phase_draws=1)
+    assert one.meta["model_info"]["phase_draws"] == 1
+    # no per-iteration figures: the mean measured round trip is the spread
+    assert compare(_two_pairs_one_cable()).meta["model_info"]["phase_spread"].startswith("mean measured")
+
+
+def test_phases_options_from_the_command_line(tmp_path, capsys):
+    f = named_fabric("a", others=3, capacity=1e9)
+    fpath = tmp_path / "f.json"
+    write_json(f, fpath)
+    meas = tmp_path / "m.json"
+    _two = _two_pairs_one_cable(iter_min=[0.021, 0.023])
+    Result(meta={"kind": "measure", "test": "random-pairs",
+                 "argv": ["fabscope-bench", "--iterations", "5", "--warmup", "2"]}, class_labels=("x",),
+           pairs={"src": _two.src, "dst": _two.dst, "src_host": np.array(["a", "n1"]),
+                  "dst_host": np.array(["n2", "n3"]), "cls": np.zeros(2), "bytes": _two.bytes,
+                  "bandwidth": _two.bandwidth, "time": _two.time, "scenario": np.zeros(2, np.int64),
+                  "iter_min": _two.iter_min}).write_json(meas)
+    outs = []
+    for i, opts in enumerate((["--seed", "3"], ["--seed", "3"], ["--phases", "lockstep"])):
+        out = tmp_path / f"c{i}.json"
+        assert main(["compare", str(meas), "--fabric", str(fpath), *opts, "-o", str(out)]) == 0
+        outs.append(Result.read_json(out))
+    assert outs[0].meta["model_info"]["phase_seed"] == 3
+    np.testing.assert_array_equal(outs[0].pairs["modeled"], outs[1].pairs["modeled"])
+    assert "phases" not in outs[2].meta["model_info"]
+    capsys.readouterr()
+    assert main(["compare", str(meas), "--fabric", str(fpath), "--phase-draws", "0"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--phase-draws must be at least 1" in err[0]
+
+
+def test_independent_phases_without_a_measured_time_are_lock_step():
+    """A file with no time per iteration gives nothing to draw the phases within: lock-step, said so."""
+    m = _two_pairs_one_cable()
+    m = type(m)(**{**m.__dict__, "time": np.zeros(2)})
+    c = compare(m)
+    assert c.meta["model_info"]["phases"] == "lockstep" and "no measured round trip" in c.meta["model_info"]["phases_why"]
+    np.testing.assert_allclose(c.pairs["modeled"], 0.5e9, rtol=1e-3)

@@ -23,7 +23,8 @@ import pytest
 from fabscope.testbed import names, system
 
 #: names the tests use; the leftover check covers each
-TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2")  # hs1: history, nz1: noise, sl*: slurm
+TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2",
+              *(f"ac{i}" for i in range(1, 10)))  # hs1: history, nz1: noise, sl*: slurm, ac*: the accuracy benches
 
 
 def leftovers() -> list[str]:

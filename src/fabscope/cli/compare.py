@@ -30,6 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--start-offset", type=float, default=0.0, metavar="SECONDS",
                    help="dynamic: each pair's first ping waits a time drawn uniformly in [0, SECONDS), so the "
                         "modeled pairs start out of phase (default 0: lock-step)")
+    p.add_argument("--phases", default="independent", choices=("independent", "lockstep"),
+                   help="dynamic, ping-pong: independent (default): each pair starts at a moment drawn within its "
+                        "round's median fastest measured round trip, the mean of --phase-draws seeded draws (pairs sharing a link "
+                        "do not send in step on the testbed); lockstep: every pair's first ping at once")
+    p.add_argument("--phase-draws", type=int, default=8, metavar="N",
+                   help="dynamic, --phases independent: draws of the phases averaged per pair (default 8)")
+    p.add_argument("--seed", type=int, default=0, help="dynamic: seed of the phases' draws (default 0)")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
     p.add_argument("--top", type=int, default=15, help="pairs to list")
@@ -85,6 +92,8 @@ def model_choice(args: argparse.Namespace) -> str:
     off = getattr(args, "start_offset", 0.0)
     if not off >= 0 or off == float("inf"):
         raise FabscopeError(f"--start-offset must be a time >= 0 in seconds, got {off}")
+    if getattr(args, "phase_draws", 1) < 1:
+        raise FabscopeError(f"--phase-draws must be at least 1, got {args.phase_draws}")
     if getattr(args, "model_iterations", None) is not None and args.model_iterations < 1:
         raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
     return model
@@ -112,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         fabric = resolve_fabric(args.fabric)
         measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
         res = compare(measured, args.routing, model=model, iterations=args.model_iterations,
-                      start_offset=args.start_offset)
+                      start_offset=args.start_offset, phases=args.phases, phase_draws=args.phase_draws,
+                      seed=args.seed)
     print("\n".join(plain(ln) for ln in compare_lines(res, args.top)))
     warn_not_link_bound(args.files)
     if args.output:

@@ -36,7 +36,7 @@ from fabscope.fabric.model import MB
 from fabscope.result import Result
 from fabscope.diagnose.measured import DiagnoseError, Measured, load_measured, read_source
 from fabscope.diagnose.pairmodel import PairModel
-from fabscope.diagnose.timemodel import MODELS, dynamic_bandwidth, model_line
+from fabscope.diagnose.timemodel import MODELS, PHASE_DRAWS, dynamic_bandwidth, model_line
 
 __all__ = ["compare", "compare_with_model", "class_rows", "compare_lines", "load_measured", "model_line"]
 
@@ -57,13 +57,19 @@ def class_rows(labels: tuple[str, ...], cls: np.ndarray, measured: np.ndarray, m
 
 def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None = None, *,
             model: str = "dynamic", iterations: int | None = None, engine: str = "auto",
-            start_offset: float = 0.0) -> Result:
+            start_offset: float = 0.0, phases: str = "independent", phase_draws: int = PHASE_DRAWS,
+            seed: int = 0) -> Result:
     """Model ``measured``'s pairs on ``routing`` (default: the fabric's own) and set them side by side.
 
     ``model="dynamic"`` (the default) runs the program the benchmark ran in time
     (:mod:`.timemodel`); ``"static"`` takes the snapshot, every pair of a concurrent set
     sharing links for the whole run (:mod:`.pairmodel`).  The limiting link named per pair
     is the snapshot's either way.
+
+    ``phases`` (dynamic, ping-pong): ``"independent"`` (the default) draws each pair's phase within
+    one measured round trip (its concurrent set's median fastest one), ``phase_draws`` times
+    (seeded by ``seed``), and takes the mean; ``"lockstep"`` starts every pair's first ping at once (:func:`.timemodel.dynamic_bandwidth`).
+    ``start_offset`` > 0 replaces both by one draw in [0, start_offset) for every pair.
     """
     if model not in MODELS:
         raise DiagnoseError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
@@ -75,7 +81,7 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
     how: dict[str, Any] = {"model": "static", "sharing": "maxmin"}
     if model == "dynamic":
         pred = dynamic_bandwidth(measured, pm.router, iterations=iterations, engine=engine,
-                                 start_offset=start_offset)
+                                 start_offset=start_offset, phases=phases, phase_draws=phase_draws, seed=seed)
         modeled = pred.bandwidth
         how = pred.info
     ratio = measured.bandwidth / modeled

@@ -53,6 +53,39 @@ from fabscope.routing import make_routing
 #: the models compare and diagnose can use; the first is the default
 MODELS = ("dynamic", "static")
 
+#: how ping-pong pairs' phases are modeled: ``independent`` (compare's default) or ``lockstep``
+PHASES = ("independent", "lockstep")
+#: seeded draws of the phases whose per-pair times are averaged (compare's default)
+PHASE_DRAWS = 8
+
+
+def phase_spread(m: Measured) -> tuple[np.ndarray, str]:
+    """Per pair, the time over which its phase is drawn: its fastest measured round trip
+    (``iter_min``), else its mean one (``time``: files without per-iteration figures); and which.
+
+    Measured from the run's own samples, so nothing here is tuned per fabric: on the testbed
+    pairs that share a link send independently of each other (bench/testbed_phase.py), so a
+    pair's phase is anywhere in its round trip, and the fastest round trip is the least the
+    contention left it.
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> one = lambda x: np.array([x, x])
+    >>> m = Measured(fat_tree(k=2, levels=2), one(0), one(1), one(0), one(2), one(1e6), one(1e8),
+    ...              one(0.02), one(0), one(True), one("random-pairs"), iter_min=np.array([0.015, np.nan]))
+    >>> s, how = phase_spread(m)
+    >>> s.tolist(), how
+    ([0.015, 0.02], 'fastest measured round trip of 1 of 2 pairs, mean round trip elsewhere')
+    """
+    mean = np.asarray(m.time, float)
+    best = np.full(m.n_pairs, np.nan) if m.iter_min is None else np.asarray(m.iter_min, float)
+    ok = np.isfinite(best) & (best > 0)
+    spread = np.where(ok, best, mean)
+    n = int(ok.sum())
+    how = ("mean measured round trip (no per-iteration figures)" if n == 0 else
+           "fastest measured round trip" if n == m.n_pairs else
+           f"fastest measured round trip of {n} of {m.n_pairs} pairs, mean round trip elsewhere")
+    return np.where(np.isfinite(spread) & (spread > 0), spread, 0.0), how
+
 
 @dataclass
 class TimePrediction:
@@ -205,7 +238,8 @@ def _fast_set(f, router, hs: np.ndarray, hd: np.ndarray, size: np.ndarray, a: np
 
 
 def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None, engine: str, sharing: str,
-              seed: int, start_offset: float, fast: bool) -> tuple[np.ndarray, dict[str, Any]]:
+              seed: int, start_offset: float, fast: bool, phases: str = "lockstep",
+              draws: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
     """The concurrent sets ``sets`` of ``m``: bandwidth per pair (0 outside them) and what it took."""
     f = m.fabric
     bw = np.zeros(m.n_pairs)
@@ -225,16 +259,27 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         stats["warms"].add(w)
         pingpong = bool(m.pingpong[sel[0]])
         a, b, host = _ranks(m.src[sel], m.dst[sel], m.hs[sel], m.hd[sel])
-        if fast and pingpong and start_offset <= 0:
+        independent = pingpong and phases == "independent" and start_offset <= 0
+        if independent:
+            # one spread for the set, the median of its pairs': a pair's own fastest round trip carries
+            # its own measurement's luck (and its contention), which the model should not copy
+            spread = float(np.median(phase_spread(m)[0][sel]))
+            independent = spread > 0            # no measured time: nothing to draw within (lock-step)
+        if fast and pingpong and start_offset <= 0 and not independent:
             t = _fast_set(f, router, m.hs[sel], m.hd[sel], m.bytes[sel], a, b, host, it, w, engine, sharing,
                           cache, stats)
             bw[sel] = 2.0 * m.bytes[sel] * it / t
             continue
         prog = _program(a, b, m.bytes[sel], it, w, pingpong, len(host))
-        if start_offset > 0 and pingpong:
-            prog = with_jitter(prog, start_offset, seed + 7919 * s, prog.step_round[prog.send_step] == 0)
         # the ranks sat where they were measured: no check against the fabric's cores per host
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
+        if independent:
+            t = _independent_times(f, pl, prog, router, a, b, np.full(len(sel), spread), it, w, engine, sharing,
+                                   seed, s, draws, stats)
+            bw[sel] = 2.0 * m.bytes[sel] * it / t
+            continue
+        if start_offset > 0 and pingpong:
+            prog = with_jitter(prog, start_offset, seed + 7919 * s, prog.step_round[prog.send_step] == 0)
         run = run_program_on(f, pl, prog, router, seed=seed, engine=engine, sharing=sharing)
         stats["events"] += int(run.outcome.events)
         stats["engines"].add(run.engine)
@@ -246,6 +291,33 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
             t = _timed(prog, run.outcome.step_end, a, w + it - 1, w - 1)
             bw[sel] = m.bytes[sel] * it / t
     return bw, stats
+
+
+def _independent_times(f, pl: Placement, prog: Program, router, a: np.ndarray, b: np.ndarray, spread: np.ndarray,
+                       it: int, w: int, engine: str, sharing: str, seed: int, s: int, draws: int,
+                       stats: dict) -> np.ndarray:
+    """Timed seconds per pair of one ping-pong set, its pairs' phases independent: in each of
+    ``draws`` runs every pair's first ping waits a time drawn uniformly in [0, its ``spread``)
+    (seeded by ``seed``, the set ``s`` and the draw, so the figures do not depend on how the sets
+    are shared among processes); the mean of the runs' times.  The fluid engine keeps the phases
+    the start gives the pairs, as long as nothing else moves them."""
+    from dataclasses import replace
+
+    n = len(a)
+    first = np.minimum(a, b)
+    pings = prog.send_step[:n]                  # round 0 holds each pair's first ping, in pair order
+    total = np.zeros(n)
+    for d in range(draws):
+        delay = np.array(prog.step_delay, dtype=float)
+        wait = np.random.default_rng([seed, s, d]).uniform(0.0, 1.0, n) * spread
+        delay[pings] += wait
+        run = run_program_on(f, pl, replace(prog, step_delay=delay), router, seed=seed, engine=engine,
+                             sharing=sharing)
+        stats["events"] += int(run.outcome.events)
+        stats["engines"].add(run.engine)
+        t = _timed(prog, run.outcome.step_end, first, 2 * (w + it) - 1, 2 * w - 1)
+        total += t - (wait if w == 0 else 0.0)       # no warm-up: the wait is not the benchmark's time
+    return total / draws
 
 
 def default_workers() -> int:
@@ -260,7 +332,8 @@ def default_workers() -> int:
 
 def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: int | None = None,
                       engine: str = "auto", sharing: str = "maxmin", seed: int = 0,
-                      start_offset: float = 0.0, fast: bool = True, workers: int = 1) -> TimePrediction:
+                      start_offset: float = 0.0, fast: bool = True, workers: int = 1,
+                      phases: str = "lockstep", phase_draws: int = PHASE_DRAWS) -> TimePrediction:
     """Every measured pair's bandwidth in the dynamic model of the program it ran (module docstring).
 
     ``iterations`` replaces the measured count of timed iterations (fewer is faster; the warm-up
@@ -271,14 +344,29 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
     ``fast`` (lock-step ping-pong sets only; others run whole): each set is split into the
     components of its graph "shares a resource or a rank" (they do not interact: exact), each
     component runs on its own, and a component of the same shape as one already run is not run
-    again.  ``fast=False``: the whole set as one program, the reference.  ``workers`` > 1: the
+    again.  ``fast=False``: the whole set as one program, the reference.
+
+    ``phases="independent"`` (ping-pong sets, no ``start_offset``): the pairs' phases are
+    independent of each other, as measured on the testbed: each pair's first ping waits a time
+    drawn uniformly within one round trip (the median over its concurrent set of
+    :func:`phase_spread`, from the run's samples), and
+    each pair's time is the mean over ``phase_draws`` seeded draws (one draw's pair figures
+    carry the draw's luck; the mean is the expectation the measurement estimates).  ``workers`` > 1: the
     sets (independent) are shared among that many processes, where ``routing`` is a name (a
     routing object stays in this process); the figures are the same.
     """
     t_start = time.perf_counter()
     m = measured
     sets = np.unique(m.scenario).tolist()
-    args = (routing, iterations, engine, sharing, seed, start_offset, fast)
+    if phases not in PHASES:
+        from fabscope.diagnose.measured import DiagnoseError
+
+        raise DiagnoseError(f"unknown phases {phases!r}; choose from {', '.join(PHASES)}")
+    if int(phase_draws) < 1:
+        from fabscope.diagnose.measured import DiagnoseError
+
+        raise DiagnoseError(f"phase draws must be at least 1, got {phase_draws}")
+    args = (routing, iterations, engine, sharing, seed, start_offset, fast, phases, int(phase_draws))
     workers = min(int(workers), len(sets))
     if workers > 1 and (routing is None or isinstance(routing, str)):
         from concurrent.futures import ProcessPoolExecutor
@@ -304,8 +392,18 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
                if stats["components"] else {}),
             "concurrent_sets": len(sets), "workers": workers,
             **({"start_offset": start_offset, "phase_seed": seed} if start_offset > 0 else {}),
+            **(_phase_info(m, seed, int(phase_draws)) if phases == "independent" and start_offset <= 0
+               and m.pingpong.any() else {}),
             "seconds": round(time.perf_counter() - t_start, 3)}
     return TimePrediction(bw, info)
+
+
+def _phase_info(m: Measured, seed: int, draws: int) -> dict[str, Any]:
+    spread, how = phase_spread(m.subset(m.pingpong))
+    if not spread.max() > 0:
+        return {"phases": "lockstep", "phases_why": "no measured round trip to draw the phases within"}
+    return {"phases": "independent", "phase_seed": seed, "phase_draws": draws, "phase_spread": how,
+            "phase_spread_s": [float(spread.min()), float(np.median(spread)), float(spread.max())]}
 
 
 def model_line(meta: dict[str, Any]) -> str:
@@ -326,6 +424,10 @@ def model_line(meta: dict[str, Any]) -> str:
                 + (f", engine {info['engine']}" if info.get("engine") else "")
                 + (f", pairs started out of phase by up to {info['start_offset'] * 1e6:.0f} us"
                    if info.get("start_offset") else "")
+                + (f", pairs' phases independent: each starts at a moment drawn within its round's median "
+                   f"{info['phase_spread']} (median {info['phase_spread_s'][1] * 1e3:.3g} ms), mean of "
+                   f"{info['phase_draws']} draws, seed {info['phase_seed']}"
+                   if info.get("phases") == "independent" else "")
                 + ("; fitted again with it rerun under the suspects' estimates" if info.get("refined") else "")
                 + ")")
     return f"static: the snapshot, every pair of a concurrent set sharing links all the time ({share})"

@@ -12,7 +12,9 @@ Kept apart from running them so that they can be read and tested without root.
 >>> [ln for ln in node_ip_lines(p, 4, lft, "10.233.0") if ln.startswith("route")][3]
 'route replace 10.200.0.4/32 via 10.199.255.254 dev p4 onlink'
 >>> shaper_lines(p, 0)[0]
-'qdisc replace dev fab0 root handle 1: tbf rate 200000000bit burst 50000b latency 100ms'
+'qdisc replace dev fab0 root handle 1: tbf rate 200000000bit burst 50000b limit 16777216'
+>>> queue_bytes(25e6, 9000), queue_bytes(40e9 / 8, 9000)      # bytes/s: 16 MiB, or 100 ms at 40 Gbit
+(16777216, 500000000)
 """
 
 from __future__ import annotations
@@ -22,8 +24,20 @@ import numpy as np
 from fabscope.testbed import names
 from fabscope.testbed.plan import GATEWAY, Plan
 
-#: queue a shaper holds, in time at its rate (TCP needs some to fill a link)
-QUEUE = "100ms"
+#: queue a shaper holds, in time at its rate (TCP needs some to fill a link) ...
+QUEUE_TIME = 0.1
+#: ... and at least this many bytes: 16 messages of 1 MiB, so that 8 ranks of a host (--ppn 8), each
+#: with a message in flight, do not overflow it.  A tbf whose queue is full drops, and TCP backs off:
+#: an InfiniBand link does not drop (credits hold the data back at the sender), so the testbed keeps
+#: its queues deep enough not to drop instead (seed 000 at 8 ranks per host dropped 3.6% of its
+#: packets with 100 ms of queue, none with 3 s: docs/testbed.md)
+QUEUE_BYTES = 16 << 20
+
+
+def queue_bytes(wire_rate: float, mtu: int) -> int:
+    """The shaper's queue limit in bytes: :data:`QUEUE_TIME` at the rate, at least :data:`QUEUE_BYTES`
+    (and the bucket)."""
+    return int(max(wire_rate * QUEUE_TIME, QUEUE_BYTES, burst_bytes(wire_rate, mtu)))
 
 
 def burst_bytes(wire_rate: float, mtu: int) -> int:
@@ -99,7 +113,7 @@ def node_ip_lines(p: Plan, node: int, lft: np.ndarray, subnet: str) -> list[str]
 def shaper(ifname: str, wire_rate: float, mtu: int, delay: float = 0.0, change: bool = False) -> list[str]:
     verb = "change" if change else "replace"
     out = [f"qdisc {verb} dev {ifname} root handle 1: tbf rate {names.format_rate(wire_rate)} "
-           f"burst {burst_bytes(wire_rate, mtu)}b latency {QUEUE}"]
+           f"burst {burst_bytes(wire_rate, mtu)}b limit {queue_bytes(wire_rate, mtu)}"]
     if delay >= 1e-6 and not change:
         out.append(f"qdisc replace dev {ifname} parent 1:1 handle 10: netem delay {int(round(delay * 1e6))}us")
     return out
