@@ -136,8 +136,9 @@ def is_app_run(path: str) -> bool:
         return False
     try:
         with open(path, "rb") as fh:
-            if not fh.read(64).lstrip().startswith(b"{"):
-                return False
+            first = fh.readline(1 << 16)
+        if b'"header"' not in first or b"fabscope.bench" not in first:
+            return False
         return any(d.get("type") == "app" for _, d in _lines(path))
     except Exception:   # noqa: BLE001 - not readable as one: the caller's own reader says why
         return False

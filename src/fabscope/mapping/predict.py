@@ -69,7 +69,7 @@ def _per_iteration(prog: Program) -> np.ndarray:
     return m / k
 
 
-def app_program(run: AppRun | None, graph: CommGraph, iterations: int | None = None,
+def app_program(run: AppRun | None, graph: CommGraph | None, iterations: int | None = None,
                 graph_iterations: int = 1) -> tuple[Program, str]:
     """``(program, how)``: the kernel's program for a run of a known kernel whose traffic (where
     recorded) matches it, else ``graph`` per iteration (its bytes / ``graph_iterations``, or / the
@@ -99,6 +99,10 @@ def app_program(run: AppRun | None, graph: CommGraph, iterations: int | None = N
         if graph_iterations < 1:
             raise TrafficError(f"the graph holds {graph_iterations} iterations; give at least 1")
         its, warm, per = int(iterations or 1), 0, float(graph_iterations)
+    if graph is None:
+        where = f"{run.path}: " if run is not None else ""
+        raise TrafficError(f"{where}no program for {run.test if run else 'the run'!r} and no 'app-traffic' line "
+                           "to model it by its graph")
     prog = apps.graph_loop(graph.n, graph.src, graph.dst, graph.bytes / per, its, warm, name=graph.name)
     return prog, f"generic: the graph {graph.name} per iteration{why}"
 
