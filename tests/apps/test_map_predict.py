@@ -108,3 +108,28 @@ def test_bad_input_one_line_nothing_written(tmp_path, capsys, make, extra, msg):
     err = capsys.readouterr().err
     assert rc == 1 and msg in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("size", [1024.0, 1 << 20])
+def test_allreduce_loop_takes_the_algorithm_its_traffic_shows(tmp_path, size):
+    """An allreduce-loop run's counted bytes say the algorithm: a ring's (what the PMPI library assumes:
+    2 (n - 1) chunks of size / n to the right) or recursive doubling's (size to r xor 1, 2, 4)."""
+    n, counted = 8, 3
+    ring = [[r, (r + 1) % n, 2 * (n - 1) * size / n * counted] for r in range(n)]
+    rd = [[r, r ^ k, size * counted] for r in range(n) for k in (1, 2, 4)]
+    for sent, algo in ((ring, "ring"), (rd, "recursive-doubling")):
+        path = write_run(tmp_path / f"{algo}.jsonl", "allreduce-loop", HOSTS[:n], [1e-3] * 2, size=size,
+                         warmup=1, sent=sent, counted=counted)
+        run = read_app_run(path)
+        prog, how = app_program(run, run.graph())
+        assert how == f"kernel allreduce-loop ({algo})" and prog.params["algorithm"] == algo
+
+
+def test_a_grid_that_is_not_the_run_falls_back_to_the_graph(tmp_path):
+    g = load_comm("pencils:4x4,size=10")
+    sent = [[int(s), int(d), 10.0 * 3] for s, d in zip(g.src, g.dst)]
+    path = write_run(tmp_path / "fft.jsonl", "fft-transpose", HOSTS, [1e-3] * 2, size=10, warmup=1,
+                     sent=sent, counted=3, params={"dims": [4, 2]})
+    run = read_app_run(path)
+    prog, how = app_program(run, run.graph())
+    assert how.startswith("generic") and "has 8 ranks, the run 16" in how and prog.n_ranks == 16

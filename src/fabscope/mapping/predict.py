@@ -41,24 +41,38 @@ class Prediction:
     engine: str
 
 
-def kernel_program(run: AppRun, iterations: int | None = None) -> Program | None:
+def kernel_program(run: AppRun, iterations: int | None = None, algorithm: str | None = None) -> Program | None:
     """The program of ``run``'s kernel, or None when fabscope has none for its test name.
-    ``iterations``: simulate that many timed ones instead of the run's count."""
+    ``iterations``: simulate that many timed ones instead of the run's count; ``algorithm``: the
+    collective's algorithm (default: ``params.algorithm``, else the kernel's default)."""
     it = int(iterations or run.iterations)
     w = run.warmup
     p = run.params
     compute = float(p.get("compute") or 0.0) if isinstance(p.get("compute", 0), (int, float)) else 0.0
     if run.test in HALO_KERNELS:
         dims = halo_dims(run)
-        return apps.halo(dims, run.size, halo_periodic(run, len(dims)), it, w, compute, name=run.test)
-    if run.test == "fft-transpose":
+        prog = apps.halo(dims, run.size, halo_periodic(run, len(dims)), it, w, compute, name=run.test)
+    elif run.test == "fft-transpose":
         grid = p.get("dims") or p.get("grid") or apps.dims_create(run.n_ranks, 2)
-        algo = p.get("algorithm") if p.get("algorithm") in apps.ALLTOALL else "pairwise"
-        return apps.fft_transpose([int(x) for x in grid], run.size, it, w, algo, compute)
-    if run.test == "allreduce-loop":
-        algo = p.get("algorithm") if p.get("algorithm") in apps.ALLREDUCE else None
-        return apps.allreduce_loop(run.n_ranks, run.size, it, w, algo, compute)
-    return None
+        algo = algorithm or (p.get("algorithm") if p.get("algorithm") in apps.ALLTOALL else "pairwise")
+        prog = apps.fft_transpose([int(x) for x in grid], run.size, it, w, algo, compute)
+    elif run.test == "allreduce-loop":
+        algo = algorithm or (p.get("algorithm") if p.get("algorithm") in apps.ALLREDUCE else None)
+        prog = apps.allreduce_loop(run.n_ranks, run.size, it, w, algo, compute)
+    else:
+        return None
+    if prog.n_ranks != run.n_ranks:
+        raise TrafficError(f"{run.path}: {run.test}'s grid {prog.params.get('dims')} has {prog.n_ranks} ranks, "
+                           f"the run {run.n_ranks}")
+    return prog
+
+
+def _algorithms(run: AppRun) -> list[str | None]:
+    """The algorithms to try for a run's collective: the one it names, else its default, then the others
+    (the one whose traffic the run recorded is taken: a PMPI count assumes a ring allreduce)."""
+    if run.test == "allreduce-loop" and run.params.get("algorithm") not in apps.ALLREDUCE:
+        return [None, *apps.ALLREDUCE]
+    return [None]
 
 
 def _per_iteration(prog: Program) -> np.ndarray:
@@ -76,19 +90,24 @@ def app_program(run: AppRun | None, graph: CommGraph | None, iterations: int | N
     run's counted iterations), with ``how`` saying which and why."""
     why = ""
     if run is not None:
-        try:
-            prog = kernel_program(run, min(iterations or run.iterations, 2) if run.sent is not None else 1)
-        except TrafficError as err:
-            prog, why = None, f" ({run.test}'s parameters: {err})"
-        if prog is not None and run.sent is not None:
+        prog, algo = None, None
+        want = None
+        if run.sent is not None:
             want = np.zeros((run.n_ranks, run.n_ranks))
             s = run.sent
             np.add.at(want, (s[:, 0].astype(np.int64), s[:, 1].astype(np.int64)), s[:, 2] / run.iterations_counted)
             np.fill_diagonal(want, 0.0)
-            if prog.n_ranks != run.n_ranks or not np.allclose(_per_iteration(prog), want, rtol=1e-6, atol=0.5):
-                prog, why = None, f" (the run's traffic is not what fabscope's {run.test} program sends)"
+        for algo in _algorithms(run):
+            try:
+                prog = kernel_program(run, 1, algo)
+            except TrafficError as err:
+                prog, why = None, f" ({run.test}'s parameters: {err})"
+                break
+            if prog is None or want is None or np.allclose(_per_iteration(prog), want, rtol=1e-6, atol=0.5):
+                break
+            prog, why = None, f" (the run's traffic is not what fabscope's {run.test} program sends)"
         if prog is not None:
-            full = kernel_program(run, iterations)
+            full = kernel_program(run, iterations, algo)
             assert full is not None
             algo = full.params.get("algorithm")
             return full, f"kernel {run.test}" + (f" ({algo})" if algo else "")
