@@ -133,3 +133,26 @@ def test_a_grid_that_is_not_the_run_falls_back_to_the_graph(tmp_path):
     run = read_app_run(path)
     prog, how = app_program(run, run.graph())
     assert how.startswith("generic") and "has 8 ranks, the run 16" in how and prog.n_ranks == 16
+
+
+def test_predict_by_a_replayed_trace(tmp_path, capsys):
+    """Rank 0 sends 4 MB to 1, 2 and 3 at time 0 (one host link shared by 3): 3 x 4 MB / C; the
+    trace holds 2 iterations: half of it per iteration."""
+    from fabscope.fabric.generators import fat_tree
+
+    cap = float(fat_tree(k=4, levels=1).link_capacity[0])
+    tr = tmp_path / "trace.csv"
+    tr.write_text("time,src,dst,bytes\n0,0,1,4e6\n0,0,2,4e6\n0,0,3,4e6\n")
+    out = tmp_path / "t.json"
+    assert main(["map", "--fabric", "fat-tree:k=4,levels=1", "--ppn", "1", "--comm", "ring:4", "--trace", str(tr),
+                 "--iterations", "2", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["predict"]["program"].startswith("the trace") and "replayed trace's time" in text
+    t = doc["rows"][0]["predicted_iteration"]
+    assert 3 * 4e6 / cap / 2 < t < 3 * 4e6 / cap / 2 + 5e-6
+    tr.write_text("0,0,9,4e6\n")
+    assert main(["map", "--fabric", "fat-tree:k=4,levels=1", "--ppn", "1", "--comm", "ring:4", "--trace", str(tr),
+                 "--json", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "names rank 9; the job has 4 ranks" in err and len(err.strip().splitlines()) == 1

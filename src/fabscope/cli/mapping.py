@@ -72,6 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--iterations", type=int, default=1, metavar="N",
                    help="--predict: the --comm matrix holds N iterations' bytes (a PMPI matrix of a whole run; "
                         "default 1; a kernel's run says its own)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="--predict: replay this trace of timed messages (CSV time,src,dst,bytes; --iterations N: "
+                        "it holds N iterations) instead of the graph's program; implies --predict")
     p.add_argument("--model-iterations", type=int, default=20, metavar="N",
                    help="--predict: simulate at most N timed iterations after the warm-up (default 20)")
     p.add_argument("--format", choices=FORMATS, default="hostfile", help=FORMAT_HELP)
@@ -161,6 +164,11 @@ def run_map(args: argparse.Namespace) -> int:
 
     require_positive(args, "ppn")
     check_outputs({"-o/--output": args.output, "--json": args.json})
+    if args.trace:
+        from fabscope.dynamic.programs import replay_trace
+
+        args.predict = True
+        replay_trace(args.trace)                  # read once here: a bad trace is refused before the mapping
     if args.predict:
         require_positive(args, "iterations")
         require_positive(args, "model_iterations")
@@ -214,7 +222,13 @@ def _predict(args: argparse.Namespace, graph, target, results, rows) -> dict:
     run = read_app_run(args.comm) if is_app_run(args.comm) else None
     its = min(args.model_iterations, run.iterations) if run is not None else min(args.model_iterations,
                                                                                 args.iterations)
-    prog, how = app_program(run, graph, iterations=its, graph_iterations=args.iterations)
+    if args.trace:
+        from fabscope.mapping.predict import trace_program
+
+        prog = trace_program(args.trace, graph.n, args.iterations)
+        how = f"the trace {args.trace} replayed ({args.iterations} iteration{'s' * (args.iterations != 1)})"
+    else:
+        prog, how = app_program(run, graph, iterations=its, graph_iterations=args.iterations)
     engine = ""
     for (mm, _), row in zip(results, rows):
         p = predict_iteration(target.fabric, mm.host, prog)
@@ -224,8 +238,9 @@ def _predict(args: argparse.Namespace, graph, target, results, rows) -> dict:
     warm = int(prog.params["warmup"])
     info = {"program": how, "iterations": int(prog.params["iterations"]), "warmup": warm, "engine": engine,
             "messages": prog.n_messages, "order": [rows[i]["algorithm"] for i in order]}
-    lines = [plain(f"# iter ms: predicted time per iteration (median of {info['iterations']} timed iterations"
-                   f"{f' after {warm} warm-up' if warm else ''}), {how}, run in time ({engine} engine, "
+    what = ("the replayed trace's time / its iterations" if args.trace else
+            f"median of {info['iterations']} timed iterations{f' after {warm} warm-up' if warm else ''}")
+    lines = [plain(f"# iter ms: predicted time per iteration ({what}), {how}, run in time ({engine} engine, "
                    f"{prog.n_messages:,} messages)"),
              "# predicted order: " + " < ".join(rows[i]["algorithm"] for i in order)]
     return {"lines": lines, "info": info}

@@ -3,7 +3,8 @@
 :func:`app_program` picks the program: the kernel's own (:mod:`fabscope.dynamic.apps`) when the run
 names a known kernel and its recorded traffic is what that program sends; else the generic one, the
 communication graph per iteration (every edge one message, all posted at once, each rank's
-iteration ``i + 1`` after its iteration-``i`` messages).  :func:`predict_iteration` runs it with the
+iteration ``i + 1`` after its iteration-``i`` messages); :func:`trace_program` replays a trace of
+timed messages instead.  :func:`predict_iteration` runs it with the
 ranks on given hosts and returns the median and mean of the timed iterations.
 
 >>> from fabscope.fabric.generators import fat_tree
@@ -30,7 +31,7 @@ from fabscope.errors import TrafficError
 from fabscope.mapping.apprun import HALO_KERNELS, AppRun, halo_dims, halo_periodic
 from fabscope.mapping.commgraph import CommGraph
 
-__all__ = ["app_program", "kernel_program", "predict_iteration", "Prediction"]
+__all__ = ["app_program", "kernel_program", "trace_program", "predict_iteration", "Prediction"]
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,20 @@ def app_program(run: AppRun | None, graph: CommGraph | None, iterations: int | N
     return prog, f"generic: the graph {graph.name} per iteration{why}"
 
 
+def trace_program(path: str, n_ranks: int, iterations: int = 1) -> Program:
+    """A trace of timed messages (``time,src,dst,bytes``, :func:`fabscope.dynamic.programs.replay_trace`)
+    of ``iterations`` iterations: each message posted at its time by both ends; the predicted time
+    per iteration is its run's whole time / ``iterations``."""
+    from dataclasses import replace
+
+    from fabscope.dynamic.programs import replay_trace
+
+    prog = replay_trace(path)
+    if prog.n_ranks > n_ranks:
+        raise TrafficError(f"{path}: the trace names rank {prog.n_ranks - 1}; the job has {n_ranks} ranks")
+    return replace(prog, n_ranks=n_ranks, params={**prog.params, "iterations": int(iterations), "warmup": 0})
+
+
 def predict_iteration(fabric: Any, host: np.ndarray, prog: Program, routing: Any = None, *,
                       engine: str = "auto", latency: bool = True) -> Prediction:
     """Run ``prog`` with rank ``r`` on fabric host ``host[r]``; median and mean of its timed iterations."""
@@ -134,5 +149,9 @@ def predict_iteration(fabric: Any, host: np.ndarray, prog: Program, routing: Any
 
     run = run_program_on(fabric, Placement.from_hosts(fabric, np.asarray(host, dtype=np.int64)), prog, routing,
                          engine=engine, latency=latency)
+    if "rounds_per_iteration" not in prog.params:       # a timed trace: its whole time over its iterations
+        its = int(prog.params.get("iterations", 1))
+        t = np.full(its, run.outcome.makespan / its)
+        return Prediction(float(t[0]), float(t[0]), its, run.engine)
     t = apps.iteration_times(prog, run.outcome.step_end)
     return Prediction(float(np.median(t)), float(np.mean(t)), len(t), run.engine)
