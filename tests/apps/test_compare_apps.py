@@ -76,7 +76,7 @@ def test_untrusted_names_are_printed_plain(tmp_path, capsys):
 ])
 def test_bad_input_one_line_before_any_simulation(tmp_path, capsys, monkeypatch, bad, msg):
     """The bad run comes last: the good ones before it are not simulated either."""
-    import fabscope.mapping.predict as predict
+    from fabscope.mapping import predict
 
     def never(*a, **k):
         raise AssertionError("simulated before every input was checked")

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from fabscope.dynamic import apps
-from fabscope.dynamic import fast
+from fabscope.dynamic import apps, fast
 from fabscope.dynamic.run import run_program_on
 from fabscope.errors import TrafficError
 from fabscope.fabric import Placement

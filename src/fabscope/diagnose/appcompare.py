@@ -29,14 +29,15 @@ so a bad input stops the command in one line before any long work.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from fabscope.diagnose.measured import DiagnoseError, host_resolver
 from fabscope.fabric.model import Fabric
 
-__all__ = ["compare_apps", "app_compare_lines", "SCHEMA"]
+__all__ = ["SCHEMA", "app_compare_lines", "compare_apps"]
 
 SCHEMA = "fabscope.apps.compare"
 #: timed iterations simulated per run unless asked otherwise (the model reaches its steady state in a few)
@@ -74,7 +75,7 @@ def compare_apps(paths: Sequence[str], fabric: Fabric, routing: Any = None, host
     for path, run, host, prog, how in todo:
         p = predict_iteration(fabric, host, prog, router, engine=engine)
         rows.append({"file": os.path.basename(path), "path": path, "test": run.test, "ranks": run.n_ranks,
-                     "hosts": int(len(np.unique(host))), "size": run.size,
+                     "hosts": len(np.unique(host)), "size": run.size,
                      "measured_median": run.t_median, "measured_min": run.t_min, "measured_max": run.t_max,
                      "measured_iterations": run.iterations, "predicted": p.median, "predicted_mean": p.mean,
                      "ratio": run.t_median / p.median if p.median > 0 else float("nan"),
@@ -108,10 +109,10 @@ def app_compare_lines(c: dict[str, Any]) -> list[str]:
     rows = c["rows"]
     w = max(12, *(len(r["file"]) for r in rows))
     eng = sorted({r["engine"] for r in rows})
-    out = [f"{c['fabric']}, routing {c['routing']}: {len(rows)} application run{'s' * (len(rows) != 1)}, "
-           f"each modeled in time on the hosts it ran on ({'/'.join(eng)} engine)",
-           f"{'run':<{w}} {'test':<14} {'ranks':>5} {'measured ms':>11} {'min-max':>17} {'predicted ms':>12} "
-           f"{'meas/pred':>9}  program"]
+    out = [(f"{c['fabric']}, routing {c['routing']}: {len(rows)} application run{'s' * (len(rows) != 1)}, "
+           f"each modeled in time on the hosts it ran on ({'/'.join(eng)} engine)"),
+           (f"{'run':<{w}} {'test':<14} {'ranks':>5} {'measured ms':>11} {'min-max':>17} {'predicted ms':>12} "
+           f"{'meas/pred':>9}  program")]
     for r in rows:
         span = f"{_ms(r['measured_min'])}-{_ms(r['measured_max'])}"
         out.append(f"{r['file']:<{w}} {r['test']:<14} {r['ranks']:>5} {_ms(r['measured_median']):>11} {span:>17} "

@@ -27,8 +27,9 @@ posted them (the rendezvous protocol of :mod:`.program`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from fabscope.dynamic import programs as pg
 from fabscope.dynamic.program import Program
 from fabscope.errors import TrafficError
 
-__all__ = ["KERNELS", "dims_create", "halo", "fft_transpose", "allreduce_loop", "graph_loop", "iteration_times"]
+__all__ = ["KERNELS", "allreduce_loop", "dims_create", "fft_transpose", "graph_loop", "halo", "iteration_times"]
 
 #: fabscope-bench's application kernels that have a program of their own here
 KERNELS = ("halo2d", "halo3d", "fft-transpose", "allreduce-loop")

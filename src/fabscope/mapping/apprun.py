@@ -40,7 +40,7 @@ from fabscope.errors import SchemaError
 from fabscope.mapping.commgraph import CommGraph
 from fabscope.numbers import number, numbers
 
-__all__ = ["AppRun", "read_app_run", "is_app_run", "HALO_KERNELS"]
+__all__ = ["HALO_KERNELS", "AppRun", "is_app_run", "read_app_run"]
 
 HALO_KERNELS = {"halo2d": 2, "halo3d": 3}
 

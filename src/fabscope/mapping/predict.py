@@ -31,7 +31,7 @@ from fabscope.errors import TrafficError
 from fabscope.mapping.apprun import HALO_KERNELS, AppRun, halo_dims, halo_periodic
 from fabscope.mapping.commgraph import CommGraph
 
-__all__ = ["app_program", "kernel_program", "trace_program", "predict_iteration", "Prediction"]
+__all__ = ["Prediction", "app_program", "kernel_program", "predict_iteration", "trace_program"]
 
 
 @dataclass(frozen=True)
