@@ -216,7 +216,7 @@ def run_map(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace, graph, target, results, rows) -> dict:
     """Each mapping's predicted time per iteration, into ``rows``; the lines saying how, and the same as JSON."""
     from fabscope.mapping.apprun import is_app_run, read_app_run
-    from fabscope.mapping.predict import app_program, predict_iteration
+    from fabscope.mapping.predict import app_program, order_text, predict_iteration
     from fabscope.names import plain
 
     run = read_app_run(args.comm) if is_app_run(args.comm) else None
@@ -242,7 +242,7 @@ def _predict(args: argparse.Namespace, graph, target, results, rows) -> dict:
             f"median of {info['iterations']} timed iterations{f' after {warm} warm-up' if warm else ''}")
     lines = [plain(f"# iter ms: predicted time per iteration ({what}), {how}, run in time ({engine} engine, "
                    f"{prog.n_messages:,} messages)"),
-             "# predicted order: " + " < ".join(rows[i]["algorithm"] for i in order)]
+             "# predicted order: " + order_text({r["algorithm"]: r["predicted_iteration"] for r in rows})]
     return {"lines": lines, "info": info}
 
 
