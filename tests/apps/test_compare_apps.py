@@ -105,3 +105,17 @@ def test_pair_options_refused_for_applications(tmp_path, capsys, extra, msg):
     rc = main(["compare", *_runs(tmp_path)[:1], "--fabric", TREE, *extra])
     err = capsys.readouterr().err
     assert rc == 1 and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_hosts_named_otherwise_go_through_a_host_map(tmp_path, capsys):
+    """A testbed's or cluster's own host names, matched to the fabric's by --host-map lines."""
+    run = write_run(tmp_path / "b.jsonl", "halo2d", [f"node{i:02d}.cluster" for i in range(16)], [1e-3] * 2,
+                    params=GRID)
+    hm = tmp_path / "hosts.map"
+    hm.write_text("".join(f"node{i:02d} {h}\n" for i, h in enumerate(HOSTS)))
+    out = tmp_path / "c.json"
+    assert main(["compare", run, "--fabric", TREE, "--host-map", str(hm), "--json", str(out)]) == 0
+    capsys.readouterr()
+    same = write_run(tmp_path / "a.jsonl", "halo2d", HOSTS, [1e-3] * 2, params=GRID)
+    want = compare_apps([same], fat_tree(k=4, levels=2, up=1))["rows"][0]["predicted"]
+    assert json.loads(out.read_text())["rows"][0]["predicted"] == want
