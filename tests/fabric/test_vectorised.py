@@ -48,3 +48,19 @@ def test_torus_equals_reference(dims, data, hpr):
 @pytest.mark.parametrize("dims", [(16, 16, 16), (8, 8, 8, 2), (11, 12, 16)])
 def test_torus_equals_reference_at_size(dims):
     assert_same(torus(dims), torus_reference(dims))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.data(), st.integers(1, 3))
+def test_xgft_equals_reference(m, data, links_per_pair):
+    w = [data.draw(st.integers(1, 3)) for _ in m]
+    assert_same(xgft(m, w, links_per_pair=links_per_pair), xgft_reference(m, w, links_per_pair=links_per_pair))
+
+
+@pytest.mark.parametrize("k,levels,up,lpp", [(4, 3, None, 1), (8, 3, 4, 2), (16, 3, None, 1), (3, 4, 2, 3)])
+def test_fat_tree_equals_reference(k, levels, up, lpp):
+    up_ = k if up is None else up
+    ref = xgft_reference((k,) * levels, (1,) + (up_,) * (levels - 1), links_per_pair=lpp,
+                         name=f"fat-tree(k={k},levels={levels}" + (f",up={up_}" if up_ != k else "") + ")")
+    assert_same(fat_tree(k=k, levels=levels, up=up, links_per_pair=lpp),
+                ref.with_params(generator="fat-tree", k=k, levels=levels, up=up_))
