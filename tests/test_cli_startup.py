@@ -40,13 +40,21 @@ def test_parser_names_are_the_librarys():
     assert names.OVERSUBSCRIBE_FACTOR == OVERSUBSCRIBE_FACTOR
 
 
-def test_dynamic_simulation_on_a_torus_imports_no_scipy():
-    """Dimension-order routing and the dynamic engine need numpy alone: SciPy's import was a third
-    of a small simulation's whole process."""
+#: what ``simulate --dynamic`` (output to a pipe, no -o) has no use for
+UNUSED_BY_DYNAMIC = ("scipy", "plotly", "dask", "networkx", "pandas", "jinja2", "jsonschema", "numpy.ma",
+                     "rich.progress", "fabscope.model.simulate")
+
+
+@pytest.mark.parametrize("fabric,routing", [("torus:4x4x4", "dor"), ("fat-tree:k=4,levels=3", "dmodk")])
+def test_dynamic_simulation_imports_nothing_unused(fabric, routing):
+    """Dimension-order routing, D-mod-K and the dynamic engine need numpy alone: SciPy's import was a third
+    of a small simulation's whole process; numpy.ma came with np.unique (NumPy 2.4), rich.progress with a
+    progress bar that is not drawn off a terminal."""
     code = ("import sys\nfrom fabscope.cli import main\n"
-            "main(['simulate', '--fabric', 'torus:4x4x4', '--routing', 'dor', '--ppn', '1', '--pattern',"
+            f"main(['simulate', '--fabric', {fabric!r}, '--routing', {routing!r}, '--ppn', '1', '--pattern',"
             " 'random-pairs', '--dynamic', '--iterations', '1', '--warmup', '0'])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'plotly', 'dask')), file=sys.stderr)")
+            f"print(sorted(m for m in sys.modules if m in {UNUSED_BY_DYNAMIC!r} or m.split('.')[0] in "
+            f"{UNUSED_BY_DYNAMIC!r}), file=sys.stderr)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "dynamic: ping-pong" in p.stdout
