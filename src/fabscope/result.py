@@ -126,7 +126,7 @@ class Result:
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
         doc = self.to_dict()
-        validate(doc, "result")
+        validate(_schema_view(doc, self.links), "result")
         with atomic_open(path) as fh:
             json.dump(doc, fh, separators=(",", ":"))
             fh.write("\n")
@@ -182,6 +182,30 @@ class Result:
 
 def _row(label: str, v: np.ndarray) -> ClassSummary:
     return ClassSummary(label, int(len(v)), float(v.max()), float(v.mean()), float(v.min()))
+
+
+#: the schema's item type of the ``links`` columns it checks item by item
+_LINK_ITEMS = {"link": "iu", "load": "iuf", "capacity": "iuf", "bytes": "iuf", "utilisation": "iuf"}
+
+
+def _schema_view(doc: dict[str, Any], links: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``doc`` for the schema check, its link columns that are NumPy arrays of a kind the schema's
+    item type accepts (integers; integers or floats) left empty: jsonschema checks a list item by
+    item (0.9 CPU s for the 30,081 links of a 16x16x16 torus permutation run), NumPy's
+    dtype says the same at once.  Other columns are checked as they are.
+
+    >>> view = _schema_view({"links": {"link": [1], "load": [0.5]}}, {"link": np.array([1]), "load": [0.5]})
+    >>> view["links"]
+    {'link': [], 'load': [0.5]}
+    """
+    if not links or not isinstance(doc.get("links"), dict):
+        return doc
+    cols = dict(doc["links"])
+    for k, kinds in _LINK_ITEMS.items():
+        v = links.get(k)
+        if k in cols and isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in kinds:
+            cols[k] = []
+    return {**doc, "links": cols}
 
 
 def _plain(v: Any) -> Any:
