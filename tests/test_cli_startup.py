@@ -42,7 +42,7 @@ def test_parser_names_are_the_librarys():
 
 #: what ``simulate --dynamic`` (output to a pipe, no -o) has no use for
 UNUSED_BY_DYNAMIC = ("scipy", "plotly", "dask", "networkx", "pandas", "jinja2", "jsonschema", "numpy.ma",
-                     "rich.progress", "fabscope.model.simulate")
+                     "rich.progress", "fabscope.model.simulate", "importlib.resources")
 
 
 @pytest.mark.parametrize("fabric,routing", [("torus:4x4x4", "dor"), ("fat-tree:k=4,levels=3", "dmodk")])
