@@ -29,3 +29,15 @@ def test_what_the_schema_refuses_is_refused(tmp_path, links):
     with pytest.raises(SchemaError):
         result(links).write_json(out)
     assert not out.exists()
+
+
+def test_the_file_is_what_json_dump_wrote(tmp_path):
+    """Written column by column by the C encoder, byte for byte json.dump's compact form."""
+    import json
+
+    r = result({"link": np.arange(4), "load": np.array([0.1, 1e300, 2.5, 3.0])})
+    r.meta["note"] = "naïve ünïcode, \"quotes\""
+    r.extra["nested"] = {"a": [1, {"b": None}], "1": True}
+    out = tmp_path / "r.json"
+    r.write_json(out)
+    assert out.read_text() == json.dumps(r.to_dict(), separators=(",", ":")) + "\n"
