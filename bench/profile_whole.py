@@ -3,6 +3,7 @@
     .venv/bin/python bench/profile_whole.py                                  # 16x16x16 torus, DOR
     .venv/bin/python bench/profile_whole.py --fabric fat-tree:k=32,levels=4 --routing dmodk
     .venv/bin/python bench/profile_whole.py --other /work/main/src          # the landed code beside it
+    .venv/bin/python bench/profile_whole.py --fabric fat-tree:k=32,levels=4 --routing dmodk --no-result --other /work/main/src
 
 One random matching (each host sends 1 MiB to its partner, both ways at
 once, latency 0: bench_whole.py's case), run as a fresh process whose stages
@@ -63,9 +64,10 @@ paths = build_paths(f, router, uniq // n, uniq % n, latency=False)
 mark("routes into paths")
 out = fast.run_program(prog, paths, msg_path, "maxmin")
 mark("engine")
-r = message_result(f, Run(prog, place, paths, msg_path, out, "c"), {"pattern": "matching"})
-r.write_json(sys.argv[3])
-mark("result (rows, links, JSON)")
+if sys.argv[3] != "-":
+    r = message_result(f, Run(prog, place, paths, msg_path, out, "c"), {"pattern": "matching"})
+    r.write_json(sys.argv[3])
+    mark("result (rows, links, JSON)")
 print(json.dumps({"marks": MARKS, "makespan": out.makespan}), flush=True)
 """
 
@@ -93,6 +95,9 @@ def main() -> None:
     ap.add_argument("--fabric", default="torus:16x16x16")
     ap.add_argument("--routing", default="dor")
     ap.add_argument("--other", help="another code tree to profile beside this one (e.g. /work/main/src)")
+    ap.add_argument("--no-result", action="store_true",
+                    help="stop after the engine (the landed code checks a million links' result item by item: "
+                         "minutes)")
     a = ap.parse_args()
     sides = [("this tree", HERE)] + ([("other", a.other)] if a.other else [])
     with tempfile.TemporaryDirectory(prefix="fabscope-profile-") as tmp:
@@ -102,7 +107,7 @@ def main() -> None:
         for i, (name, src) in enumerate(sides):
             load = os.getloadavg()[0]
             marks, cpu, peak, makespan = profile(src, os.path.join(tmp, f"pyc{i}"), a.fabric, a.routing,
-                                                 os.path.join(tmp, "out.json"))
+                                                 "-" if a.no_result else os.path.join(tmp, "out.json"))
             stages, prev = [], 0.0
             for stage, t, mb in marks:
                 stages.append((stage, t - prev, mb))
