@@ -134,7 +134,7 @@ def check_output(path: str | os.PathLike[str], option: str = "output") -> None:
         raise OutputError(f"{option} {p}: {folder} is not a directory")
     if os.path.exists(p) and not os.access(p, os.W_OK):
         raise OutputError(f"{option} {p}: the file is not writable")
-    import tempfile      # here, not at the top: a process that writes nothing does not load it
+    import tempfile  # here, not at the top: a process that writes nothing does not load it
 
     try:
         fd, probe = tempfile.mkstemp(prefix=".fabscope-probe-", dir=folder)

@@ -55,7 +55,7 @@ def load_library(source: str, stem: str) -> tuple[ctypes.CDLL | None, str]:
     out_dir = cache_dir()
     lib = os.path.join(out_dir, f"{stem}-{tag}.so")
     if not os.path.exists(lib):
-        import subprocess   # only to build: a cached library loads without them
+        import subprocess  # only to build: a cached library loads without them
         import tempfile
 
         tmp = None

@@ -38,6 +38,6 @@ def test_entries_in_any_order_come_out_as_the_stable_sort():
     f, r, w = _by_path(np.array([0, 1, 1]), np.array([5, 6, 7]), np.ones(3), np.zeros(0, np.int64),
                        np.zeros(0, np.int64), 2)
     assert f.tolist() == [0, 1, 1] and r.tolist() == [5, 6, 7]
-    f, r, w = _by_path(np.array([1, 0, 1]), np.array([5, 6, 7]), np.ones(3), np.zeros(0, np.int64),
+    f, r, _w = _by_path(np.array([1, 0, 1]), np.array([5, 6, 7]), np.ones(3), np.zeros(0, np.int64),
                        np.zeros(0, np.int64), 2)
     assert f.tolist() == [0, 1, 1] and r.tolist() == [6, 5, 7]

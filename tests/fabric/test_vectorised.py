@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_generators import torus_reference, xgft_reference
 
 from fabscope.fabric.generators import fat_tree, torus, xgft
 from fabscope.fabric.model import Fabric
-
-from reference_generators import torus_reference, xgft_reference
 
 ARRAYS = ("link_src", "link_dst", "link_capacity", "link_latency", "link_src_port", "link_dst_port",
           "switch_level", "host_cores", "host_sockets", "host_memory_bw", "host_copy_rate", "coords")

@@ -15,7 +15,8 @@ from fabscope.errors import SchemaError
 
 @lru_cache(maxsize=None)
 def _validator(name: str):
-    from importlib import resources   # here: a process that checks no file does not load it
+    # imported here: a process that checks no file does not load them
+    from importlib import resources
 
     import jsonschema
 
