@@ -71,8 +71,8 @@ def build_paths(fabric: Fabric, routing: Routing | str | None, src_host, dst_hos
     routes = router.routes(hs, hd)
     n_l = fabric.n_links
     intra = np.flatnonzero(hs == hd)
-    flw, res, wts = _by_path(routes.flow.astype(np.int64), routes.link.astype(np.int64),
-                             routes.weight.astype(float), intra, n_l + hs[intra], n)
+    flw, res, wts = _by_path(routes.flow.astype(np.int64, copy=False), routes.link.astype(np.int64),
+                             routes.weight.astype(float, copy=False), intra, n_l + hs[intra], n)
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(flw, minlength=n), out=indptr[1:])
     cap = np.full(n, np.inf)
