@@ -14,6 +14,14 @@ resident set of the runs.  Each case runs here (this tree's ``src``, first on
 ``PYTHONPATH``) and in ``--other`` (default ``/work/main/src``, the landed
 code), alternately, so that both see the same load.
 
+Bytecode: an installed fabscope has its modules compiled (pip writes the
+``.pyc`` files); a process started with ``PYTHONDONTWRITEBYTECODE`` set and no
+cache compiles every module of ``src`` again, about 0.08 CPU s of the torus
+case.  Each side therefore gets its own cache folder (``PYTHONPYCACHEPREFIX``
+in a temporary folder, nothing written into either tree) and one untimed run
+of every case fills it; ``--cold-bytecode`` times the compiling runs instead.
+The load average is printed with every case (this machine is shared).
+
 SimGrid (Debian's python3-simgrid in the system Python) runs the torus
 matching as a whole process too: ``/usr/bin/python3 simgrid_peer.py
 problem.json`` on the same flows and routes (a Full zone, latency 0), the
@@ -70,6 +78,9 @@ def cases():
     yield ("simulate-help", "fabscope simulate --help", fab + ["simulate", "--help"], 0.3)
     yield ("torus", "16x16x16 torus, DOR, one random matching of 1 MiB (API script)",
            ["-c", MATCHING, "torus:16x16x16", "dor"], 0.5)
+    yield ("torus-cli", "the CLI: a random permutation on the 16x16x16 torus, DOR, 1 MiB, result written (-o)",
+           fab + ["simulate", "--fabric", "torus:16x16x16", "--routing", "dor", "--ppn", "1", "--pattern",
+                  "permutation", "--dynamic", "-o", "{tmp}/out.json"], 0.5)
     yield ("itasca-20", "Itasca, random pairs at 8 ppn (8,576 ranks), 20 ping-pong iterations, max-min",
            fab + ["simulate", "--fabric", "itasca", "--ppn", "8", "--pattern", "random-pairs", "--seed", "7",
                   "--dynamic", "--iterations", "20"], 10.0)
@@ -80,12 +91,27 @@ def cases():
            ["-c", MATCHING, "fat-tree:k=32,levels=4", "dmodk"], 30.0)
 
 
-DEFAULT = ("help", "simulate-help", "torus", "itasca-20", "itasca-100")
+DEFAULT = ("help", "simulate-help", "torus", "torus-cli", "itasca-20", "itasca-100")
+
+
+#: per code tree: the environment its processes run in (set in main)
+ENV: dict[str, dict[str, str]] = {}
+
+
+def environment(src: str, cache: str | None) -> dict[str, str]:
+    """The process environment for ``src``: first on PYTHONPATH, bytecode cached under ``cache`` (None: not cached)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env["PYTHONPATH"] = src
+    if cache is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env["PYTHONPYCACHEPREFIX"] = cache
+    return env
 
 
 def run_case(argv: list[str], src: str, extra: list[str] = ()) -> tuple[float, float, float, str]:
     """Wall s, CPU s (user + system) and peak resident MB of one fresh process (os.wait4's usage)."""
-    env = {**os.environ, "PYTHONPATH": src}
+    env = ENV.get(src) or {**os.environ, "PYTHONPATH": src}
     t0 = time.perf_counter()
     p = subprocess.Popen([sys.executable, *argv, *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out = p.stdout.read()
@@ -118,27 +144,40 @@ def simgrid_whole(problem: str) -> tuple[float, float] | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, itasca-20, itasca-100, "
-                                                    "fat-tree-1m (default: all but fat-tree-1m)")
+    ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-cli, itasca-20, "
+                                                    "itasca-100, fat-tree-1m (default: all but fat-tree-1m)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main)")
     ap.add_argument("--no-simgrid", action="store_true")
+    ap.add_argument("--cold-bytecode", action="store_true",
+                    help="time processes that compile every module (no bytecode cache), as last session's figures")
     a = ap.parse_args()
     here = os.path.normpath(HERE)
     sides = [("this tree", here), ("other", a.other)]
+    caches = tempfile.TemporaryDirectory(prefix="fabscope-bench-pyc-")
+    for i, (_, src) in enumerate(sides):
+        ENV[src] = environment(src, None if a.cold_bytecode else os.path.join(caches.name, str(i)))
     for _, src in sides:                           # build each side's compiled engine outside the timings
         run_case(["-c", "from fabscope.dynamic import fast; assert fast.available(), fast.why_not()"], src)
+        if not a.cold_bytecode:                    # the big case's modules into the bytecode cache, untimed
+            run_case(["-c", MATCHING, "fat-tree:k=2,levels=2", "dmodk"], src)
     import numpy as np
 
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {a.repeat} runs each, "
-          f"medians; other = {a.other}")
+          f"medians; other = {a.other}; bytecode {'not cached' if a.cold_bytecode else 'cached (one untimed run)'}")
     print(f"{'case':14} {'wall s':>8} {'cpu s':>7} {'MB':>6} | {'other wall':>10} {'cpu':>7} {'MB':>6} | "
-          f"{'x wall':>6} {'x cpu':>6} | {'target':>6} | {'SimGrid s':>9} {'x':>6} {'its cpu':>9} {'x':>6} {'agree':>7}")
+          f"{'x wall':>6} {'x cpu':>6} | {'target':>6} | {'SimGrid s':>9} {'x':>6} {'its cpu':>9} {'x':>6} {'agree':>7}"
+          f" | {'load':>9}")
     for key, what, argv, target in cases():
         if (a.case and key not in a.case) or (not a.case and key not in DEFAULT):
             continue
         res = {name: [] for name, _ in sides}
+        load0 = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
+            argv = [x.replace("{tmp}", tmp) for x in argv]
+            if not a.cold_bytecode and key != "fat-tree-1m":
+                for _, src in sides:                   # fills the bytecode cache
+                    run_case(argv, src)
             for i in range(a.repeat):
                 for name, src in sides:
                     res[name].append(run_case(argv, src))
@@ -159,7 +198,8 @@ def main() -> None:
         sgs = (f"{sg[0]:>9.2f} {sg[0] / w:>5.0f}x {sg[1]:>9.2f} {sg[1] / c:>5.0f}x {agree:>7.0e}" if sg is not None
                else f"{'':>9} {'':>6} {'':>9} {'':>6} {'':>7}")
         print(f"{key:14} {w:>8.2f} {c:>7.2f} {m:>6.0f} | {ow:>10.2f} {oc:>7.2f} {om:>6.0f} | "
-              f"{ow / w:>5.1f}x {oc / c:>5.1f}x | {target:>6.1f} | {sgs}  {what}", flush=True)
+              f"{ow / w:>5.1f}x {oc / c:>5.1f}x | {target:>6.1f} | {sgs} | {load0:>4.1f}-{os.getloadavg()[0]:<4.1f}  {what}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -40,14 +40,44 @@ def test_parser_names_are_the_librarys():
     assert names.OVERSUBSCRIBE_FACTOR == OVERSUBSCRIBE_FACTOR
 
 
-def test_dynamic_simulation_on_a_torus_imports_no_scipy():
-    """Dimension-order routing and the dynamic engine need numpy alone: SciPy's import was a third
-    of a small simulation's whole process."""
+#: what ``simulate --dynamic`` (output to a pipe, no -o) has no use for
+UNUSED_BY_DYNAMIC = ("scipy", "plotly", "dask", "networkx", "pandas", "jinja2", "jsonschema", "numpy.ma",
+                     "rich.progress", "fabscope.model.simulate", "importlib.resources")
+
+
+@pytest.mark.parametrize("fabric,routing", [("torus:4x4x4", "dor"), ("fat-tree:k=4,levels=3", "dmodk")])
+def test_dynamic_simulation_imports_nothing_unused(fabric, routing):
+    """Dimension-order routing, D-mod-K and the dynamic engine need numpy alone: SciPy's import was a third
+    of a small simulation's whole process; numpy.ma came with np.unique (NumPy 2.4), rich.progress with a
+    progress bar that is not drawn off a terminal."""
     code = ("import sys\nfrom fabscope.cli import main\n"
-            "main(['simulate', '--fabric', 'torus:4x4x4', '--routing', 'dor', '--ppn', '1', '--pattern',"
+            f"main(['simulate', '--fabric', {fabric!r}, '--routing', {routing!r}, '--ppn', '1', '--pattern',"
             " 'random-pairs', '--dynamic', '--iterations', '1', '--warmup', '0'])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'plotly', 'dask')), file=sys.stderr)")
+            f"print(sorted(m for m in sys.modules if m in {UNUSED_BY_DYNAMIC!r} or m.split('.')[0] in "
+            f"{UNUSED_BY_DYNAMIC!r}), file=sys.stderr)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "dynamic: ping-pong" in p.stdout
     assert p.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_simulate_leaves_without_teardown_and_everything_written(tmp_path):
+    """Run as the program, simulate ends by os._exit once its outputs are in place: the table is
+    flushed into the pipe, the JSON and CSV are whole, no lock or temporary file is left, and no
+    exit handler ran (the interpreter's teardown of a big run's memory is skipped)."""
+    out, csv = tmp_path / "r.json", tmp_path / "r.csv"
+    code = ("import atexit, sys\natexit.register(lambda: print('teardown ran', file=sys.stderr))\n"
+            "sys.argv = ['fabscope', 'simulate', '--fabric', 'torus:4x4x4', '--routing', 'dor', '--ppn', '1',"
+            f" '--pattern', 'permutation', '--dynamic', '-o', {str(out)!r}, '--csv', {str(csv)!r}]\n"
+            "from fabscope.cli import main\nsys.exit(main())")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "dynamic: permutation, 64 messages" in p.stdout
+    assert "teardown ran" not in p.stderr
+    assert len(json.loads(out.read_text())["pairs"]["bandwidth"]) == 64
+    assert len(csv.read_text().splitlines()) == 65
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["r.csv", "r.json"]
+    # called as a function (tests, scripts), main returns and the process goes on
+    code = code.replace("sys.exit(main())", "main(sys.argv[1:]); print('still here')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "still here" in p.stdout and "teardown ran" in p.stderr

@@ -57,7 +57,6 @@ import fcntl
 import io
 import os
 import sys
-import tempfile
 from typing import IO, Iterable, Iterator, Mapping
 
 from fabscope.errors import OutputError
@@ -135,6 +134,8 @@ def check_output(path: str | os.PathLike[str], option: str = "output") -> None:
         raise OutputError(f"{option} {p}: {folder} is not a directory")
     if os.path.exists(p) and not os.access(p, os.W_OK):
         raise OutputError(f"{option} {p}: the file is not writable")
+    import tempfile  # here, not at the top: a process that writes nothing does not load it
+
     try:
         fd, probe = tempfile.mkstemp(prefix=".fabscope-probe-", dir=folder)
     except OSError as err:
@@ -352,6 +353,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise OutputError(f"{path}: directory {folder} does not exist")
+    import tempfile
+
     lock = Lock(path).acquire()
     try:
         fd, tmp = tempfile.mkstemp(prefix=".fabscope-", suffix=".tmp", dir=folder)

@@ -13,8 +13,6 @@ import ctypes
 import hashlib
 import os
 import shutil
-import subprocess
-import tempfile
 import time
 
 __all__ = ["cache_dir", "load_library"]
@@ -57,6 +55,9 @@ def load_library(source: str, stem: str) -> tuple[ctypes.CDLL | None, str]:
     out_dir = cache_dir()
     lib = os.path.join(out_dir, f"{stem}-{tag}.so")
     if not os.path.exists(lib):
+        import subprocess  # only to build: a cached library loads without them
+        import tempfile
+
         tmp = None
         try:
             os.makedirs(out_dir, exist_ok=True)

@@ -105,7 +105,14 @@ def main(argv: list[str] | None = None) -> int:
             # from here Ctrl-C is KeyboardInterrupt: a running job is stopped and its files settled first
             signal.signal(signal.SIGINT, signal.default_int_handler)
         with hold_output_locks():       # outputs checked by a command stay locked until it ends
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+        if argv is None and getattr(args, "exit_at_once", False):
+            # run as the program, outputs written (fabscope.atomic: renamed into place) and their
+            # locks released: leave without the interpreter's teardown of the run's memory
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     except FabscopeError as err:
         print(f"fabscope: error: {plain(err)}", file=sys.stderr)   # a name's escape sequence shown, not run
         return 1

@@ -94,7 +94,6 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
     from fabscope.report.tables import print_result
     from fabscope.result import Result
     from fabscope.seeds import ITASCA_MERGE, seed_table
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     sharing = "count" if args.model == "congestion" else "maxmin"
     for opt, v in (("--jitter", args.jitter), ("--start-offset", args.start_offset)):
@@ -102,9 +101,7 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
             raise TrafficError(f"{opt} must be a time >= 0 in seconds, got {v}")
     progs, pattern = _program(args, fabric, placement, size)
     results = []
-    bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                   TextColumn("{task.completed:,}/{task.total:,} messages"), TimeElapsedColumn(),
-                   console=con, transient=True, disable=not con.is_terminal)
+    bar = _progress_bar(con)
     with bar:
         for prog, scenario in progs:
             task = bar.add_task(f"simulating {prog.name}", total=prog.n_messages)
@@ -152,3 +149,33 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
 
         print_leaf_matrix(con, result, fabric, args.matrix)
     return 0
+
+
+class _NoBar:
+    """What run_dynamic asks of a progress bar, doing nothing (output not to a terminal)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def add_task(self, *a, **kw) -> int:
+        return 0
+
+    def update(self, *a, **kw) -> None:
+        return None
+
+    def remove_task(self, *a) -> None:
+        return None
+
+
+def _progress_bar(con):
+    """rich's progress bar on a terminal; elsewhere a bar that draws nothing, without importing rich.progress."""
+    if not con.is_terminal:
+        return _NoBar()
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(),
+                    TextColumn("{task.completed:,}/{task.total:,} messages"), TimeElapsedColumn(),
+                    console=con, transient=True)

@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from fabscope.cli.dynamic import add_arguments
 
     add_arguments(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, exit_at_once=True)      # cli.main: no teardown once the outputs are written
 
 
 def run(args: argparse.Namespace) -> int:

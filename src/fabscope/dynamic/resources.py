@@ -71,12 +71,10 @@ def build_paths(fabric: Fabric, routing: Routing | str | None, src_host, dst_hos
     routes = router.routes(hs, hd)
     n_l = fabric.n_links
     intra = np.flatnonzero(hs == hd)
-    flw = np.r_[routes.flow.astype(np.int64), intra]
-    res = np.r_[routes.link.astype(np.int64), n_l + hs[intra]]
-    wts = np.r_[routes.weight.astype(float), np.ones(len(intra))]
-    order = np.argsort(flw, kind="stable")       # keep each route's hop order
-    flw, res, wts = flw[order], res[order], wts[order]
-    indptr = np.r_[0, np.cumsum(np.bincount(flw, minlength=n))].astype(np.int64)
+    flw, res, wts = _by_path(routes.flow.astype(np.int64, copy=False), routes.link.astype(np.int64),
+                             routes.weight.astype(float, copy=False), intra, n_l + hs[intra], n)
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(flw, minlength=n), out=indptr[1:])
     cap = np.full(n, np.inf)
     cap[intra] = fabric.host_copy_rate[hs[intra]]
     hops = np.asarray(routes.hops, dtype=float)
@@ -91,3 +89,38 @@ def build_paths(fabric: Fabric, routing: Routing | str | None, src_host, dst_hos
         lat = np.zeros(n)
     capacity = np.r_[fabric.link_capacity, fabric.host_memory_bw].astype(float)
     return Paths(hs, hd, indptr, res, wts, cap, lat, hops, capacity, n_l, router.name)
+
+
+def _by_path(flw: np.ndarray, res: np.ndarray, wts: np.ndarray, intra: np.ndarray, memory: np.ndarray,
+             n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The routes' entries and the on-node copies' memories, grouped by path, each route in hop order.
+
+    What a stable sort by path gives, placed without sorting where it can be: a hop-by-hop
+    walk lists the paths still on their way once per hop, each hop's list ascending, so an
+    entry's hop is the number of the ascending run it sits in.  That holds when every run
+    number is below its path's entry count (a path's runs then are 0, 1, ... in order);
+    otherwise (routes split over several paths) the stable sort decides.
+
+    >>> f, r, w = _by_path(np.array([0, 2, 0, 2, 2]), np.array([10, 30, 11, 31, 32]), np.ones(5),
+    ...                    np.array([1]), np.array([99]), 3)
+    >>> f.tolist(), r.tolist()
+    ([0, 0, 1, 2, 2, 2], [10, 11, 99, 30, 31, 32])
+    """
+    if len(intra):
+        flw, res = np.concatenate([flw, intra]), np.concatenate([res, memory])
+        wts = np.concatenate([wts, np.ones(len(intra))])
+    count = np.bincount(flw, minlength=n)
+    run = np.zeros(len(flw), np.int64)
+    m = len(flw) - len(intra)                   # route entries; the memories' entries are each path's only one
+    if m > 1:
+        np.cumsum(flw[1:m] <= flw[:m - 1], out=run[1:m])
+    if len(flw) and np.all(run < count[flw]):
+        start = np.zeros(n, np.int64)
+        np.cumsum(count[:-1], out=start[1:])
+        pos = start[flw] + run
+        out = np.empty_like(flw), np.empty_like(res), np.empty_like(wts)
+        for o, a in zip(out, (flw, res, wts)):
+            o[pos] = a
+        return out
+    order = np.argsort(flw, kind="stable")
+    return flw[order], res[order], wts[order]

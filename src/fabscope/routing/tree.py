@@ -64,14 +64,31 @@ class DModKRouting:
         up = up[np.lexsort((up, f.link_src[up]))]
         n_up = np.bincount(f.link_src[up], minlength=f.n_nodes)
         up_ptr = np.r_[0, np.cumsum(n_up)]
-        stride = {}
+        stride = np.ones(int(lvl.max()) + 1, np.int64)      # per level; hosts (level 0) 1
         s = 1
-        for level in range(1, int(lvl.max()) + 1):
+        for level in range(1, len(stride)):
             stride[level] = s
             sw = np.flatnonzero(lvl == level)
             s *= max(int(n_up[sw].max()) if len(sw) else 1, 1)
-        self._t.update(up=up, up_ptr=up_ptr, n_up=n_up,
-                       stride=np.array([stride.get(int(v), 1) for v in lvl], dtype=np.int64))
+        # a switch whose children's host ranges are all as wide, one after the other from its
+        # own lo, finds the child of a destination by division (every generated tree); the
+        # others search the sorted keys (next_link)
+        g_sw = f.link_src[ids[grp_start]].astype(np.int64)
+        sw_start = np.r_[0, np.flatnonzero(np.diff(g_sw)) + 1]   # groups are sorted by switch
+        first = np.full(f.n_nodes, -1, np.int64)
+        first[g_sw[sw_start]] = sw_start
+        g_lo = lo[f.link_dst[ids[grp_start]]]
+        g_hi = hi[f.link_dst[ids[grp_start]]]
+        width = np.zeros(f.n_nodes, np.int64)
+        width[g_sw] = g_hi - g_lo                           # some group's width (all equal if uniform)
+        j = np.arange(grp_start.size) - first[g_sw]
+        ok = (g_hi - g_lo == width[g_sw]) & (g_lo == lo[g_sw] + j * width[g_sw])
+        uniform = np.zeros(f.n_nodes, bool)
+        uniform[g_sw] = True
+        np.logical_and.at(uniform, g_sw, ok)
+        uniform &= width > 0
+        self._t.update(up=up, up_ptr=up_ptr, n_up=n_up, stride=stride[lvl], first_group=first,
+                       width=np.where(uniform, width, 0))
 
     def next_link(self, cur: np.ndarray, dst: np.ndarray, hop: int) -> np.ndarray:
         t = self._t
@@ -80,7 +97,12 @@ class DModKRouting:
         out = np.empty(len(cur), dtype=np.int64)
         if below.any():
             c, d = cur[below], dst[below]
-            g = np.searchsorted(t["down_key"], c * (h + 1) + d, side="right") - 1
+            wd = t["width"][c]
+            g = np.empty(len(c), np.int64)
+            u = wd > 0
+            g[u] = t["first_group"][c[u]] + (d[u] - t["lo"][c[u]]) // wd[u]
+            if not u.all():
+                g[~u] = np.searchsorted(t["down_key"], c[~u] * (h + 1) + d[~u], side="right") - 1
             out[below] = t["down_ids"][t["grp_start"][g] + d % t["grp_len"][g]]
         upm = ~below
         if upm.any():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from fabscope.errors import SchemaError
@@ -16,6 +15,9 @@ from fabscope.errors import SchemaError
 
 @lru_cache(maxsize=None)
 def _validator(name: str):
+    # imported here: a process that checks no file does not load them
+    from importlib import resources
+
     import jsonschema
 
     schema = json.loads(resources.files(__package__).joinpath(f"{name}.schema.json").read_text())

@@ -12,7 +12,6 @@ mesh in X and Y, torus in Z)::
 
 from __future__ import annotations
 
-from itertools import product
 from math import prod
 from typing import Sequence
 
@@ -53,42 +52,57 @@ def torus(dims: Sequence[int], *, periodic: bool | Sequence[bool] = True, hosts_
         raise FabricError(f"periodic has {len(per)} entries for {len(dims)} dimensions")
     if hosts_per_router < 1:
         raise FabricError("hosts_per_router must be at least 1")
-    coords = np.array(list(product(*[range(d) for d in dims])), dtype=np.int32)
+    coords = np.indices(dims, dtype=np.int32).reshape(len(dims), -1).T     # routers in C order
     n_r = len(coords)
-    strides = np.array([int(np.prod(dims[i + 1:])) for i in range(len(dims))])
-    b = FabricBuilder(name or ("torus" if all(per) else "mesh") + f"({'x'.join(map(str, dims))})")
     n_h = n_r * hosts_per_router
-    hosts = b.add_hosts([f"nid{i:05d}" for i in range(n_h)])
-    routers = [b.add_switch("r(" + ",".join(map(str, c)) + ")", level=0) for c in coords]
-    for i, h in enumerate(hosts):
-        b.cable(h, routers[i // hosts_per_router], capacity, latency)
-    # router ports: its hosts, then per dimension the + cable before the - cable, so that
-    # OpenSM's dor (first least-hop port in port order) goes + half-way round an even ring
-    cables = []                          # (router a, router b, dimension): b is a's + neighbour
+    # cables as arrays (tests/fabric/test_vectorised.py holds them equal to building them one by one):
+    # host i to its router, then per dimension every router to its + neighbour (the wrap last in
+    # each line of a torus); ports: a host's NIC is 1, a router numbers its hosts 1.., then per
+    # dimension its + cable before its - cable, so that OpenSM's dor (first least-hop port in port
+    # order) goes + half-way round an even ring
+    h = np.arange(n_h, dtype=np.int64)
+    ca, cb = [h], [n_h + h // hosts_per_router]
+    pa, pb = [np.ones(n_h, np.int64)], [h % hosts_per_router + 1]
+    has = np.zeros((n_r, len(dims), 2), bool)              # router has a + / - cable along dimension d
+    along = []
+    stride = n_r
     for d, k in enumerate(dims):
+        stride //= k
         if k == 1:
             continue
-        for r in range(n_r):
-            c = coords[r, d]
-            if c + 1 < k:
-                cables.append((r, r + strides[d], d))
-            elif per[d] and k > 2:
-                cables.append((r, r - (k - 1) * strides[d], d))
-    ends = sorted([(a, d, 0, i) for i, (a, _, d) in enumerate(cables)]
-                  + [(bb, d, 1, i) for i, (_, bb, d) in enumerate(cables)])
-    port = np.zeros((len(cables), 2), np.int64)
-    nxt = np.full(n_r, hosts_per_router + 1)
-    for r, _, side, i in ends:
-        port[i, side] = nxt[r]
-        nxt[r] += 1
-    for i, (a, bb, _) in enumerate(cables):
-        b.cable(routers[a], routers[bb], capacity, latency, port_a=int(port[i, 0]), port_b=int(port[i, 1]))
+        c = coords[:, d]
+        wrap = per[d] and k > 2
+        r = np.flatnonzero((c + 1 < k) | (wrap & (c == k - 1)))
+        nb = np.where(c[r] + 1 < k, r + stride, r - (k - 1) * stride)
+        has[r, d, 0] = True
+        has[nb, d, 1] = True
+        along.append((d, r, nb))
+    port = hosts_per_router + np.cumsum(has.reshape(n_r, -1), axis=1).reshape(has.shape)
+    for d, r, nb in along:
+        ca.append(n_h + r)
+        cb.append(n_h + nb)
+        pa.append(port[r, d, 0])
+        pb.append(port[nb, d, 1])
+    a, bb = np.concatenate(ca), np.concatenate(cb)
+    n_links = 2 * len(a)
+    link_src = np.empty(n_links, np.int32)
+    link_dst = np.empty(n_links, np.int32)
+    link_src[0::2], link_src[1::2] = a, bb
+    link_dst[0::2], link_dst[1::2] = bb, a
+    sp = np.empty(n_links, np.int16)
+    sp[0::2], sp[1::2] = np.concatenate(pa), np.concatenate(pb)
+    names = [f"nid{i:05d}" for i in range(n_h)]
+    names += ["r(" + ",".join(map(str, c)) + ")" for c in coords.tolist()]
     host_coords = np.repeat(coords, hosts_per_router, axis=0)
     groups, levels = {}, ()
     if hosts_per_router > 1:
         groups = {"router": np.arange(n_h) // hosts_per_router}
         levels = (Level("router", "Same Router"),)
-    return b.build(
+    return Fabric(
+        name=name or ("torus" if all(per) else "mesh") + f"({'x'.join(map(str, dims))})",
+        node_names=tuple(names), n_hosts=n_h, link_src=link_src, link_dst=link_dst,
+        link_capacity=np.full(n_links, float(capacity)), link_latency=np.full(n_links, float(latency)),
+        link_src_port=sp, link_dst_port=sp[np.arange(n_links) ^ 1], switch_level=np.zeros(n_r, np.int16),
         coords=host_coords, dims=dims, periodic=per, groups=groups, levels=levels,
         host_cores=np.full(n_h, cores), host_sockets=np.full(n_h, sockets),
         params={"generator": "torus", "dims": list(dims), "periodic": list(per),

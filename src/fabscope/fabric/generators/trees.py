@@ -37,7 +37,7 @@ _LEVEL_LABELS = {1: ("leaf", "Same Leaf", "Diff Leafs"), 2: ("pod", "Same Pod", 
 
 def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
          capacity: float = QDR_BYTES_PER_S, latency: float = SWITCH_LATENCY_S,
-         cores: int = 8, sockets: int = 2, name: str | None = None) -> Fabric:
+         cores: int = 8, sockets: int = 2, name: str | None = None, _params: dict | None = None) -> Fabric:
     """Extended generalized fat tree XGFT(h; m; w).
 
     ``links_per_pair`` parallel cables join each switch to each of its
@@ -58,29 +58,36 @@ def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
     n_at = [prod(m[l:]) * prod(w[:l]) for l in range(h + 1)]
     offset = np.cumsum([0] + n_at)  # node index of the first node of each level
     n_hosts = n_at[0]
-    src: list[np.ndarray] = []
-    dst: list[np.ndarray] = []
+    # Cables made in the order of (lower end, upper end), each node's down-links before its
+    # up-links (a node's children are numbered below it), so that link order is port order.
+    # The arrays are computed, not sorted: tests/fabric/test_vectorised.py holds them equal
+    # to the sorted reference.  Node i of level l: (A, B) = divmod(i, W_l); its parent through
+    # up-port b is A // m_l * (W_l w_l) + b W_l + B, of whose m_l children it is the
+    # (A mod m_l)-th; every cable is repeated ``reps`` times in a row.
+    ends: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    n_down = 0                       # down-cables of every node of level l (its ports before the up ones)
     for l in range(h):  # cables from level l to level l+1
-        W_l = prod(w[:l])
-        i = np.arange(n_at[l])
-        A, B = np.divmod(i, W_l)
-        A_up = A // m[l]
+        W_l, w_l = prod(w[:l]), w[l]
         reps = 1 if l == 0 else links_per_pair
-        for b in range(w[l]):
-            parent = A_up * (W_l * w[l]) + b * W_l + B
-            for _ in range(reps):
-                src.append(offset[l] + i)
-                dst.append(offset[l + 1] + parent)
-    a = np.concatenate(src)
-    b = np.concatenate(dst)
-    # interleave so that the cable's two directions are links 2k and 2k+1, ordered
-    # per node so that ports number down-links before up-links
-    order = np.lexsort((b, a))
-    a, b = a[order], b[order]
+        i = np.arange(n_at[l], dtype=np.int64)
+        A, B = np.divmod(i, W_l)
+        shape = (n_at[l], w_l, reps)
+        up = np.arange(w_l, dtype=np.int64)[None, :, None]
+        rep = np.arange(reps, dtype=np.int64)[None, None, :]
+        parent = (A // m[l] * (W_l * w_l) + B)[:, None, None] + up * W_l
+        a = np.broadcast_to((offset[l] + i)[:, None, None], shape)
+        b = np.broadcast_to(offset[l + 1] + parent, shape)
+        port_a = np.broadcast_to(n_down + up * reps + rep + 1, shape)
+        port_b = np.broadcast_to((A % m[l] * reps)[:, None, None] + rep + 1, shape)
+        ends.append(tuple(x.reshape(-1) for x in (a, b, port_a, port_b)))
+        n_down = m[l] * reps
+    a, b, pa, pb = (np.concatenate([e[j] for e in ends]) for j in range(4))
     link_src = np.empty(2 * len(a), dtype=np.int32)
     link_dst = np.empty_like(link_src)
     link_src[0::2], link_src[1::2] = a, b
     link_dst[0::2], link_dst[1::2] = b, a
+    ports = np.empty(len(link_src), dtype=np.int16)
+    ports[0::2], ports[1::2] = pa, pb
     names = [f"h{i:04d}" for i in range(n_hosts)]
     for l in range(1, h + 1):
         names += [f"s{l}-{i:04d}" for i in range(n_at[l])]
@@ -93,7 +100,6 @@ def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
         levels.append(Level(key, label))
     far = _LEVEL_LABELS.get(h - 1, ("", "", f"Diff Level-{h - 1} Subtrees"))[2] if h > 1 else "Diff Switches"
     sw_level = np.repeat(np.arange(1, h + 1), n_at[1:])
-    ports = _ports(link_src)
     return Fabric(
         name=name or f"xgft(m={','.join(map(str, m))};w={','.join(map(str, w))})",
         node_names=tuple(names), n_hosts=n_hosts,
@@ -105,7 +111,7 @@ def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
         host_cores=np.full(n_hosts, cores), host_sockets=np.full(n_hosts, sockets),
         groups=groups, levels=tuple(levels), far_label=far,
         params={"generator": "xgft", "m": list(m), "w": list(w), "links_per_pair": links_per_pair,
-                "capacity": capacity, "latency": latency, "cores": cores, "sockets": sockets},
+                "capacity": capacity, "latency": latency, "cores": cores, "sockets": sockets, **(_params or {})},
     )
 
 
@@ -138,17 +144,6 @@ def fat_tree_size(k: int, levels: int = 2, *, up: int | None = None, links_per_p
     return xgft_size((k,) * levels, (1,) + (up,) * (levels - 1) if levels else (), links_per_pair=links_per_pair)
 
 
-def _ports(link_src: np.ndarray) -> np.ndarray:
-    """Number each node's out-links 1, 2, ... in link order (its port numbers)."""
-    order = np.argsort(link_src, kind="stable")
-    s = link_src[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(s)) + 1]
-    first = np.repeat(starts, np.diff(np.r_[starts, len(s)]))
-    ports = np.empty(len(link_src), dtype=np.int16)
-    ports[order] = np.arange(len(s)) - first + 1
-    return ports
-
-
 def fat_tree(k: int, levels: int = 2, *, up: int | None = None, links_per_pair: int = 1,
              capacity: float = QDR_BYTES_PER_S, latency: float = SWITCH_LATENCY_S,
              cores: int = 8, sockets: int = 2) -> Fabric:
@@ -166,7 +161,8 @@ def fat_tree(k: int, levels: int = 2, *, up: int | None = None, links_per_pair: 
     if k < 1 or levels < 1:
         raise FabricError(f"fat-tree needs k >= 1 and levels >= 1, got k={k} levels={levels}")
     up = k if up is None else up
-    f = xgft((k,) * levels, (1,) + (up,) * (levels - 1), links_per_pair=links_per_pair,
-             capacity=capacity, latency=latency, cores=cores, sockets=sockets,
-             name=f"fat-tree(k={k},levels={levels}" + (f",up={up}" if up != k else "") + ")")
-    return f.with_params(generator="fat-tree", k=k, levels=levels, up=up)
+    # the parameters go in at once: a second Fabric (with_params) checks a million-host tree again
+    return xgft((k,) * levels, (1,) + (up,) * (levels - 1), links_per_pair=links_per_pair,
+                capacity=capacity, latency=latency, cores=cores, sockets=sockets,
+                name=f"fat-tree(k={k},levels={levels}" + (f",up={up}" if up != k else "") + ")",
+                _params={"generator": "fat-tree", "k": k, "levels": levels, "up": up})
