@@ -23,7 +23,8 @@ import pytest
 from fabscope.testbed import names, system
 
 #: names the tests use; the leftover check covers each
-TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2")  # hs1: history, nz1: noise, sl*: slurm
+TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2",  # hs1: history, nz1: noise, sl*: slurm
+              *(f"ap{i}" for i in range(1, 10)))  # ap*: testbed run and the applications (test_run, test_apps)
 
 
 def leftovers() -> list[str]:
