@@ -155,3 +155,37 @@ def test_sigterm_and_ctrl_c_stop_every_rank(testbed, program, sig):
     assert proc.returncode == (143 if sig == signal.SIGTERM else 130), err
     assert not leftovers()
     assert placed(out) == {r: HOSTS[r] for r in range(4)}
+
+
+def test_map_on_a_testbed_and_its_launch_line(testbed, program, tmp_path):
+    """`map --fabric NAME` without --nodes maps onto the testbed's hosts, and prints the `testbed run` line;
+    that line, run, puts every rank where the file says; Hydra's `-f` line of MPICH puts them there too."""
+    from fabscope.measure.mpi import find_mpi
+    from fabscope.testbed.launch import hydra_args
+
+    for fmt in ("rankfile", "hostfile", "map"):
+        f = tmp_path / f"ranks.{fmt}"
+        p = fabscope("map", "--fabric", testbed, "--comm", "ring:4", "--algorithm", "random", "--seed", "3",
+                     "--format", fmt, "-o", str(f))
+        assert p.returncode == 0, p.stderr
+        assert f"4 ranks on 4 nodes of testbed {NAME} as built" in p.stdout
+        line = f"launch: fabscope testbed run {NAME} --placement {f} -- ./a.out"
+        assert line in p.stdout, p.stdout
+        want = {r: h for r, h in enumerate(f.read_text().split()[::1] if fmt == "hostfile" else
+                                           re.findall(r"^rank \d+=(\S+)", f.read_text(), re.M) if fmt == "rankfile"
+                                           else re.findall(r"^\d+ (\S+) ", f.read_text(), re.M))}
+        assert sorted(want.values()) == HOSTS and list(want.values()) != HOSTS   # a permutation, not the default
+        run = fabscope("testbed", "run", testbed, "--placement", str(f), "--", program)
+        assert run.returncode == 0, run.stderr
+        assert placed(run.stdout) == want
+    # with --nodes too the line is the testbed's; and the file under Hydra's -f (the MPICH found) with the testbed's
+    # launcher options places the ranks as the file says
+    p = fabscope("map", "--fabric", testbed, "--nodes", str(tmp_path / "ranks.hostfile"), "--comm", "ring:4",
+                 "--format", "hostfile", "-o", str(tmp_path / "h.txt"))
+    assert f"launch: fabscope testbed run {NAME} --placement {tmp_path / 'h.txt'}" in p.stdout
+    mpi = find_mpi()
+    assert mpi.vendor == "mpich"
+    h = tmp_path / "ranks.hostfile"
+    hydra = subprocess.run([mpi.mpiexec, "-f", str(h), "-n", "4", *hydra_args(NAME), program], capture_output=True,
+                           text=True, timeout=120)
+    assert placed(hydra.stdout) == dict(enumerate(h.read_text().split())), hydra.stdout + hydra.stderr
