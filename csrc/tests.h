@@ -36,4 +36,13 @@ int fb_allreduce(fb_ctx *c);
 /* stream.c: STREAM triad per node, for bytes-per-FLOP balance (seed 004) */
 int fb_stream(fb_ctx *c);
 
+/* apps.c: application kernels with their own traffic matrix (issue 21) */
+int fb_halo2d(fb_ctx *c);
+int fb_halo3d(fb_ctx *c);
+int fb_fft_transpose(fb_ctx *c);
+int fb_allreduce_loop(fb_ctx *c);
+int fb_is_app(const char *name);
+/* options an application kernel cannot run with (before MPI_Init too) */
+int fb_app_check_options(const fb_opts *o, const char *name, char *err, size_t errlen);
+
 #endif

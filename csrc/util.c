@@ -46,11 +46,13 @@ void fb_usage(FILE *fh)
     fputs("usage: fabscope-bench [options] TEST[,TEST...]\n"
           "tests: pingpong bw bibw mbw multi-lat random-pairs leaf-offset leaf-pairs\n"
           "       all-pairs hops random-msg bucket-brigade ring random-ring alltoall\n"
-          "       allreduce stream suite (= the default set)\n"
+          "       allreduce stream halo2d halo3d fft-transpose allreduce-loop\n"
+          "       suite (= the default set)\n"
           "options: --size S --min-size S --max-size S --iterations N --warmup N\n"
           "         --window W --seed N --rounds N --offset K --leaf-size L --hops N\n"
           "         --dims AxBxC [--mesh] --topo FILE --per-rank --validate\n"
           "         --out FILE [--append] --progress --yield auto|on|off --stream-n N\n"
+          "         --periodic yes|no --compute SECONDS (application kernels)\n"
           "         --list-pairs N (print the random schedules for N ranks and exit, no MPI)\n"
           "sizes: 8, 64KiB, 1MiB (binary), 4M, 1MB (decimal)\n", fh);
 }
@@ -76,6 +78,7 @@ int fb_parse_options(int argc, char **argv, fb_opts *o, char *err, size_t n)
     o->iterations = o->warmup = -1;
     o->window = 64; o->seed = 1; o->offset = 1; o->hops = 1; o->leaf_size = 16;
     o->rounds = 1; o->yield_mode = FB_YIELD_AUTO; o->stream_n = 1L << 22;
+    o->periodic = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long v;
@@ -118,6 +121,27 @@ int fb_parse_options(int argc, char **argv, fb_opts *o, char *err, size_t n)
             else if (!strcmp(y, "on")) o->yield_mode = FB_YIELD_ON;
             else if (!strcmp(y, "off")) o->yield_mode = FB_YIELD_OFF;
             else { snprintf(err, n, "--yield: expected auto, on or off, got '%s'", y); return FB_ERR_USAGE; }
+            continue;
+        }
+        if (!strcmp(a, "--periodic")) {
+            if (need(i, argc, argv, err, n)) return FB_ERR_USAGE;
+            const char *y = argv[++i];
+            if (!strcmp(y, "yes")) o->periodic = 1;
+            else if (!strcmp(y, "no")) o->periodic = 0;
+            else { snprintf(err, n, "--periodic: expected yes or no, got '%s'", y); return FB_ERR_USAGE; }
+            continue;
+        }
+        if (!strcmp(a, "--compute")) {
+            if (need(i, argc, argv, err, n)) return FB_ERR_USAGE;
+            char *end;
+            errno = 0;
+            double x = strtod(argv[++i], &end);
+            /* busy seconds per iteration: finite, not negative, at most an hour */
+            if (errno || end == argv[i] || *end || !(x >= 0 && x <= 3600)) {
+                snprintf(err, n, "--compute: expected seconds between 0 and 3600, got '%s'", argv[i]);
+                return FB_ERR_USAGE;
+            }
+            o->compute = x;
             continue;
         }
         if (!strcmp(a, "--dims")) {

@@ -45,6 +45,8 @@ typedef struct {
     int check_only;            /* --check-args: validate the options and exit, before MPI_Init */
     int list_ranks;            /* --list-pairs N: print the random schedules for N ranks, no MPI */
     long stream_n;
+    int periodic;              /* application kernels' grids: -1 unset (= yes), 0 no, 1 yes */
+    double compute;            /* application kernels: seconds of busy work per iteration */
 } fb_opts;
 
 typedef struct {

@@ -9,6 +9,9 @@
  * Row = sender, column = receiver, both ranks of MPI_COMM_WORLD (1-based, as
  * Matrix Market counts).  A comment line names the collective algorithms
  * assumed.  Read with: fabscope map --comm fabscope-comm.mtx ...
+ * MPI_Pcontrol(0) stops counting and MPI_Pcontrol(1) (or any non-zero level)
+ * resumes it; counting is on from MPI_Init, so a program that never calls
+ * MPI_Pcontrol is counted whole.
  */
 #include "fabscope_pmpi.h"
 
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 int fs_in_fortran = 0;
+static int counting = 1;    /* MPI_Pcontrol's level: 0 = the program asked not to be counted */
 
 static int world_size = 0, world_rank = 0;
 /* row[k * world_size + w]: k = 0 bytes sent to w, 1 messages sent to w,
@@ -83,7 +87,7 @@ double fs_bytes(MPI_Count n, MPI_Datatype type)
 
 void fs_send_world(int w, double bytes, int skip_empty)
 {
-    if (w < 0 || !row || fs_in_fortran || (skip_empty && bytes <= 0)) return;
+    if (w < 0 || !row || fs_in_fortran || !counting || (skip_empty && bytes <= 0)) return;
     row[w] += bytes;
     row[world_size + w] += 1.0;
 }
@@ -96,9 +100,16 @@ void fs_send(MPI_Comm comm, int peer, MPI_Count n, MPI_Datatype type)
 
 void fs_pull_world(int w, double bytes)
 {
-    if (w < 0 || !row || fs_in_fortran) return;
+    if (w < 0 || !row || fs_in_fortran || !counting) return;
     row[2 * world_size + w] += bytes;
     row[3 * world_size + w] += 1.0;
+}
+
+/* the standard's profiling switch: level 0 off, any other level on */
+int MPI_Pcontrol(const int level, ...)
+{
+    counting = level != 0;
+    return PMPI_Pcontrol(level);
 }
 
 /* ---- persistent requests (Send_init ... Start) ------------------------------ */

@@ -73,6 +73,10 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
                             + (f"{x[key] * 1e6:.2f} us" if key == "latency" else f"{x[key] / MB:.1f} MB/s")
                             for x in recs[:: max(1, len(recs) // 6)])
             out.append(f"{test}: {pts}")
+    from fabscope.measure.apps import app_runs, app_table
+    apps = app_runs(run)
+    if apps:     # application kernels: time per iteration and the traffic they counted
+        out += ["", *app_table(apps)]
     bal = an.balance(run, peak, fpc)
     if bal:
         out.append("bytes/FLOP (seed 004): " + ", ".join(f"{k} {v:.3g}" for k, v in bal.items()))

@@ -1,9 +1,12 @@
-"""Communication matrices from files: dense CSV and Matrix Market.
+"""Communication matrices from files: dense CSV, Matrix Market, and an application kernel's run.
 
 Entry ``(i, j)`` is the bytes rank ``i`` sent to rank ``j``.  The PMPI
 library (``csrc/pmpi``) writes Matrix Market files: ``comm.mtx`` with the
 bytes and ``comm.msgs.mtx`` beside it with the message counts, which
-:func:`read_comm_file` picks up when present.
+:func:`read_comm_file` picks up when present.  fabscope-bench's output of an
+application kernel (``fabscope measure halo2d --out run.jsonl``: ``.jsonl``)
+gives the bytes and messages per iteration the kernel counted itself
+(:mod:`fabscope.measure.apps`).
 
 >>> import os, tempfile
 >>> p = os.path.join(tempfile.mkdtemp(), "m.csv")
@@ -27,7 +30,7 @@ from fabscope.errors import TrafficError
 from fabscope.mapping.commgraph import CommGraph
 from fabscope.textio import read_lines
 
-__all__ = ["read_comm_file", "read_csv_matrix", "read_mtx", "write_mtx"]
+__all__ = ["read_app_comm", "read_comm_file", "read_csv_matrix", "read_mtx", "write_mtx"]
 
 
 def _check_square(path: str, shape: tuple[int, int]) -> int:
@@ -189,12 +192,36 @@ def _mm_float(path: str, n: int, tok: str) -> float:
         raise TrafficError(f"{path} line {n}: {tok[:20]!r} is not a number") from None
 
 
+def read_app_comm(path: str, test: str | None = None) -> CommGraph:
+    """The graph of one iteration of an application kernel's run (fabscope-bench JSON lines): the
+    bytes and messages each rank sent each other rank, divided by the iterations counted.
+
+    The file must hold one kernel's traffic, unless ``test`` names which.
+    """
+    from fabscope.measure.apps import APP_TESTS, app_runs
+    from fabscope.measure.parse import read_run
+
+    apps = [a for a in app_runs(read_run(path)) if test is None or a.test == test]
+    if not apps:
+        raise TrafficError(f"{path}: no application kernel's traffic (an 'app-traffic' line) in this "
+                           f"fabscope-bench output; measure one of {', '.join(APP_TESTS)} to map it")
+    if len(apps) > 1:
+        raise TrafficError(f"{path}: the traffic of {len(apps)} kernels ({', '.join(a.test for a in apps)}); "
+                           "give --comm one kernel's run")
+    g = apps[0].graph(os.path.basename(path))
+    g.params["file"] = path
+    return g
+
+
 def read_comm_file(path: str) -> CommGraph:
-    """A graph from ``.csv`` or ``.mtx`` (with its ``.msgs.mtx`` companion if there is one)."""
+    """A graph from ``.csv`` or ``.mtx`` (with its ``.msgs.mtx`` companion if there is one), or from
+    an application kernel's ``.jsonl`` run (:func:`read_app_comm`)."""
     if not os.path.isfile(path):
         raise TrafficError(f"{path}: no such communication matrix file")
     if path.endswith(".csv") or path.endswith(".txt"):
         return read_csv_matrix(path)
+    if path.endswith(".jsonl"):
+        return read_app_comm(path)
     n, i, j, v = read_mtx(path)
     msgs = None
     companion = path[:-4] + ".msgs.mtx" if path.endswith(".mtx") else None

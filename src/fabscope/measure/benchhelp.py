@@ -23,11 +23,14 @@ from fabscope.measure.build import source_dir
 
 #: every option of fabscope-bench, with its default (csrc/util.c fb_parse_options and the tests' defaults)
 OPTION_HELP = {
-    "--size": "S: one message size (pair tests default 1MiB, seed 000's '1MB'; sweeps: every power of two)",
+    "--size": "S: one message size (pair tests default 1MiB, seed 000's '1MB'; sweeps: every power of two; "
+              "halo2d/halo3d: bytes per face, default 64KiB; fft-transpose: bytes per block, default 16KiB; "
+              "allreduce-loop: bytes reduced, a multiple of 8, default 64KiB)",
     "--min-size": "S: smallest size of a sweep (default: the test's own, 0 B for pingpong)",
     "--max-size": "S: largest size of a sweep (default: the test's own, 4MiB for pingpong)",
-    "--iterations": "N: timed iterations (pair tests 100; sweeps: more for small messages than for large)",
-    "--warmup": "N: untimed iterations first (pair tests 2)",
+    "--iterations": "N: timed iterations (pair tests 100; application kernels 50; sweeps: more for small "
+                    "messages than for large)",
+    "--warmup": "N: untimed iterations first (pair tests 2; application kernels 5)",
     "--list-pairs": "N: print the pairs and rounds a random test (random-pairs, random-ring, random-msg) would run "
                     "on N ranks, and exit without MPI (what 'fabscope simulate --seed S' models)",
     "--window": "W: messages in flight per window of bw, bibw, mbw (default 64)",
@@ -36,7 +39,10 @@ OPTION_HELP = {
     "--offset": "K: leaf-offset: pair leaf i with leaf i XOR K (default 1)",
     "--leaf-size": "L: leaf-offset, leaf-pairs: nodes per leaf, without --topo (default 16)",
     "--hops": "N: hops: partner distance in router hops (default 1)",
-    "--dims": "AxBxC: hops: the torus or mesh the ranks sit on, one rank per router",
+    "--dims": "AxBxC: hops: the torus or mesh the ranks sit on, one rank per router; halo2d PXxPY, "
+              "halo3d PXxPYxPZ, fft-transpose PRxPC: the grid of the ranks (default: MPI_Dims_create)",
+    "--periodic": "yes|no: halo2d, halo3d: wrap-around neighbours at the grid's edges (default yes)",
+    "--compute": "SECONDS: application kernels: busy work per iteration before its communication (default 0)",
     "--mesh": "with hops: --dims is a mesh (no wrap-around links)",
     "--topo": "FILE: leaf of every host (written by 'fabscope measure --fabric'), for the leaf tests",
     "--per-rank": "write every rank's figure, not only the statistics",

@@ -30,6 +30,7 @@ import numpy as np
 
 from fabscope.errors import MeasureError, SchemaError
 from fabscope.fabric.model import Fabric
+from fabscope.measure.apps import APP_TESTS, app_runs, check_app, check_traffic
 from fabscope.measure.classes import classify
 from fabscope.numbers import number, numbers
 from fabscope.result import Result
@@ -133,6 +134,10 @@ def read_run(path: str | os.PathLike[str], merge: bool = False) -> BenchRun:
             run.tests.append(_text(where, d, "test"))
         elif t in MEASUREMENTS:
             run.records.append(_check_record(where, d, t, nranks))
+        elif t == "app":        # an application kernel's times (fabscope.measure.apps)
+            run.records.append(check_app(d, where, nranks))
+        elif t == "app-traffic":
+            run.records.append(check_traffic(d, where, nranks))
         elif t == "error":
             run.error = str(d.get("message"))
         elif t == "end":
@@ -232,6 +237,8 @@ def to_result(run: BenchRun, test: str | None = None, fabric: Fabric | None = No
         test = next((t for t in measured if t in PAIR_TESTS), measured[0] if measured else None)
     if test is None:
         raise MeasureError(f"{run.describe()}: no measurement to analyze")
+    if test in APP_TESTS:
+        return _app_result(run, test, fabric)
     recs = [r for r in run.of(test) if r["type"] in ("pair", "size")]
     if not recs:
         raise MeasureError(f"{os.path.basename(run.path)}: no per-pair or per-size measurements of {test!r}")
@@ -254,4 +261,34 @@ def to_result(run: BenchRun, test: str | None = None, fabric: Fabric | None = No
             "seed": h.get("seed"), "yield": h.get("yield"), "argv": h.get("argv"),
             "fabric": fabric.name if fabric is not None else None,
             "complete": run.complete, "status": run.describe()}
+    return Result(meta=meta, class_labels=labels, pairs=pairs)
+
+
+def _app_result(run: BenchRun, test: str, fabric: Fabric | None) -> Result:
+    """An application kernel's run as a result: one row per ordered pair that exchanged bytes (bytes
+    per iteration, the median time per iteration), the kernel's times and parameters in meta['app']."""
+    apps = [a for a in app_runs(run) if a.test == test]
+    if not apps:
+        raise MeasureError(f"{os.path.basename(run.path)}: {test!r} wrote no traffic line (the run stopped during it?)")
+    a = apps[-1]
+    coo = a.sent.tocoo()
+    src, dst = coo.row.astype(np.int64), coo.col.astype(np.int64)
+    hosts = np.array(run.ranks["host"], dtype=object)
+    cls, labels = classify(run, src, dst, fabric)
+    per_iter = coo.data.astype(float) / a.iterations_counted
+    pairs = {"src": src, "dst": dst, "src_host": hosts[src].astype(str), "dst_host": hosts[dst].astype(str),
+             "cls": cls, "bytes": per_iter,
+             "bandwidth": per_iter / a.t_iter_median if a.t_iter_median > 0 else np.zeros(len(src)),
+             "time": np.full(len(src), a.t_iter_median)}
+    h = run.header
+    meta = {"kind": "measure", "mpi": mpi_record(run), "test": test, "source": os.path.abspath(run.path),
+            "mpi_library": h.get("mpi_library"), "nranks": h.get("nranks"), "nnodes": h.get("nnodes"),
+            "seed": h.get("seed"), "yield": h.get("yield"), "argv": h.get("argv"),
+            "fabric": fabric.name if fabric is not None else None,
+            "complete": run.complete, "status": run.describe(),
+            "app": {"test": a.test, "ranks": a.ranks, "iterations": a.iterations, "warmup": a.warmup,
+                    "size": a.size, "params": a.params, "t_iter": a.t_iter.tolist(),
+                    "t_iter_median": a.t_iter_median, "t_iter_mean": a.t_iter_mean, "t_iter_min": a.t_iter_min,
+                    "t_iter_max": a.t_iter_max, "iterations_counted": a.iterations_counted,
+                    "counted_as": a.counted_as, "bytes_per_iteration": a.bytes_per_iteration}}
     return Result(meta=meta, class_labels=labels, pairs=pairs)

@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 from fabscope.atomic import DISK_FULL, Lock, atomic_open, check_output, current_umask
 from fabscope.errors import FabscopeError, MeasureError, OutputError
 from fabscope.fabric.model import Fabric
+from fabscope.measure.apps import APP_TESTS, check_app_args
 from fabscope.measure.build import bench_binary
 from fabscope.measure.failures import dead_rank, signal_name
 from fabscope.measure.hostlists import job_hosts, read_hostfile
@@ -209,10 +210,11 @@ def plan(args: Sequence[str], np: int, out: str | os.PathLike[str], launcher: st
             with atomic_open(topo) as fh:
                 fh.write("\n".join(topo_lines(fabric)) + "\n")
             args += ["--topo", str(topo)]
-        if fabric.dims and "--dims" not in args:
+        if fabric.dims and "--dims" not in args and not any(t in APP_TESTS for t in args[0].split(",")):
             args += ["--dims", "x".join(str(d) for d in fabric.dims)]
             if fabric.periodic and not all(fabric.periodic):
                 args += ["--mesh"]
+    check_app_args(args, np)
     mpi = mpi or find_mpi()
     binary, _ = bench_binary(mpi)
     check_args(binary, args)
