@@ -1,4 +1,5 @@
-"""``fabscope compare``: a measured run beside the model of the same pairs."""
+"""``fabscope compare``: a measured run beside the model of the same pairs; application runs beside
+their predicted time per iteration (:mod:`fabscope.diagnose.appcompare`)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="measured pairs beside the model of the same pairs on the same routes",
                        description="Model every measured pair on the fabric's routes, with the pairs that ran "
                                    "at the same time sharing links, and print per class and per pair measured, "
-                                   "modeled and their ratio, the pairs furthest from the model first.",
+                                   "modeled and their ratio, the pairs furthest from the model first.  Given "
+                                   "application kernel runs (halo2d, fft-transpose, ...), model each on the hosts "
+                                   "it ran on and print its measured and predicted time per iteration, and the "
+                                   "runs' order measured and predicted.",
                        epilog=examples("fabscope compare run.jsonl --fabric itasca",
-                                       "fabscope compare run.jsonl --fabric itasca --top 5 -o compared.json"))
+                                       "fabscope compare run.jsonl --fabric itasca --top 5 -o compared.json",
+                                       "fabscope compare halo-block.jsonl halo-random.jsonl halo-map.jsonl "
+                                       "--fabric tb1"))
     p.add_argument("files", nargs="+", metavar="MEASURED",
                    help="fabscope-bench output (.jsonl) or a measured result (.json)")
     p.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed: tb1 (as built) or tb1:now (with its faults)")
@@ -33,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
     p.add_argument("--top", type=int, default=15, help="pairs to list")
-    p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare)")
+    p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare; for "
+                                          "application runs the table as JSON)")
+    p.add_argument("--json", help="write the comparison as JSON (the same as -o)")
     p.add_argument("--csv", help="write the per-pair table as CSV")
     p.add_argument("--db", help="also add the result to this history (see 'fabscope history')")
     p.set_defaults(func=run)
@@ -97,8 +105,12 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
     from fabscope.result import Result
 
-    check_outputs(args.output, args.csv,
+    check_outputs(args.output, args.csv, args.json,
                   inputs=[*args.files, args.model if args.model not in MODELS else None])
+    from fabscope.mapping.apprun import is_app_run
+
+    if any(is_app_run(f) for f in args.files):
+        return run_apps(args)
     if args.db:
         from fabscope.cli.history_db import check_db
         check_db(args.db)
@@ -115,11 +127,42 @@ def run(args: argparse.Namespace) -> int:
                       start_offset=args.start_offset)
     print("\n".join(plain(ln) for ln in compare_lines(res, args.top)))
     warn_not_link_bound(args.files)
-    if args.output:
-        res.write_json(args.output)
+    for out in (args.output, args.json):
+        if out:
+            res.write_json(out)
     if args.csv:
         res.write_csv(args.csv)
     if args.db:
         from fabscope.cli.history_db import store_result
         store_result(args.db, res, fabric, origin=", ".join(args.files))
+    return 0
+
+
+def run_apps(args: argparse.Namespace) -> int:
+    """Application runs: measured and predicted time per iteration, refused in one line where the
+    options are the pair comparison's only."""
+    import json
+
+    from fabscope.atomic import all_or_none, atomic_open
+    from fabscope.diagnose.appcompare import MODEL_ITERATIONS, app_compare_lines, compare_apps
+    from fabscope.errors import FabscopeError
+
+    if args.model != "dynamic":
+        raise FabscopeError(f"application runs are modeled in time only: --model {args.model!r} is for pair runs")
+    for opt, given in (("--csv", args.csv), ("--db", args.db), ("--start-offset", args.start_offset)):
+        if given:
+            raise FabscopeError(f"{opt} is for pair runs, not application runs")
+    if not args.fabric:
+        raise FabscopeError("application runs need --fabric (the fabric they ran on)")
+    if args.model_iterations is not None and args.model_iterations < 1:
+        raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
+    fabric = resolve_fabric(args.fabric)
+    c = compare_apps(list(args.files), fabric, args.routing, load_hostmap(args.host_map),
+                     model_iterations=args.model_iterations or MODEL_ITERATIONS)
+    print("\n".join(plain(ln) for ln in app_compare_lines(c)))
+    with all_or_none():
+        for out in (args.output, args.json):
+            if out:
+                with atomic_open(out) as fh:
+                    json.dump(c, fh, indent=1)
     return 0

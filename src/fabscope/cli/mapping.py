@@ -29,7 +29,8 @@ def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
     p.add_argument("--ppn", type=int, help="ranks per node (default: the host file's counts, else all cores)")
     if comm:
         p.add_argument("--comm", required=True, help="communication graph: stencil3d:16x16x32, stencil2d:64x64, "
-                                                     "pencils:32x32, ring:N, tree:N, random:N, or a .csv/.mtx file")
+                                                     "pencils:32x32, ring:N, tree:N, random:N, a .csv/.mtx file, "
+                                                     "or an application kernel's run (.jsonl of fabscope-bench)")
         p.add_argument("--algorithm", default="topo", help="mapping algorithm (default: topo; see docs/mapping.md)")
         p.add_argument("--io-ranks", default="", help="comma-separated ranks that each get a node of their own")
         add_seed(p, what="the random and annealing algorithms")
@@ -58,11 +59,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "(docs/mapping.md).",
                        epilog=examples("fabscope map --fabric torus:4x4x4,cores=8 --comm stencil3d:8x8x8 "
                                        "--compare block,cyclic,random",
+                                       "fabscope map --fabric fat-tree:k=4,levels=2,up=1 --ppn 1 --comm stencil2d:4x4 "
+                                       "--compare block,random --predict",
                                        "fabscope map --fabric itasca --nodes nodes.txt --ppn 8 --comm ring:128 "
                                        "--format rankfile -o ranks.txt"))
     _common(p)
     p.add_argument("--compare", help="comma-separated algorithms to print side by side, e.g. block,cyclic,random,scotch")
     p.add_argument("--model", action="store_true", help="also predict one exchange's time with the flow model")
+    p.add_argument("--predict", action="store_true",
+                   help="also predict the application's time per iteration on each mapping: its program run in "
+                        "time (the kernel's own for a kernel's run given as --comm, else the graph per iteration)")
+    p.add_argument("--iterations", type=int, default=1, metavar="N",
+                   help="--predict: the --comm matrix holds N iterations' bytes (a PMPI matrix of a whole run; "
+                        "default 1; a kernel's run says its own)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="--predict: replay this trace of timed messages (CSV time,src,dst,bytes; --iterations N: "
+                        "it holds N iterations) instead of the graph's program; implies --predict")
+    p.add_argument("--model-iterations", type=int, default=20, metavar="N",
+                   help="--predict: simulate at most N timed iterations after the warm-up (default 20)")
     p.add_argument("--format", choices=FORMATS, default="hostfile", help=FORMAT_HELP)
     p.add_argument("-o", "--output", help="write the chosen algorithm's mapping to this file")
     p.add_argument("--json", help="write the metrics as JSON")
@@ -161,6 +175,14 @@ def run_map(args: argparse.Namespace) -> int:
 
     require_positive(args, "ppn")
     check_outputs({"-o/--output": args.output, "--json": args.json})
+    if args.trace:
+        from fabscope.dynamic.programs import replay_trace
+
+        args.predict = True
+        replay_trace(args.trace)                  # read once here: a bad trace is refused before the mapping
+    if args.predict:
+        require_positive(args, "iterations")
+        require_positive(args, "model_iterations")
     # when the mapping goes to standard output, the table goes to standard error
     out = sys.stderr if args.output == "-" else sys.stdout
     graph, target, m, io = _map(args, args.algorithm)
@@ -169,11 +191,15 @@ def run_map(args: argparse.Namespace) -> int:
                       scotch_seeds=args.scotch_seeds) if algs else []
     results.append((m, evaluate(m, graph, model=args.model)))
     rows = metrics_rows(results)
+    predict = _predict(args, graph, target, results, rows) if args.predict else None
     print(f"# {graph.name}: {graph.n} ranks on {target.n_nodes} nodes of {target.fabric.name} "
           f"({target.n_slots} slots); hops: {'router hops' if target.fabric.coords is not None else 'links crossed'}",
           file=out)
-    for line in metrics_lines(rows, args.model):
+    for line in metrics_lines(rows, args.model, args.predict):
         print(line, file=out)
+    if predict:
+        for line in predict["lines"]:
+            print(line, file=out)
     for mm, _ in results:
         if mm.algorithm.startswith("scotch") and isinstance(mm.info, dict) and "seed" in mm.info:
             print(f"# {mm.algorithm}: seed {mm.info['seed']} (best of {mm.info['seeds'][0]}..{mm.info['seeds'][1]}), "
@@ -181,8 +207,11 @@ def run_map(args: argparse.Namespace) -> int:
     with all_or_none():
         if args.json:
             with atomic_open(args.json) as fh:
-                json.dump({"schema": "fabscope.mapping.metrics", "schema_version": 1, "graph": graph.name,
-                           "fabric": target.fabric.name, "rows": rows}, fh, indent=1)
+                doc = {"schema": "fabscope.mapping.metrics", "schema_version": 1, "graph": graph.name,
+                       "fabric": target.fabric.name, "rows": rows}
+                if predict:
+                    doc["predict"] = predict["info"]
+                json.dump(doc, fh, indent=1)
         if args.output:
             write(m, args.format, args.output)
     tb = _testbed(target.fabric)
@@ -202,6 +231,39 @@ def run_map(args: argparse.Namespace) -> int:
         line = launch_command(args.format, args.output, m.n_ranks, ompi, vendor, tb)
         print(f"# wrote {args.output}; launch: {line}", file=out)
     return 0
+
+
+def _predict(args: argparse.Namespace, graph, target, results, rows) -> dict:
+    """Each mapping's predicted time per iteration, into ``rows``; the lines saying how, and the same as JSON."""
+    from fabscope.mapping.apprun import is_app_run, read_app_run
+    from fabscope.mapping.predict import app_program, predict_iteration
+    from fabscope.names import plain
+
+    run = read_app_run(args.comm) if is_app_run(args.comm) else None
+    its = min(args.model_iterations, run.iterations) if run is not None else min(args.model_iterations,
+                                                                                args.iterations)
+    if args.trace:
+        from fabscope.mapping.predict import trace_program
+
+        prog = trace_program(args.trace, graph.n, args.iterations)
+        how = f"the trace {args.trace} replayed ({args.iterations} iteration{'s' * (args.iterations != 1)})"
+    else:
+        prog, how = app_program(run, graph, iterations=its, graph_iterations=args.iterations)
+    engine = ""
+    for (mm, _), row in zip(results, rows):
+        p = predict_iteration(target.fabric, mm.host, prog)
+        row["predicted_iteration"], row["predicted_mean"] = p.median, p.mean
+        engine = p.engine
+    order = sorted(range(len(rows)), key=lambda i: rows[i]["predicted_iteration"])
+    warm = int(prog.params["warmup"])
+    info = {"program": how, "iterations": int(prog.params["iterations"]), "warmup": warm, "engine": engine,
+            "messages": prog.n_messages, "order": [rows[i]["algorithm"] for i in order]}
+    what = ("the replayed trace's time / its iterations" if args.trace else
+            f"median of {info['iterations']} timed iterations{f' after {warm} warm-up' if warm else ''}")
+    lines = [plain(f"# iter ms: predicted time per iteration ({what}), {how}, run in time ({engine} engine, "
+                   f"{prog.n_messages:,} messages)"),
+             "# predicted order: " + " < ".join(rows[i]["algorithm"] for i in order)]
+    return {"lines": lines, "info": info}
 
 
 def run_place(args: argparse.Namespace) -> int:
