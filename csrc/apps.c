@@ -21,6 +21,8 @@
 #include "tests.h"
 
 #define TAG 31
+#define MAX_ITERS 50000        /* timed iterations: their times fill at most ~750 kB of the app line */
+#define MAX_LINE 1000000       /* below the 1 MiB line fabscope reads (fabscope.textio.MAX_LINE) */
 
 typedef enum { APP_HALO2D, APP_HALO3D, APP_FFT, APP_ALLREDUCE } app_kind;
 
@@ -59,17 +61,23 @@ int fb_app_check_options(const fb_opts *o, const char *name, char *err, size_t e
         snprintf(err, errlen, "%s: --mesh is for hops; give --periodic no", name);
         return FB_ERR_USAGE;
     }
+    /* the app line holds every timed iteration's time, and fabscope reads lines of up to 1 MiB */
+    if (o->iterations > MAX_ITERS || o->warmup > MAX_ITERS) {
+        snprintf(err, errlen, "%s: at most %d iterations and %d warm-up iterations (the record holds the time "
+                 "of each)", name, MAX_ITERS, MAX_ITERS);
+        return FB_ERR_USAGE;
+    }
     size_t b = o->size_set ? o->size : default_size(k);
-    if (k == APP_ALLREDUCE && (b == 0 || b % 8)) {
+    if (b == 0) {
+        snprintf(err, errlen, "%s: --size must be at least 1 byte", name);
+        return FB_ERR_USAGE;
+    }
+    if (k == APP_ALLREDUCE && b % 8) {
         snprintf(err, errlen, "%s: --size must be a positive multiple of 8 bytes (it reduces doubles), got %zu", name, b);
         return FB_ERR_USAGE;
     }
     if (b > (size_t)1 << 30) {
         snprintf(err, errlen, "%s: --size %zu is above 1 GiB per message", name, b);
-        return FB_ERR_USAGE;
-    }
-    if (k == APP_FFT && o->size_set && o->size == 0) {
-        snprintf(err, errlen, "%s: --size must be at least 1 byte", name);
         return FB_ERR_USAGE;
     }
     return FB_OK;
@@ -322,7 +330,7 @@ static int run_app(fb_ctx *c, app_kind kind)
     a.warm = c->o.warmup >= 0 ? c->o.warmup : 5;
     a.nd = grid_dims(kind);
     if (a.nd) {
-        int prod = 1;
+        long long prod = 1;   /* not int: 65536x65536 must not wrap round to the job's size */
         if (c->o.ndims) {
             for (int d = 0; d < a.nd; d++) { a.dims[d] = c->o.dims[d]; prod *= a.dims[d]; }
         } else {
@@ -330,11 +338,25 @@ static int run_app(fb_ctx *c, app_kind kind)
             prod = c->size;
         }
         if ((st = fb_fail(c, prod != c->size ? FB_ERR_SETUP : FB_OK,
-                          "--dims makes a grid of %d ranks, the job has %d", prod, c->size))) return st;
+                          "--dims makes a grid of %lld ranks, the job has %d", prod, c->size))) return st;
         for (int d = 0; d < a.nd; d++) a.periods[d] = c->o.periodic != 0;
     }
     if ((st = fb_fail(c, kind != APP_HALO2D && kind != APP_HALO3D && c->size < 2 ? FB_ERR_SETUP : FB_OK,
                       "needs at least 2 ranks, the job has %d", c->size))) return st;
+    /* the traffic line must fit the line fabscope reads: refused before the loop, not after it */
+    long pairs = kind == APP_FFT ? (long)c->size * (a.dims[0] + a.dims[1] - 2)
+               : kind == APP_ALLREDUCE ? c->size : (long)c->size * 2 * a.nd;
+    char d[64];
+    int rank_digits = snprintf(d, sizeof d, "%d", c->size - 1);
+    int byte_digits = snprintf(d, sizeof d, "%lld", 2LL * (long long)a.size * (a.iters + a.warm));
+    int msg_digits = snprintf(d, sizeof d, "%ld", 2 * 2 * (long)c->size * (a.iters + a.warm));
+    long line = 300 + pairs * (10 + 4 * rank_digits + byte_digits + msg_digits);
+    /* FABSCOPE_BENCH_MAX_LINE=<bytes> lowers the bound, so that tests reach this refusal with a few ranks */
+    const char *e = getenv("FABSCOPE_BENCH_MAX_LINE");
+    long bound = e && atol(e) > 0 && atol(e) < MAX_LINE ? atol(e) : MAX_LINE;
+    if ((st = fb_fail(c, line > bound ? FB_ERR_SETUP : FB_OK,
+                      "up to %ld rank pairs exchange data: their traffic line (up to %ld bytes) would pass the "
+                      "%ld bytes of a line fabscope reads; run fewer ranks", pairs, line, bound))) return st;
     a.sent = calloc((size_t)c->size, sizeof(long long));
     a.msgs = calloc((size_t)c->size, sizeof(long long));
     a.t = malloc(sizeof(double) * (size_t)a.iters);

@@ -150,8 +150,9 @@ int fb_parse_options(int argc, char **argv, fb_opts *o, char *err, size_t n)
             snprintf(buf, sizeof buf, "%s", argv[++i]);
             o->ndims = 0;
             for (char *t = strtok_r(buf, "x,", &save); t; t = strtok_r(NULL, "x,", &save)) {
-                if (o->ndims == FB_MAX_DIMS || parse_long(t, 1, &v)) {
-                    snprintf(err, n, "--dims: expected up to %d positive integers like 8x8x16, got '%s'", FB_MAX_DIMS, argv[i]);
+                if (o->ndims == FB_MAX_DIMS || parse_long(t, 1, &v) || v > (1L << 24)) {   /* stored as int */
+                    snprintf(err, n, "--dims: expected up to %d positive integers (at most 16777216) like 8x8x16, "
+                             "got '%s'", FB_MAX_DIMS, argv[i]);
                     return FB_ERR_USAGE;
                 }
                 o->dims[o->ndims++] = (int)v;

@@ -162,6 +162,9 @@ def test_allreduce_loop_counted_as_the_profilers_ring(bench):
     (["halo2d", "--periodic", "maybe"], "--periodic: expected yes or no, got 'maybe'"),
     (["halo2d", "--compute", "-1"], "--compute: expected seconds between 0 and 3600, got '-1'"),
     (["halo2d", "--compute", "nan"], "--compute: expected seconds between 0 and 3600, got 'nan'"),
+    (["halo2d", "--size", "0"], "halo2d: --size must be at least 1 byte"),
+    (["halo2d", "--dims", "4294967298x1"], "--dims: expected up to 6 positive integers (at most 16777216)"),
+    (["fft-transpose", "--iterations", "50001"], "fft-transpose: at most 50000 iterations"),
 ])
 def test_bad_options_one_line_before_mpi(binary, args, message):
     p = subprocess.run([str(binary), *args, "--check-args"], check=False, capture_output=True, text=True, timeout=30)
@@ -306,3 +309,35 @@ def test_a_torus_fabric_does_not_set_the_kernels_grid(tmp_path, mpi):
     assert hops.args[hops.args.index("--dims") + 1] == "2x2x2"
     job = plan(["halo2d", "--size", "8"], np=8, out=tmp_path / "k.jsonl", fabric=fab, mpi=mpi)
     assert "--dims" not in job.args
+
+
+@pytest.mark.parametrize("args,spec", [
+    (["halo2d", "--dims", "4x2"], "stencil2d:4x2,halo=100"),
+    (["halo2d", "--dims", "4x2", "--periodic", "no"], "stencil2d:4x2,halo=100,periodic=0x0"),
+    (["halo3d", "--dims", "2x2x2"], "stencil3d:2x2x2,halo=100"),
+    (["fft-transpose", "--dims", "2x4"], "pencils:2x4,size=100"),
+], ids=["halo2d", "halo2d-open", "halo3d", "fft-transpose"])
+def test_the_measured_graph_is_the_generators(bench, args, spec):
+    """One iteration of a kernel on 8 ranks is, pair by pair, the graph fabscope's generator of the
+    same code makes (bytes, messages, grid), so a model of the spec is a model of the run."""
+    from fabscope.mapping.commspec import load_comm
+
+    _, out = run_app(bench, 8, *args, "--size", "100", "--iterations", "2", "--warmup", "1")
+    got, want = read_comm_file(str(out)), load_comm(spec)
+    assert (got.n, got.grid, got.periodic) == (want.n, want.grid, want.periodic)
+    assert got.src.tolist() == want.src.tolist() and got.dst.tolist() == want.dst.tolist()
+    assert got.bytes.tolist() == want.bytes.tolist() and got.msgs.tolist() == want.msgs.tolist()
+
+
+
+def test_a_traffic_line_too_long_to_read_is_refused_before_the_loop(bench):
+    """The bound (1,000,000 bytes, under fabscope's 1 MiB line) lowered by FABSCOPE_BENCH_MAX_LINE
+    so that 4 ranks reach it: one line, status 3, no record, and no iteration run (a minute of
+    busy work per iteration would time the job out)."""
+    p, out = bench.run(4, "halo2d", "--size", "8", "--compute", "60", env={"FABSCOPE_BENCH_MAX_LINE": "400"})
+    assert p.returncode == 3
+    lines = errors(p.stderr)
+    assert len(lines) == 1 and "16 rank pairs exchange data" in lines[0] and "the 400 bytes" in lines[0], p.stderr
+    assert not app_runs(read_run(out))
+    a, _ = run_app(bench, 4, "halo2d", "--size", "8", "--iterations", "1", env={"FABSCOPE_BENCH_MAX_LINE": "800"})
+    assert a.sent.nnz == 8

@@ -206,9 +206,10 @@ class AppRun:
         if self.messages is not None:
             m = self.messages.tocsr()
             msgs = np.asarray(m[coo.row, coo.col]).ravel() / self.iterations_counted
+        # the rank grid, as fabscope's own generators record it (stencil2d/3d, pencils: no wrap-around)
         dims = self.params.get("dims")
-        grid = tuple(dims) if dims and self.test != "fft-transpose" else None
-        per = tuple(self.params["periodic"]) if grid and "periodic" in self.params else None
+        grid = tuple(dims) if dims else None
+        per = tuple(self.params.get("periodic", [False] * len(dims))) if dims else None
         return CommGraph.from_coo(name or self.test, self.ranks, coo.row, coo.col,
                                   coo.data.astype(float) / self.iterations_counted, msgs,
                                   grid=grid, periodic=per,
