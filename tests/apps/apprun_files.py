@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from fabscope.mapping.commgraph import pencils, stencil
 
 
@@ -24,15 +26,18 @@ def write_run(path, test, hosts, t_iter, size=65536, iterations=None, warmup=2, 
             g = pencils(*params["dims"], size=size)
         else:
             raise ValueError(test)
-        sent = [[int(s), int(d), float(b) * counted] for s, d, b in zip(g.src, g.dst, g.bytes)]
+        sent = [[int(s), int(d), int(b) * counted] for s, d, b in zip(g.src, g.dst, g.bytes)]
     recs = [{"type": "header", "schema": "fabscope.bench", "version": 1, "nranks": n},
             {"type": "ranks", "host": list(hosts), "core": [0] * n, "socket": [0] * n}]
     if app:
+        t = sorted(t_iter)
         recs.append({"type": "app", "test": test, "ranks": n, "iterations": iterations, "warmup": warmup,
-                     "size": size, "params": params or {}, "t_iter": list(t_iter)})
+                     "size": int(size), "params": params or {}, "t_iter": list(t_iter),
+                     "t_iter_median": float(np.median(t)), "t_iter_mean": float(np.mean(t)),
+                     "t_iter_min": t[0], "t_iter_max": t[-1]})
     if traffic and app:
         recs.append({"type": "app-traffic", "test": test, "ranks": n, "iterations_counted": counted,
-                     "sent": sent})
+                     "counted_as": "messages", "sent": sent})
     recs.append({"type": "end", "status": 0})
     with open(path, "w") as fh:
         fh.write("".join(json.dumps(r) + "\n" for r in recs))

@@ -41,7 +41,8 @@ def test_table_by_hand_and_orders_agree(tmp_path, capsys):
     assert row["halo-map.jsonl"]["ratio"] == pytest.approx(0.25 / row["halo-map.jsonl"]["predicted"], rel=1e-12)
     assert row["halo-map.jsonl"]["program"] == "kernel halo2d" and row["halo-map.jsonl"]["model_iterations"] == 6
     assert c["orders"] == [{"test": "halo2d", "measured": ["halo-map.jsonl", "halo-block.jsonl", "halo-random.jsonl"],
-                            "predicted": ["halo-map.jsonl", "halo-block.jsonl", "halo-random.jsonl"], "agree": True}]
+                            "predicted": ["halo-map.jsonl", "halo-block.jsonl", "halo-random.jsonl"], "agree": True,
+                            "predicted_text": "halo-map.jsonl < halo-block.jsonl < halo-random.jsonl"}]
     assert "the orders agree" in text and "halo-block.jsonl" in text
     assert text.splitlines() == app_compare_lines(c)
 
@@ -50,6 +51,13 @@ def test_orders_that_disagree_are_said(tmp_path):
     c = compare_apps(_runs(tmp_path, times=(0.2, 0.65, 0.25)), fat_tree(k=4, levels=2, up=1))
     assert c["orders"][0]["agree"] is False
     assert any("DISAGREE" in ln for ln in app_compare_lines(c))
+
+
+def test_a_predicted_tie_agrees_with_either_measured_order(tmp_path):
+    a = write_run(tmp_path / "a.jsonl", "halo2d", HOSTS, [2e-3] * 2, params=GRID)
+    b = write_run(tmp_path / "b.jsonl", "halo2d", HOSTS, [1e-3] * 2, params=GRID)     # the same hosts
+    o = compare_apps([a, b], fat_tree(k=4, levels=2, up=1))["orders"][0]
+    assert o["agree"] is True and o["predicted_text"] == "a.jsonl = b.jsonl"
 
 
 def test_fft_transpose_and_minmax(tmp_path):
@@ -97,3 +105,17 @@ def test_pair_options_refused_for_applications(tmp_path, capsys, extra, msg):
     rc = main(["compare", *_runs(tmp_path)[:1], "--fabric", TREE, *extra])
     err = capsys.readouterr().err
     assert rc == 1 and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_hosts_named_otherwise_go_through_a_host_map(tmp_path, capsys):
+    """A testbed's or cluster's own host names, matched to the fabric's by --host-map lines."""
+    run = write_run(tmp_path / "b.jsonl", "halo2d", [f"node{i:02d}.cluster" for i in range(16)], [1e-3] * 2,
+                    params=GRID)
+    hm = tmp_path / "hosts.map"
+    hm.write_text("".join(f"node{i:02d} {h}\n" for i, h in enumerate(HOSTS)))
+    out = tmp_path / "c.json"
+    assert main(["compare", run, "--fabric", TREE, "--host-map", str(hm), "--json", str(out)]) == 0
+    capsys.readouterr()
+    same = write_run(tmp_path / "a.jsonl", "halo2d", HOSTS, [1e-3] * 2, params=GRID)
+    want = compare_apps([same], fat_tree(k=4, levels=2, up=1))["rows"][0]["predicted"]
+    assert json.loads(out.read_text())["rows"][0]["predicted"] == want

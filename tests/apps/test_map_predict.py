@@ -156,3 +156,22 @@ def test_predict_by_a_replayed_trace(tmp_path, capsys):
                  "--json", str(out)]) == 1
     err = capsys.readouterr().err
     assert "names rank 9; the job has 4 ranks" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_compared_mapping_predicted_faster_than_the_chosen_is_said(tmp_path, capsys):
+    run = write_run(tmp_path / "halo.jsonl", "halo2d", HOSTS, [1e-3] * 3, params={"dims": [4, 4]})
+    out = tmp_path / "m.json"
+    assert main(["map", "--fabric", TREE, "--ppn", "1", "--comm", run, "--algorithm", "random", "--compare", "block",
+                 "--predict", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "# note: block is predicted faster than the chosen random" in text
+    assert json.loads(out.read_text())["predict"]["faster_than_chosen"] == "block"
+    _, doc = _map(tmp_path, capsys, run)          # topo's choice, fastest: no note
+    assert "faster_than_chosen" not in doc["predict"]
+
+
+def test_a_test_name_with_control_characters_is_refused(tmp_path, capsys):
+    path = write_run(tmp_path / "x.jsonl", "evil\x1b[2J", HOSTS[:4], [1e-3], sent=[[0, 1, 1.0]])
+    assert main(["map", "--fabric", TREE, "--ppn", "1", "--comm", path, "--predict"]) == 1
+    err = capsys.readouterr().err
+    assert "is not a plain name" in err and "\x1b" not in err

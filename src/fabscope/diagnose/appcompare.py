@@ -36,6 +36,7 @@ import numpy as np
 
 from fabscope.diagnose.measured import DiagnoseError, host_resolver
 from fabscope.fabric.model import Fabric
+from fabscope.mapping.predict import TIE, order_text
 
 __all__ = ["SCHEMA", "app_compare_lines", "compare_apps"]
 
@@ -95,7 +96,11 @@ def orders(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         meas = [r["file"] for r in sorted(mine, key=lambda r: r["measured_median"])]
         pred = [r["file"] for r in sorted(mine, key=lambda r: r["predicted"])]
-        out.append({"test": test, "measured": meas, "predicted": pred, "agree": meas == pred})
+        # agree: every pair the model tells apart is measured in its order (a predicted tie allows either)
+        agree = all(a["measured_median"] < b["measured_median"] for a in mine for b in mine
+                    if a["predicted"] * (1 + TIE) < b["predicted"])
+        out.append({"test": test, "measured": meas, "predicted": pred, "agree": agree,
+                    "predicted_text": order_text({r["file"]: r["predicted"] for r in mine})})
     return out
 
 
@@ -119,6 +124,6 @@ def app_compare_lines(c: dict[str, Any]) -> list[str]:
                    f"{_ms(r['predicted']):>12} {r['ratio']:>9.2f}  {r['program']} "
                    f"({r['model_iterations']} iterations after {r['warmup']} warm-up)")
     for o in c["orders"]:
-        out.append(f"{o['test']}: measured {' < '.join(o['measured'])}; predicted {' < '.join(o['predicted'])}: "
+        out.append(f"{o['test']}: measured {' < '.join(o['measured'])}; predicted {o['predicted_text']}: "
                    + ("the orders agree" if o["agree"] else "the orders DISAGREE"))
     return out

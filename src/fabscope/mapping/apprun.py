@@ -165,6 +165,10 @@ def read_app_run(path: str) -> AppRun:
     test = d.get("test")
     if not isinstance(test, str) or not test:
         raise SchemaError(f"{where}: the 'app' line has no test name")
+    from fabscope.names import plain
+
+    if plain(test) != test or len(test) > 64:       # printed as the graph's name: a plain short name only
+        raise SchemaError(f"{where}: test name {plain(test[:64])!r} is not a plain name")
     ranks = number(d.get("ranks", nranks), f"{where}: 'ranks'", 1, nranks, integer=True)
     if "host" not in bench.ranks or list(bench.ranks["host"]) == ["?"] * nranks:
         raise SchemaError(f"{path}: no 'ranks' line naming each rank's host")

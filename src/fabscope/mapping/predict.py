@@ -31,7 +31,10 @@ from fabscope.errors import TrafficError
 from fabscope.mapping.apprun import HALO_KERNELS, AppRun, halo_dims, halo_periodic
 from fabscope.mapping.commgraph import CommGraph
 
-__all__ = ["Prediction", "app_program", "kernel_program", "predict_iteration", "trace_program"]
+__all__ = ["TIE", "Prediction", "app_program", "kernel_program", "order_text", "predict_iteration", "trace_program"]
+
+#: predicted times this close (relative) are a tie
+TIE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -155,3 +158,16 @@ def predict_iteration(fabric: Any, host: np.ndarray, prog: Program, routing: Any
         return Prediction(float(t[0]), float(t[0]), its, run.engine)
     t = apps.iteration_times(prog, run.outcome.step_end)
     return Prediction(float(np.median(t)), float(np.mean(t)), len(t), run.engine)
+
+
+def order_text(times: dict[str, float]) -> str:
+    """Names from the fastest to the slowest, ``=`` between ties.
+
+    >>> order_text({"block": 2.0, "random": 3.0, "tile": 2.0, "hier": 1.0})
+    'hier < block = tile < random'
+    """
+    names = sorted(times, key=lambda k: times[k])
+    out = names[:1]
+    for a, b in zip(names, names[1:]):
+        out += ["=" if times[b] <= times[a] * (1 + TIE) else "<", b]
+    return " ".join(out)
