@@ -17,7 +17,8 @@ measured/predicted, whether each run recorded itself link-bound, and the speed-u
 placement over block, measured and predicted (block / map).
 
     sudo .venv/bin/python bench/bench_apps.py                       # the 16-host shapes
-    sudo .venv/bin/python bench/bench_apps.py --shapes 64            # the 64-host shapes
+    sudo .venv/bin/python bench/bench_apps.py --shapes 64 --rate auto:30Mbit   # the 64-host shapes (40 Mbit
+                                                                   # is past up's budget for 64 hosts on 2 cores)
     sudo .venv/bin/python bench/bench_apps.py --shapes tree16-up1 --order shuffled
 
 Figures are taken on whatever else the machine runs (the load average is printed); say so
