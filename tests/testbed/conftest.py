@@ -33,7 +33,8 @@ _collected: set[str] = set()
 
 
 def pytest_collection_modifyitems(session, config, items):  # noqa: ARG001 - pytest's hook signature
-    _collected.update(item.module.__name__.rpartition(".")[2] for item in items if item.module is not None)
+    here = Path(__file__).parent       # the hook sees the whole session's items: only this folder's modules count
+    _collected.update(item.path.stem for item in items if item.path.parent == here)
 
 
 def session_names() -> tuple[str, ...]:
