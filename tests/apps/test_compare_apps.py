@@ -79,8 +79,8 @@ def test_untrusted_names_are_printed_plain(tmp_path, capsys):
 @pytest.mark.parametrize("bad,msg", [
     (lambda p: write_run(p, "halo2d", HOSTS, [1e-3], app=False, traffic=False), "no application record"),
     (lambda p: write_run(p, "halo2d", HOSTS[:15] + ["nowhere"], [1e-3], params=GRID), "has no host 'nowhere'"),
-    (lambda p: write_run(p, "halo2d", HOSTS[:15] + ["h0000"] * 1, [1e-3], params=GRID, sent=[[0, 99, 1.0]]),
-     "names rank 99"),
+    (lambda p: write_run(p, "halo2d", HOSTS[:15] + ["h0000"] * 1, [1e-3], params=GRID, sent=[[0, 99, 1]]),
+     "is the pair (0, 99)"),
 ])
 def test_bad_input_one_line_before_any_simulation(tmp_path, capsys, monkeypatch, bad, msg):
     """The bad run comes last: the good ones before it are not simulated either."""

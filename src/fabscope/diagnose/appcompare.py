@@ -9,11 +9,14 @@ so a bad input stops the command in one line before any long work.
 >>> import os, tempfile, json
 >>> from fabscope.fabric.generators import fat_tree
 >>> d = tempfile.mkdtemp()
->>> def run(name, hosts, t):
+>>> def run(name, hosts, t):                 # a line of 4 ranks: halos of 1 MB to each neighbour
 ...     recs = [{"type": "header", "schema": "fabscope.bench", "version": 1, "nranks": 4},
 ...             {"type": "ranks", "host": hosts},
-...             {"type": "app", "test": "halo2d", "ranks": 4, "iterations": 3, "warmup": 1, "size": 1e6,
-...              "params": {"dims": [4, 1], "periodic": [False, False]}, "t_iter": [t] * 3}]
+...             {"type": "app", "test": "halo2d", "ranks": 4, "iterations": 3, "warmup": 1, "size": 10**6,
+...              "params": {"dims": [4, 1], "periodic": [False, False]}, "t_iter": [t] * 3,
+...              "t_iter_median": t, "t_iter_mean": t, "t_iter_min": t, "t_iter_max": t},
+...             {"type": "app-traffic", "test": "halo2d", "ranks": 4, "iterations_counted": 4,
+...              "sent": [[a, b, 4 * 10**6] for a, b in ((0, 1), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2))]}]
 ...     p = os.path.join(d, name)
 ...     _ = open(p, "w").write("".join(json.dumps(x) + "\\n" for x in recs))
 ...     return p
@@ -67,7 +70,7 @@ def compare_apps(paths: Sequence[str], fabric: Fabric, routing: Any = None, host
                                 + "; give --host-map measured-name fabric-name lines, or the fabric it ran on")
         Placement.from_hosts(fabric, host)          # more ranks on a host than it has cores: refused here
         its = min(model_iterations, run.iterations) if model_iterations else run.iterations
-        prog, how = app_program(run, run.graph() if run.sent is not None else None, iterations=its)
+        prog, how = app_program(run, run.graph(), iterations=its)
         todo.append((path, run, host, prog, how))
     from fabscope.routing import make_routing
 
@@ -75,12 +78,14 @@ def compare_apps(paths: Sequence[str], fabric: Fabric, routing: Any = None, host
     rows = []
     for path, run, host, prog, how in todo:
         p = predict_iteration(fabric, host, prog, router, engine=engine)
-        rows.append({"file": os.path.basename(path), "path": path, "test": run.test, "ranks": run.n_ranks,
+        rows.append({"file": os.path.basename(path), "path": path, "test": run.test, "ranks": run.ranks,
                      "hosts": len(np.unique(host)), "size": run.size,
-                     "measured_median": run.t_median, "measured_min": run.t_min, "measured_max": run.t_max,
+                     "measured_median": run.t_iter_median, "measured_min": run.t_iter_min,
+                     "measured_max": run.t_iter_max,
                      "measured_iterations": run.iterations, "predicted": p.median, "predicted_mean": p.mean,
-                     "ratio": run.t_median / p.median if p.median > 0 else float("nan"),
-                     "program": how, "model_iterations": p.iterations, "warmup": run.warmup, "engine": p.engine})
+                     "ratio": run.t_iter_median / p.median if p.median > 0 else float("nan"),
+                     "program": how, "model_iterations": p.iterations, "warmup": run.warmup, "engine": p.engine,
+                     "counted_as": run.counted_as})
     return {"schema": SCHEMA, "schema_version": 1, "fabric": fabric.name,
             "routing": router.name, "rows": rows,
             "orders": orders(rows)}

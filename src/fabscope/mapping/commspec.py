@@ -62,8 +62,7 @@ def load_comm(spec: str, n_ranks: int | None = None) -> CommGraph:
     Specs: ``stencil3d:16x16x32[,halo=64KiB,periodic=1x1x0]``, ``stencil2d:64x64``,
     ``pencils:32x32[,size=..]`` (also ``fft:``), ``ring:64``, ``tree:64,arity=4``,
     ``random:1024,degree=6,seed=1``; files: ``*.csv`` (dense bytes matrix),
-    ``*.mtx`` (Matrix Market, as the PMPI library writes), ``*.jsonl`` (an application kernel's run
-    of fabscope-bench: its ``app-traffic`` line, :mod:`fabscope.mapping.apprun`).
+    ``*.mtx`` (Matrix Market, as the PMPI library writes).
 
     >>> load_comm("stencil3d:4x4x8,halo=1KiB").n
     128
@@ -86,10 +85,6 @@ def load_comm(spec: str, n_ranks: int | None = None) -> CommGraph:
         g = GENERATORS[name.lower()](pos, kw)
         if kw:
             raise TrafficError(f"communication spec {spec!r}: unknown option {sorted(kw)[0]!r}")
-    elif spec.endswith(".jsonl"):
-        from fabscope.mapping.apprun import read_app_run
-
-        g = read_app_run(spec).graph()         # an application kernel's run: the bytes it counted
     elif os.path.exists(spec) or spec.endswith((".csv", ".mtx")):
         g = read_comm_file(spec)
     else:

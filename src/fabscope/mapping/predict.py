@@ -20,16 +20,20 @@ ranks on given hosts and returns the median and mean of the timed iterations.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fabscope.dynamic import apps
 from fabscope.dynamic.program import Program
 from fabscope.errors import TrafficError
-from fabscope.mapping.apprun import HALO_KERNELS, AppRun, halo_dims, halo_periodic
+from fabscope.mapping.apprun import HALO_KERNELS, halo_dims, halo_periodic
 from fabscope.mapping.commgraph import CommGraph
+
+if TYPE_CHECKING:
+    from fabscope.measure.apps import AppRun
 
 __all__ = ["TIE", "Prediction", "app_program", "kernel_program", "order_text", "predict_iteration", "trace_program"]
 
@@ -57,17 +61,17 @@ def kernel_program(run: AppRun, iterations: int | None = None, algorithm: str | 
         dims = halo_dims(run)
         prog = apps.halo(dims, run.size, halo_periodic(run, len(dims)), it, w, compute, name=run.test)
     elif run.test == "fft-transpose":
-        grid = p.get("dims") or p.get("grid") or apps.dims_create(run.n_ranks, 2)
+        grid = p.get("dims") or apps.dims_create(run.ranks, 2)
         algo = algorithm or (p.get("algorithm") if p.get("algorithm") in apps.ALLTOALL else "pairwise")
         prog = apps.fft_transpose([int(x) for x in grid], run.size, it, w, algo, compute)
     elif run.test == "allreduce-loop":
         algo = algorithm or (p.get("algorithm") if p.get("algorithm") in apps.ALLREDUCE else None)
-        prog = apps.allreduce_loop(run.n_ranks, run.size, it, w, algo, compute)
+        prog = apps.allreduce_loop(run.ranks, run.size, it, w, algo, compute)
     else:
         return None
-    if prog.n_ranks != run.n_ranks:
-        raise TrafficError(f"{run.path}: {run.test}'s grid {prog.params.get('dims')} has {prog.n_ranks} ranks, "
-                           f"the run {run.n_ranks}")
+    if prog.n_ranks != run.ranks:
+        raise TrafficError(f"{run.test}'s grid {prog.params.get('dims')} has {prog.n_ranks} ranks, "
+                           f"the run {run.ranks}")
     return prog
 
 
@@ -79,35 +83,42 @@ def _algorithms(run: AppRun) -> list[str | None]:
     return [None]
 
 
-def _per_iteration(prog: Program) -> np.ndarray:
-    """The dense bytes matrix one iteration of ``prog`` sends."""
+def _pairs(n: int, src, dst, w) -> tuple[np.ndarray, np.ndarray]:
+    """(keys src * n + dst, summed weights) of the non-zero pairs between two ranks, sorted (sparse:
+    a dense matrix of a large run would not fit)."""
+    src, dst, w = np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(w, float)
+    keep = src != dst
+    keys, inv = np.unique(src[keep] * n + dst[keep], return_inverse=True)
+    tot = np.bincount(inv, weights=w[keep], minlength=len(keys))
+    nz = tot > 0
+    return keys[nz], tot[nz]
+
+
+def _sends_as_counted(prog: Program, run: AppRun) -> bool:
+    """Whether one iteration of ``prog`` sends each pair the bytes ``run`` counted per iteration."""
     k = int(prog.params["iterations"]) + int(prog.params["warmup"])
-    m = np.zeros((prog.n_ranks, prog.n_ranks))
-    np.add.at(m, (prog.src, prog.dst), prog.bytes)
-    return m / k
+    a_keys, a = _pairs(prog.n_ranks, prog.src, prog.dst, prog.bytes / k)
+    coo = run.sent.tocoo()
+    b_keys, b = _pairs(prog.n_ranks, coo.row, coo.col, coo.data / run.iterations_counted)
+    return np.array_equal(a_keys, b_keys) and np.allclose(a, b, rtol=1e-6, atol=0.5)
 
 
 def app_program(run: AppRun | None, graph: CommGraph | None, iterations: int | None = None,
                 graph_iterations: int = 1) -> tuple[Program, str]:
-    """``(program, how)``: the kernel's program for a run of a known kernel whose traffic (where
-    recorded) matches it, else ``graph`` per iteration (its bytes / ``graph_iterations``, or / the
-    run's counted iterations), with ``how`` saying which and why."""
+    """``(program, how)``: the kernel's program for a run (:class:`fabscope.measure.apps.AppRun`) of a
+    known kernel whose counted traffic matches it, else ``graph`` (one iteration's bytes: a run's
+    :meth:`~fabscope.measure.apps.AppRun.graph`, or a whole run's matrix / ``graph_iterations``) per
+    iteration, with ``how`` saying which and why."""
     why = ""
     if run is not None:
         prog, algo = None, None
-        want = None
-        if run.sent is not None:
-            want = np.zeros((run.n_ranks, run.n_ranks))
-            s = run.sent
-            np.add.at(want, (s[:, 0].astype(np.int64), s[:, 1].astype(np.int64)), s[:, 2] / run.iterations_counted)
-            np.fill_diagonal(want, 0.0)
         for algo in _algorithms(run):
             try:
                 prog = kernel_program(run, 1, algo)
             except TrafficError as err:
                 prog, why = None, f" ({run.test}'s parameters: {err})"
                 break
-            if prog is None or want is None or np.allclose(_per_iteration(prog), want, rtol=1e-6, atol=0.5):
+            if prog is None or _sends_as_counted(prog, run):
                 break
             prog, why = None, f" (the run's traffic is not what fabscope's {run.test} program sends)"
         if prog is not None:
@@ -117,15 +128,15 @@ def app_program(run: AppRun | None, graph: CommGraph | None, iterations: int | N
             return full, f"kernel {run.test}" + (f" ({algo})" if algo else "")
         if not why and run.test:
             why = f" (no program for kernel {run.test!r})"
-        its, warm, per = int(iterations or run.iterations), run.warmup, float(run.iterations_counted or 1)
+        its, warm, per = int(iterations or run.iterations), run.warmup, 1.0
     else:
         if graph_iterations < 1:
             raise TrafficError(f"the graph holds {graph_iterations} iterations; give at least 1")
         its, warm, per = int(iterations or 1), 0, float(graph_iterations)
     if graph is None:
-        where = f"{run.path}: " if run is not None else ""
-        raise TrafficError(f"{where}no program for {run.test if run else 'the run'!r} and no 'app-traffic' line "
-                           "to model it by its graph")
+        graph = run.graph() if run is not None else None
+    if graph is None:
+        raise TrafficError("no communication graph to model")
     prog = apps.graph_loop(graph.n, graph.src, graph.dst, graph.bytes / per, its, warm, name=graph.name)
     return prog, f"generic: the graph {graph.name} per iteration{why}"
 
@@ -168,6 +179,6 @@ def order_text(times: dict[str, float]) -> str:
     """
     names = sorted(times, key=lambda k: times[k])
     out = names[:1]
-    for a, b in zip(names, names[1:]):
+    for a, b in itertools.pairwise(names):
         out += ["=" if times[b] <= times[a] * (1 + TIE) else "<", b]
     return " ".join(out)
