@@ -110,6 +110,10 @@ def test_output_passes_and_ranks_go_where_asked(testbed, program, tmp_path):
     hf.write_text(f"{HOSTS[1]}:2\n{HOSTS[0]}\n")
     p = fabscope("testbed", "run", testbed, "--hostfile", str(hf), "--", program)
     assert placed(p.stdout) == {0: HOSTS[1], 1: HOSTS[1], 2: HOSTS[0]}, p.stderr
+    p = fabscope("testbed", "run", testbed, "--np", "2", "--", program)          # the first ranks of the default
+    assert placed(p.stdout) == {0: HOSTS[0], 1: HOSTS[1]}, p.stderr
+    p = fabscope("testbed", "run", testbed, "--np", "5", "--", program)
+    assert p.returncode == 1 and p.stderr.strip() == f"fabscope: error: --np 5, but testbed {NAME} places 4 ranks"
 
 
 def test_exit_status_of_a_rank(testbed, program):
