@@ -76,3 +76,49 @@ def test_the_printed_line_is_what_the_installed_open_mpi_accepts(tmp_path):
         bad = subprocess.run([exe, "--allow-run-as-root", "--oversubscribe", "--map-by", f"rankfile:file={rf}",
                               "-np", "2", "true"], capture_output=True, text=True, timeout=120)
         assert "unrecognized modifier" in bad.stdout + bad.stderr
+
+
+def test_line_per_mpi_and_format():
+    assert launch_command("hostfile", "F", 4, mpi="mpich") == "mpiexec -f F -n 4 ./a.out"
+    assert launch_command("machinefile", "F", 4, mpi="mpich") == "mpiexec -f F -n 4 ./a.out"
+    assert launch_command("hostfile", "F", 4, mpi="openmpi") == "mpirun --map-by seq --hostfile F -np 4 ./a.out"
+    assert launch_command("rankfile", "F", 4, (5, 0, 3), mpi="openmpi") == "mpirun --map-by rankfile:file=F -np 4 ./a.out"
+    # Hydra reads no rank file: the Open MPI line, and what to write for MPICH
+    assert "write --format machinefile and run mpiexec -f F -n 4 ./a.out" in launch_command("rankfile", "F", 4,
+                                                                                              mpi="mpich")
+    assert "for the Open MPI found, write --format hostfile" in launch_command("machinefile", "F", 4, mpi="openmpi")
+    for fmt in ("hostfile", "rankfile", "machinefile", "slurm", "map"):
+        assert launch_command(fmt, "F", 4, mpi="mpich", testbed="tb1") == "fabscope testbed run tb1 --placement F -- ./a.out"
+
+
+@pytest.mark.parametrize("mpicc, fmt, want", [
+    ("/usr/bin/mpicc.mpich", "hostfile", "mpiexec -f {F} -n 16 ./a.out"),
+    ("/usr/bin/mpicc.mpich", "machinefile", "mpiexec -f {F} -n 16 ./a.out"),
+    ("/usr/bin/mpicc.openmpi", "hostfile", "mpirun --map-by seq --hostfile {F} -np 16 ./a.out"),
+])
+def test_map_prints_the_line_of_the_mpi_found(tmp_path, capsys, monkeypatch, mpicc, fmt, want):
+    """`map -o` under each MPI installed here (Debian's MPICH and Open MPI, pinned by $FABSCOPE_MPICC); the line
+    printed is run with that MPI's own launcher, on this host, and puts the ranks in the file's order."""
+    import os
+
+    from fabscope.cli import main
+    from fabscope.measure.mpi import find_mpi
+
+    if not os.access(mpicc, os.X_OK):
+        pytest.skip(f"no {mpicc} (Debian's mpich / openmpi-bin)")
+    monkeypatch.setenv("FABSCOPE_MPICC", mpicc)
+    monkeypatch.delenv("FABSCOPE_MPIEXEC", raising=False)
+    out_file = tmp_path / "hosts.txt"
+    assert main(["map", "--fabric", "fat-tree:k=4,levels=2", "--nodes", "h[0000-0015]", "--ppn", "1",
+                 "--comm", "ring:16", "--format", fmt, "-o", str(out_file)]) == 0
+    out = capsys.readouterr().out
+    assert f"launch: {want.format(F=out_file)}" in out
+    # the same options with this host's name in the file: the real launcher accepts them
+    host = socket.gethostname()
+    local = tmp_path / "local.txt"
+    local.write_text(f"{host}\n{host}\n" if fmt == "hostfile" else f"{host}:2\n")
+    words = want.format(F=local).replace("16", "2").split()
+    exe = find_mpi().mpiexec
+    extra = ["--allow-run-as-root", "--oversubscribe"] if "openmpi" in mpicc else []
+    p = subprocess.run([exe, *extra, *words[1:-1], "hostname"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.split() == [host, host], p.stdout + p.stderr

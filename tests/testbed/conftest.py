@@ -23,16 +23,37 @@ import pytest
 from fabscope.testbed import names, system
 
 #: names the tests use; the leftover check covers each
-TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2",
-              *(f"ac{i}" for i in range(1, 10)))  # hs1: history, nz1: noise, sl*: slurm, ac*: the accuracy benches
+TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2",  # hs1: history, nz1: noise, sl*: slurm
+              "ac7",                                 # test_queue (the benches' ac1..ac9 are not the tests')
+              *(f"ap{i}" for i in range(1, 10)))  # ap*: testbed run and the applications (test_run, test_apps)
+#: the names of the modules that say which they use; a session takes down and checks only the names of the
+#: modules it collected (all the others' for a module not listed here), so that a session running these
+#: modules leaves alone the testbeds another session is testing with on this machine, and the reverse
+MODULE_NAMES = {"test_run": ("ap1",), "test_apps": ("ap2",), "test_queue": ("ac7",)}
+_collected: set[str] = set()
 
 
-def leftovers() -> list[str]:
+def pytest_collection_modifyitems(session, config, items):  # noqa: ARG001 - pytest's hook signature
+    here = Path(__file__).parent       # the hook sees the whole session's items: only this folder's modules count
+    _collected.update(item.path.stem for item in items if item.path.parent == here)
+
+
+def session_names() -> tuple[str, ...]:
+    """The test testbeds of the modules this session collected (every name when none is known)."""
+    listed = {n for ns in MODULE_NAMES.values() for n in ns}
+    mine = {n for m in _collected if m in MODULE_NAMES for n in MODULE_NAMES[m]}
+    if not _collected or any(m not in MODULE_NAMES for m in _collected):
+        mine |= set(TEST_NAMES) - listed
+    return tuple(t for t in TEST_NAMES if t in mine)
+
+
+def leftovers(names_: tuple[str, ...] | None = None) -> list[str]:
     from fabscope.testbed import slurm
 
-    left = [f"Slurm of {t}" for t in TEST_NAMES if slurm.running(t) or slurm.slurm_dir(t).exists()]
-    left += [n for n in system.list_netns() if any(names.owns_netns(t, n) for t in TEST_NAMES)]
-    left += [x for x in system.list_links() if any(names.owns_link(t, x) for t in TEST_NAMES)]
+    tested = TEST_NAMES if names_ is None else names_
+    left = [f"Slurm of {t}" for t in tested if slurm.running(t) or slurm.slurm_dir(t).exists()]
+    left += [n for n in system.list_netns() if any(names.owns_netns(t, n) for t in tested)]
+    left += [x for x in system.list_links() if any(names.owns_link(t, x) for t in tested)]
     return left
 
 
@@ -48,12 +69,13 @@ def testbed_state_dir():
         if system.unavailable_reason() is None:
             from fabscope.testbed.lifecycle import down
 
-            for t in TEST_NAMES:
+            tested = session_names()
+            for t in tested:
                 try:
                     down(t)
                 except Exception:  # keep going: the check below reports what stayed
                     pass
-            left = leftovers()
+            left = leftovers(tested)
             assert not left, f"testbed leftovers after the tests: {left}"
         if old is None:
             os.environ.pop("FABSCOPE_TESTBED_DIR", None)

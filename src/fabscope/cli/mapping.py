@@ -100,6 +100,11 @@ def _target(args: argparse.Namespace, fabric, n_ranks: int | None):
     if args.nodes:
         nodes = read_nodes(args.nodes)
         compressed = not _is_file(args.nodes)
+    elif _testbed(fabric) and getattr(args, "func", None) is not run_permute:
+        # a testbed is a whole job: its hosts, --ppn ranks each (default: the testbed's, 1), not standard input
+        from fabscope.testbed.state import load
+
+        return Target.from_names(fabric, fabric.host_names, None, args.ppn or load(_testbed(fabric)).ppn)
     else:
         lines = [] if sys.stdin is None or sys.stdin.isatty() else sys.stdin.readlines()
         nodes, compressed = parse_hostfile(lines), False
@@ -116,6 +121,12 @@ def _target(args: argparse.Namespace, fabric, n_ranks: int | None):
         slots = [int(fabric.host_cores[idx[h]]) if h in idx else 1 for h in names]
         return Target.from_names(fabric, names, slots, ppn)
     return Target.from_names(fabric, names, [c for _, c in nodes], args.ppn)
+
+
+def _testbed(fabric) -> str | None:
+    """The testbed's name if ``fabric`` is one's (as the resolver returns it), else None."""
+    name = fabric.params.get("testbed")
+    return name if isinstance(name, str) and fabric.params.get("testbed_view") else None
 
 
 def _is_file(path: str) -> bool:
@@ -203,13 +214,22 @@ def run_map(args: argparse.Namespace) -> int:
                 json.dump(doc, fh, indent=1)
         if args.output:
             write(m, args.format, args.output)
-    if args.output and args.format != "map":
+    tb = _testbed(target.fabric)
+    if args.output and (args.format != "map" or tb):
+        from fabscope.errors import MeasureError
+        from fabscope.measure.mpi import find_mpi
+
+        try:
+            vendor = None if tb else find_mpi().vendor
+        except MeasureError:
+            vendor = None   # no MPI here: every MPI's line, as the file's format goes
         ompi = None
-        if args.format == "rankfile":
+        if args.format == "rankfile" and not tb:
             from fabscope.mapping.outputs import detect_openmpi
 
             ompi = detect_openmpi()
-        print(f"# wrote {args.output}; launch: {launch_command(args.format, args.output, m.n_ranks, ompi)}", file=out)
+        line = launch_command(args.format, args.output, m.n_ranks, ompi, vendor, tb)
+        print(f"# wrote {args.output}; launch: {line}", file=out)
     return 0
 
 

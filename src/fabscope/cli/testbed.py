@@ -1,4 +1,4 @@
-"""``fabscope testbed``: an emulated fabric on this machine (up, down, status, degrade, cut, restore)."""
+"""``fabscope testbed``: an emulated fabric on this machine (up, down, status, degrade, cut, restore, run)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("name", help="testbed name, as given to 'testbed up --name' (see 'fabscope testbed status')")
     r.add_argument("link", nargs="?", help="node[port] (default: every fault)")
     r.set_defaults(func=_restore)
+    x = tsub.add_parser("run", help="run any MPI program across a testbed's hosts",
+                        description="Start an MPI program on the testbed's hosts as 'measure --testbed' starts "
+                                    "fabscope-bench (MPICH's Hydra into the hosts' namespaces, ranks over the "
+                                    "fabric only), its output passed through, its exit status returned (a rank "
+                                    "killed by signal N: 128+N).  Ctrl-C, SIGTERM and --timeout (exit 124) stop "
+                                    "every rank.",
+                        epilog=examples("sudo fabscope testbed run tb1 -- ./a.out",
+                                        "sudo fabscope testbed run tb1 --placement ranks.txt --timeout 600 -- "
+                                        "./halo --size 1MiB",
+                                        "sudo fabscope testbed run tb1 --hostfile hosts.txt --ppn 2 -- ./a.out"))
+    x.add_argument("name", help="testbed name, as given to 'testbed up --name' (see 'fabscope testbed status')")
+    _run_options(x)
+    x.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    x.set_defaults(func=_run)
+
+
+def _run_options(x: argparse.ArgumentParser, default: object = None) -> None:
+    where = x.add_mutually_exclusive_group()
+    where.add_argument("--hostfile", default=default, help="hosts in this order (host, host:N, 'host slots=N'), named as on the "
+                                          "testbed or as in the fabric it was built from")
+    where.add_argument("--placement", default=default, help="a placement as 'fabscope map -o' writes it (hostfile, rankfile, "
+                                           "machinefile, slurm or map format): each rank's host")
+    x.add_argument("--ppn", type=int, default=default, help="ranks per host (default: the host file's counts, else 1)")
+    x.add_argument("--np", type=int, default=default, help="ranks (default: every slot of the hosts or placement)")
+    x.add_argument("--timeout", type=float, default=default,
+                   help="stop every rank after this many seconds (exit 124)")
 
 
 def _say(msg: str) -> None:
@@ -151,6 +177,24 @@ def _cut(args: argparse.Namespace) -> int:
 
     cut(args.name, args.link, say=_say)
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Options given after NAME (argparse hands everything after NAME to the program) are read up to ``--``."""
+    from fabscope.testbed.run import run
+
+    rest = list(args.program)   # argparse drops a '--' right after NAME, not one after options
+    if rest and rest[0].startswith("-") and rest[0] != "--" and "--" in rest:
+        cut = rest.index("--")
+        again = argparse.ArgumentParser(prog=f"fabscope testbed run {args.name}", add_help=False, allow_abbrev=False)
+        _run_options(again, default=argparse.SUPPRESS)
+        for k, v in vars(again.parse_args(rest[:cut])).items():
+            setattr(args, k, v)
+        rest = rest[cut:]
+    args.program = rest[1:] if rest[:1] == ["--"] else rest
+
+    return run(args.name, args.program, hostfile=args.hostfile, placement=args.placement, ppn=args.ppn,
+               np=args.np, timeout=args.timeout, say=_say)
 
 
 def _restore(args: argparse.Namespace) -> int:

@@ -144,12 +144,16 @@ def detect_openmpi(timeout: float = 10.0) -> tuple[int, ...] | None:
     return None
 
 
-def launch_command(fmt: str, path: str, n: int, ompi: tuple[int, ...] | None = None) -> str:
-    """The launcher command line for a file of format ``fmt``.
+def launch_command(fmt: str, path: str, n: int, ompi: tuple[int, ...] | None = None, mpi: str | None = None,
+                   testbed: str | None = None) -> str:
+    """The launcher command line for a file of format ``fmt``, for the MPI in use.
 
-    A rankfile's option depends on Open MPI's version (``ompi``): 5 takes
-    ``--map-by rankfile:file=F``, 4 and older only ``--rankfile F`` (``-rf F``).
-    Unknown: both, labelled.
+    ``mpi`` is the vendor :func:`fabscope.measure.mpi.find_mpi` found (None: not known).  MPICH's
+    Hydra (``mpich``, ``intel``) takes host and machine files with ``-f``; Open MPI (``openmpi``)
+    host files with ``--map-by seq --hostfile`` and rank files, whose option depends on its version
+    (``ompi``): 5 takes ``--map-by rankfile:file=F``, 4 and older only ``--rankfile F`` (``-rf F``);
+    unknown: both, labelled.  On a testbed (``testbed``: its name) every format runs through
+    ``fabscope testbed run``.
 
     >>> launch_command("slurm", "hosts.txt", 8)
     'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 8 ./a.out'
@@ -159,14 +163,31 @@ def launch_command(fmt: str, path: str, n: int, ompi: tuple[int, ...] | None = N
     'mpirun --map-by rankfile:file=r.txt -np 8 ./a.out'
     >>> launch_command("hostfile", "my hosts;x", 8)
     "mpirun --map-by seq -hostfile 'my hosts;x' -np 8 ./a.out"
+    >>> launch_command("hostfile", "h.txt", 8, mpi="mpich")
+    'mpiexec -f h.txt -n 8 ./a.out'
+    >>> launch_command("hostfile", "h.txt", 8, mpi="openmpi")
+    'mpirun --map-by seq --hostfile h.txt -np 8 ./a.out'
+    >>> launch_command("rankfile", "r.txt", 8, mpi="mpich", testbed="tb1")
+    'fabscope testbed run tb1 --placement r.txt -- ./a.out'
     """
     path = shell_word(path)      # the command is meant to be pasted into a shell
+    if testbed is not None:
+        return f"fabscope testbed run {shell_word(testbed)} --placement {path} -- ./a.out"
+    hydra = f"mpiexec -f {path} -n {n} ./a.out"
     if fmt == "rankfile":
         v5 = LAUNCH["rankfile"].format(file=path, n=n)
         v4 = f"mpirun --rankfile {path} -np {n} ./a.out"
-        if ompi is None:
-            return f"{v5} (Open MPI 5; Open MPI 4: {v4})"
-        return v5 if ompi[0] >= 5 else v4
+        line = f"{v5} (Open MPI 5; Open MPI 4: {v4})" if ompi is None else v5 if ompi[0] >= 5 else v4
+        if mpi in ("mpich", "intel"):
+            return f"{line}; a rank file is Open MPI's: for the {mpi.upper() if mpi == 'intel' else 'MPICH'} found, " \
+                   f"write --format machinefile and run {hydra}"
+        return line
+    if mpi in ("mpich", "intel") and fmt in ("hostfile", "machinefile"):
+        return hydra
+    if mpi == "openmpi" and fmt == "hostfile":
+        return f"mpirun --map-by seq --hostfile {path} -np {n} ./a.out"
+    if mpi == "openmpi" and fmt == "machinefile":
+        return f"{hydra} (MPICH's Hydra; for the Open MPI found, write --format hostfile or rankfile)"
     return LAUNCH[fmt].format(file=path, n=n)
 
 

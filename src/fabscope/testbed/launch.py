@@ -75,15 +75,9 @@ def hydra_args(name: str) -> list[str]:
     return args
 
 
-def job(name: str, out: str | os.PathLike[str], ppn: int | None = None, hostfile: str | None = None
-        ) -> tuple[Fabric, str, list[str], int]:
-    """Everything ``fabscope measure --testbed`` needs: (fabric, host file, launcher options, ranks).
-
-    The hosts are the testbed's, in order, or those of ``hostfile`` in its order (named as on the
-    testbed, ``fstb-NAME-h<i>``, or as in the fabric it was built from), ``ppn`` ranks each (default 1).
-    Checks that the testbed is up and whole, and that the MPI found is MPICH (Hydra).
-    """
-    from fabscope.measure.hostlists import read_hostfile
+def ready(name: str) -> tuple[state.State, Fabric]:
+    """Testbed ``name``'s state and fabric (as built), once checked up and whole and the MPI found MPICH
+    (Hydra: the launcher that enters its namespaces); :class:`TestbedError` in one line otherwise."""
     from fabscope.measure.mpi import find_mpi
     from fabscope.testbed.lifecycle import existing
 
@@ -94,22 +88,39 @@ def job(name: str, out: str | os.PathLike[str], ppn: int | None = None, hostfile
     if have != fabric.n_nodes:
         raise TestbedError(f"testbed {name} is incomplete ({have} of {fabric.n_nodes} namespaces); "
                            f"bring it up again ('fabscope testbed up --name {name} --fabric {st.spec}')")
-    hosts = list(fabric.host_names)
-    if hostfile:
-        original = list(fabric.params.get("original_hosts") or [])
-        hosts = []
-        for h, _ in read_hostfile(hostfile):
-            if h in fabric.host_index:
-                hosts.append(h)
-            elif h in original:
-                hosts.append(fabric.host_names[original.index(h)])
-            else:
-                raise TestbedError(f"--hostfile {hostfile}: testbed {name} has no host {h!r} "
-                                   f"(its hosts are {fabric.host_names[0]} .. {fabric.host_names[-1]})")
     mpi = find_mpi()
     if mpi.vendor != "mpich":
-        raise TestbedError(f"measuring on a testbed needs MPICH's Hydra launcher; the MPI found is {mpi.vendor} "
+        raise TestbedError(f"running on a testbed needs MPICH's Hydra launcher; the MPI found is {mpi.vendor} "
                            f"({mpi.mpiexec}); install the mpich wheel or set $FABSCOPE_MPICC")
+    return st, fabric
+
+
+def host_on_testbed(name: str, fabric: Fabric, host: str, where: str) -> str:
+    """``host`` as named on testbed ``name`` (``fstb-NAME-h<i>``), given so or as in the fabric it was built
+    from; :class:`TestbedError` naming ``where`` if the testbed has no such host."""
+    if host in fabric.host_index:
+        return host
+    original = list(fabric.params.get("original_hosts") or [])
+    if host in original:
+        return fabric.host_names[original.index(host)]
+    raise TestbedError(f"{where}: testbed {name} has no host {host!r} "
+                       f"(its hosts are {fabric.host_names[0]} .. {fabric.host_names[-1]})")
+
+
+def job(name: str, out: str | os.PathLike[str], ppn: int | None = None, hostfile: str | None = None
+        ) -> tuple[Fabric, str, list[str], int]:
+    """Everything ``fabscope measure --testbed`` needs: (fabric, host file, launcher options, ranks).
+
+    The hosts are the testbed's, in order, or those of ``hostfile`` in its order (named as on the
+    testbed, ``fstb-NAME-h<i>``, or as in the fabric it was built from), ``ppn`` ranks each (default 1).
+    Checks that the testbed is up and whole, and that the MPI found is MPICH (Hydra).
+    """
+    from fabscope.measure.hostlists import read_hostfile
+
+    st, fabric = ready(name)
+    hosts = list(fabric.host_names)
+    if hostfile:
+        hosts = [host_on_testbed(name, fabric, h, f"--hostfile {hostfile}") for h, _ in read_hostfile(hostfile)]
     ppn = ppn or st.ppn
     path = Path(f"{os.fspath(out)}.hosts")
     with atomic_open(path) as fh:

@@ -166,7 +166,7 @@ def nominal_fabric(st: State) -> Fabric:
         except FabscopeError as err:
             raise TestbedError(f"testbed {st.name}: routing {st.routing}: {err}") from None
     return replace(f, name=f"testbed {st.name} as built ({st.spec})",
-                   params={**f.params, "routing": st.routing, "testbed_view": "nominal"})
+                   params={**f.params, "routing": st.routing, "testbed_view": "nominal", "testbed": st.name})
 
 
 def load_fabric(name: str, now: bool = False) -> Fabric:
@@ -179,7 +179,7 @@ def load_fabric(name: str, now: bool = False) -> Fabric:
     As built: every cable at its nominal rate, the tables of ``up``.  Now:
     degraded cables at their rate, cut cables gone, the tables rewritten
     after a cut.  ``params["routing"]`` names the engine the tables come
-    from, ``params["testbed_view"]`` which of the two this is.
+    from, ``params["testbed_view"]`` which of the two this is, ``params["testbed"]`` the testbed's name.
     """
     from dataclasses import replace
 
@@ -189,7 +189,7 @@ def load_fabric(name: str, now: bool = False) -> Fabric:
     f, lft = forwarding_now(st)
     faults = f"{len(st.degraded)} degraded, {len(st.cut)} cut" if st.degraded or st.cut else "no faults"
     return replace(f, lft=lft, name=f"testbed {st.name} now ({st.spec}; {faults})",
-                   params={**f.params, "routing": routing_engine(st), "testbed_view": "now"})
+                   params={**f.params, "routing": routing_engine(st), "testbed_view": "now", "testbed": st.name})
 
 
 def load_routing(name: str, now: bool = True):  # type: ignore[no-untyped-def]
