@@ -94,9 +94,9 @@ def test_predict_a_pmpi_matrix_per_iteration(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("make,extra,msg", [
-    (lambda p: write_run(p, "halo2d", HOSTS, [1e-3], app=False, traffic=False), [], "no application kernel's"),
+    (lambda p: write_run(p, "halo2d", HOSTS, [1e-3], app=False, traffic=False), [], "no application record"),
     (lambda p: write_run(p, "halo2d", HOSTS, [1e-3], traffic=False, params={"dims": [4, 4]}), [],
-     "no application kernel's traffic (an 'app-traffic' line)"),
+     "no application record (an 'app' line and its 'app-traffic' line)"),
     (lambda p: write_run(p, "my-solver", HOSTS, [1e-3], sent=[[0, 1, 8]]), [],
      "'my-solver' is not an application kernel"),
     (lambda p: write_run(p, "evil\x1b[2J", HOSTS, [1e-3], sent=[[0, 1, 8]]), [], "is not an application kernel"),

@@ -70,17 +70,9 @@ def is_app_run(path: str) -> bool:
 def read_app_run(path: str) -> AppRun:
     """The application kernel run of a fabscope-bench output (its app and app-traffic lines, with
     each rank's host); a file with none, or with several kernels, is refused in one line."""
-    from fabscope.measure.apps import APP_TESTS, app_runs
-    from fabscope.measure.parse import read_run
+    from fabscope.measure.apps import one_app_run
 
-    runs = app_runs(read_run(path))
-    if not runs:
-        raise SchemaError(f"{path}: no application record (an 'app' line and its 'app-traffic' line); "
-                          f"is this a run of an application kernel ({', '.join(APP_TESTS)})?")
-    if len(runs) > 1:
-        raise SchemaError(f"{path}: the runs of {len(runs)} kernels ({', '.join(r.test for r in runs)}); "
-                          "give one kernel's run a file")
-    run = runs[0]
+    run = one_app_run(path, error=SchemaError)
     if not run.hosts or set(run.hosts) == {"?"}:
         raise SchemaError(f"{path}: no 'ranks' line naming each rank's host")
     return run

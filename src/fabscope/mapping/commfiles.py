@@ -198,17 +198,10 @@ def read_app_comm(path: str, test: str | None = None) -> CommGraph:
 
     The file must hold one kernel's traffic, unless ``test`` names which.
     """
-    from fabscope.measure.apps import APP_TESTS, app_runs
-    from fabscope.measure.parse import read_run
+    from fabscope.measure.apps import one_app_run
 
-    apps = [a for a in app_runs(read_run(path)) if test is None or a.test == test]
-    if not apps:
-        raise TrafficError(f"{path}: no application kernel's traffic (an 'app-traffic' line) in this "
-                           f"fabscope-bench output; measure one of {', '.join(APP_TESTS)} to map it")
-    if len(apps) > 1:
-        raise TrafficError(f"{path}: the traffic of {len(apps)} kernels ({', '.join(a.test for a in apps)}); "
-                           "give --comm one kernel's run")
-    g = apps[0].graph(os.path.basename(path))
+    run = one_app_run(path, test, TrafficError)
+    g = run.graph(os.path.basename(path))
     g.params["file"] = path
     return g
 
