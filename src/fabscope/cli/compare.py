@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs(args.output, args.csv, args.json,
                   inputs=[*args.files, args.model if args.model not in MODELS else None])
-    from fabscope.mapping.apprun import is_app_run
+    from fabscope.measure.apps import is_app_run
 
     if any(is_app_run(f) for f in args.files):
         return run_apps(args)

@@ -235,7 +235,8 @@ def run_map(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace, graph, target, results, rows) -> dict:
     """Each mapping's predicted time per iteration, into ``rows``; the lines saying how, and the same as JSON."""
-    from fabscope.mapping.apprun import is_app_run, read_app_run
+    from fabscope.mapping.apprun import read_app_run
+    from fabscope.measure.apps import is_app_run
     from fabscope.mapping.predict import TIE, app_program, order_text, predict_iteration
     from fabscope.names import plain
 

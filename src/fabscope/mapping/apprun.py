@@ -15,15 +15,14 @@ takes the one kernel run of a file and refuses, in one line, a file that holds n
 >>> path = os.path.join(tempfile.mkdtemp(), "run.jsonl")
 >>> _ = open(path, "w").write("".join(json.dumps(x) + "\\n" for x in lines))
 >>> run = read_app_run(path)
->>> run.test, run.hosts, run.t_iter_median, is_app_run(path)
-('halo2d', ['a', 'b'], 0.0015, True)
+>>> run.test, run.hosts, run.t_iter_median
+('halo2d', ['a', 'b'], 0.0015)
 >>> halo_dims(run), halo_periodic(run, 2)
 ([2, 1], [False, False])
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from fabscope.errors import SchemaError
@@ -31,7 +30,7 @@ from fabscope.errors import SchemaError
 if TYPE_CHECKING:
     from fabscope.measure.apps import AppRun
 
-__all__ = ["HALO_KERNELS", "halo_dims", "halo_periodic", "is_app_run", "read_app_run"]
+__all__ = ["HALO_KERNELS", "halo_dims", "halo_periodic", "read_app_run"]
 
 HALO_KERNELS = {"halo2d": 2, "halo3d": 3}
 
@@ -50,21 +49,6 @@ def halo_periodic(run: AppRun, nd: int) -> list[bool]:
     default)."""
     p = run.params.get("periodic", True)
     return [bool(p)] * nd if isinstance(p, bool) else [bool(x) for x in p]
-
-
-def is_app_run(path: str) -> bool:
-    """Whether ``path`` is a fabscope-bench output with an ``app`` line (False for anything else; the
-    reader says what is wrong with a file that claims to be one)."""
-    if not (isinstance(path, str) and os.path.isfile(path)):
-        return False
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(1 << 16)
-            if b'"header"' not in first or b"fabscope.bench" not in first:
-                return False
-            return any(b'"type":"app"' in line.replace(b" ", b"") for line in fh)
-    except OSError:
-        return False
 
 
 def read_app_run(path: str) -> AppRun:

@@ -26,6 +26,7 @@ objects; :meth:`AppRun.graph` is the communication graph per iteration that
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -241,6 +242,21 @@ def app_runs(run: Any) -> list[AppRun]:
         elif r["type"] == "app-traffic" and r["test"] in pending:
             out.append(make_app(pending.pop(r["test"]), r, list(run.ranks.get("host") or [])))
     return out
+
+
+def is_app_run(path: str) -> bool:
+    """Whether ``path`` is a fabscope-bench output with an ``app`` line (False for anything else; the
+    reader says what is wrong with a file that claims to be one)."""
+    if not (isinstance(path, str) and os.path.isfile(path)):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 16)
+            if b'"header"' not in first or b"fabscope.bench" not in first:
+                return False
+            return any(b'"type":"app"' in line.replace(b" ", b"") for line in fh)
+    except OSError:
+        return False
 
 
 def one_app_run(path: str, test: str | None = None, error: type[Exception] = MeasureError) -> AppRun:

@@ -137,7 +137,7 @@ class Watch:
         host_links = np.flatnonzero(f.link_src < f.n_hosts)
         sent = host_links[d.bytes[host_links] >= SENT_BYTES]
         held = int(np.sum(d.overlimits[sent] > 0))
-        from fabscope.mapping.apprun import is_app_run
+        from fabscope.measure.apps import is_app_run
 
         free = uncontended(out, self.name)
         ok, why = verdict(len(sent), held, int(d.drops.sum()), int(d.packets.sum()), free, app=is_app_run(str(out)))
