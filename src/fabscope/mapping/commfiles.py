@@ -198,7 +198,7 @@ def read_app_comm(path: str, test: str | None = None) -> CommGraph:
 
     The file must hold one kernel's traffic, unless ``test`` names which.
     """
-    from fabscope.measure.apps import one_app_run
+    from fabscope.mapping.apprun import one_app_run
 
     run = one_app_run(path, test, TrafficError)
     g = run.graph(os.path.basename(path))

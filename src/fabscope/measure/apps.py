@@ -259,21 +259,6 @@ def is_app_run(path: str) -> bool:
         return False
 
 
-def one_app_run(path: str, test: str | None = None, error: type[Exception] = MeasureError) -> AppRun:
-    """The one kernel run of fabscope-bench output ``path`` (or the run of kernel ``test``); a file with
-    none, or with several kernels, is refused with ``error`` in one line."""
-    from fabscope.measure.parse import read_run
-
-    apps = [a for a in app_runs(read_run(path)) if test is None or a.test == test]
-    if not apps:
-        raise error(f"{path}: no application record (an 'app' line and its 'app-traffic' line) in this "
-                    f"fabscope-bench output; measure one of {', '.join(APP_TESTS)}")
-    if len(apps) > 1:
-        raise error(f"{path}: the runs of {len(apps)} kernels ({', '.join(a.test for a in apps)}); "
-                    "give one kernel's run")
-    return apps[0]
-
-
 def app_table(apps: list[AppRun]) -> list[str]:
     """``fabscope analyze``'s table of application kernels.
 
