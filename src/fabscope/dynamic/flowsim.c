@@ -38,7 +38,36 @@ typedef struct { int32_t f, k; double w; } slot_t;
 typedef struct { slot_t *a; int64_t n, cap; } rlist;
 
 static int ev_lt(const ev_t *x, const ev_t *y) { return x->t < y->t || (x->t == y->t && x->seq < y->seq); }
-static int ev_push(evheap *h, ev_t e)
+/* The event heap holds at most one finish event per flow slot, moved in place when the flow's
+ * rate changes (hp[slot]: its index, -1 none) instead of a new event pushed beside the stale one:
+ * the heap stays as small as the flows in flight and pops only live events, in the same
+ * (time, sequence) order as the reference's heap with its stale entries skipped. */
+static void ev_place(evheap *h, int64_t *hp, int64_t i, ev_t e)
+{
+    h->a[i] = e;
+    if (e.kind == FINISH) hp[e.id] = i;
+}
+static void ev_up(evheap *h, int64_t *hp, int64_t i, ev_t e)
+{
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (!ev_lt(&e, &h->a[p])) break;
+        ev_place(h, hp, i, h->a[p]); i = p;
+    }
+    ev_place(h, hp, i, e);
+}
+static void ev_down(evheap *h, int64_t *hp, int64_t i, ev_t e)
+{
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && ev_lt(&h->a[c + 1], &h->a[c])) c++;
+        if (!ev_lt(&h->a[c], &e)) break;
+        ev_place(h, hp, i, h->a[c]); i = c;
+    }
+    ev_place(h, hp, i, e);
+}
+static int ev_push(evheap *h, int64_t *hp, ev_t e)
 {
     if (h->n == h->cap) {
         int64_t nc = h->cap ? 2 * h->cap : 1024;
@@ -46,28 +75,24 @@ static int ev_push(evheap *h, ev_t e)
         if (!na) return -1;
         h->a = na; h->cap = nc;
     }
-    int64_t i = h->n++;
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (!ev_lt(&e, &h->a[p])) break;
-        h->a[i] = h->a[p]; i = p;
-    }
-    h->a[i] = e;
+    ev_up(h, hp, h->n++, e);
     return 0;
 }
-static ev_t ev_pop(evheap *h)
+static ev_t ev_pop(evheap *h, int64_t *hp)
 {
     ev_t top = h->a[0], last = h->a[--h->n];
-    int64_t i = 0;
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && ev_lt(&h->a[c + 1], &h->a[c])) c++;
-        if (!ev_lt(&h->a[c], &last)) break;
-        h->a[i] = h->a[c]; i = c;
-    }
-    if (h->n) h->a[i] = last;
+    if (top.kind == FINISH) hp[top.id] = -1;
+    if (h->n) ev_down(h, hp, 0, last);
     return top;
+}
+/* flow slot g's finish event at e: moved where it was one, else pushed */
+static int ev_set(evheap *h, int64_t *hp, ev_t e)
+{
+    int64_t i = hp[e.id];
+    if (i < 0) return ev_push(h, hp, e);
+    if (ev_lt(&e, &h->a[i])) ev_up(h, hp, i, e);
+    else ev_down(h, hp, i, e);
+    return 0;
 }
 static int rk_lt(const rk_t *x, const rk_t *y)
 {
@@ -218,6 +243,7 @@ int fs_run(int64_t n_res, const double *capacity,
     char *need = malloc((size_t)n_msg + 1);
     flow_t *F = NULL;
     int64_t nF = 0, cF = 0, *freel = NULL, nfree = 0, cfree = 0;
+    int64_t *hp = NULL, chp = 0;                 /* hp[slot]: index of its finish event in H, -1 none */
     int64_t *spos = NULL, cspos = 0, maxh = 1;   /* spos[f * maxh + k]: where flow f sits in on[its k-th resource] */
     int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0, *tlist = NULL, ctlist = 0;
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
@@ -238,13 +264,13 @@ int fs_run(int64_t n_res, const double *capacity,
     for (int64_t s = 0; s < n_steps; s++) { step_start[s] = step_end[s] = NAN; pending[s] = step_ptr[s + 1] - step_ptr[s]; }
     for (int64_t i = 0; i < n_first; i++) {
         ev_t e = {step_delay[first_steps[i]], seq++, first_steps[i], 0, START};
-        CHK(ev_push(&H, e));
+        CHK(ev_push(&H, hp, e));
     }
     while (H.n) {
         double t = H.a[0].t, horizon = t + fabs(t) * TIME_TOL;
         ns = nf = 0;
         while (H.n && H.a[0].t <= horizon) {
-            ev_t e = ev_pop(&H);
+            ev_t e = ev_pop(&H, hp);
             events++;
             int64_t a = e.id, done = -1;
             if (e.kind == START) {
@@ -254,13 +280,13 @@ int fs_run(int64_t n_res, const double *capacity,
                     if (--need[m] == 0) {
                         msg_post[m] = t;
                         ev_t f = {t + p_lat[msg_path[m]], seq++, m, 0, FLOW};
-                        CHK(ev_push(&H, f));
+                        CHK(ev_push(&H, hp, f));
                     }
                 }
                 if (pending[a] == 0) {
                     step_end[a] = t;
                     int64_t nx = step_next[a];
-                    if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, f)); }
+                    if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, hp, f)); }
                 }
                 continue;
             }
@@ -276,6 +302,8 @@ int fs_run(int64_t n_res, const double *capacity,
                         g = nF++;
                         GROW(F, nF, cF, 1024);
                         F[g].ver = 0; F[g].todo = F[g].done = F[g].add = F[g].st = 0;
+                        GROW(hp, nF, chp, 1024);
+                        hp[g] = -1;
                         if (nF * maxh > cspos) {
                             int64_t need_ = nF * maxh;
                             GROW(spos, need_, cspos, 1024 * maxh);
@@ -339,7 +367,7 @@ int fs_run(int64_t n_res, const double *capacity,
                     if (--pending[s] == 0 && !isnan(step_start[s])) {
                         step_end[s] = t;
                         int64_t nx = step_next[s];
-                        if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, f)); }
+                        if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, hp, f)); }
                     }
                 }
             }
@@ -544,7 +572,7 @@ int fs_run(int64_t n_res, const double *capacity,
             fl->rate = nr;
             fl->ver++;
             ev_t f = {t + (fl->rem > 0 ? fl->rem : 0) / nr, seq++, g, fl->ver, FINISH};
-            CHK(ev_push(&H, f));
+            CHK(ev_set(&H, hp, f));
         }
     }
     for (int64_t s = 0; s < n_steps; s++) if (pending[s] > 0) { rc = 1; break; }
@@ -552,7 +580,7 @@ out:
     stats[0] = events; stats[1] = refills; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
-    free(F); free(freel); free(spos); free(addl); free(tl); free(tlist); free(started); free(fin); free(todo);
+    free(F); free(hp); free(freel); free(spos); free(addl); free(tl); free(tlist); free(started); free(fin); free(todo);
     free(stack); free(touched); free(fin_rate); free(H.a); free(R.a);
     return rc;
 }
