@@ -182,6 +182,7 @@ typedef struct {
 typedef struct {
     double wsum, st_max;              /* weight in flight; largest rate on it (certificate) */
     int64_t st_ep, tch, nb, seen;     /* certificate marks; flows bottlenecked here; event mark */
+    int64_t bhead;                    /* the first of the flows bottlenecked here (-1 none; list in flow_t) */
     char full;                        /* full at the tentative rates (certificate) */
 } res_b;
 
@@ -211,15 +212,40 @@ typedef struct {
     double rate, nrate;          /* current rate; tentative rate of this refill */
     int64_t todo, done, add;     /* epochs: in this event's refill; frozen in this pass; to add */
     int64_t where, bneck;        /* where it froze in this pass; its bottleneck (-1 cap, -2 none) */
+    int64_t bprev, bnext;        /* its neighbours in its bottleneck's list of flows (-1: none) */
     int64_t off, n;              /* its path's entries p_res[off .. off + n) */
     double rem, tlast;           /* bytes left at tlast */
     int64_t msg, path, ver, st;  /* message (-1: free slot), path, finish-event version, started epoch */
 } flow_t;
 
+/* Flow f's bottleneck becomes b (a resource, -1 its cap, -2 none).  Each resource lists the
+ * flows bottlenecked on it (a doubly linked list through the slots), so that the certificate
+ * visits those alone, not every flow on a resource it touched. */
+static void set_bneck(flow_t *F, res_b *RB, int64_t f, int64_t b)
+{
+    int64_t o = F[f].bneck;
+    if (o == b) return;
+    if (o >= 0) {
+        int64_t p = F[f].bprev, x = F[f].bnext;
+        RB[o].nb--;
+        if (p >= 0) F[p].bnext = x;
+        else RB[o].bhead = x;
+        if (x >= 0) F[x].bprev = p;
+    }
+    if (b >= 0) {
+        int64_t h = RB[b].bhead;
+        RB[b].nb++;
+        F[f].bprev = -1;
+        F[f].bnext = h;
+        if (h >= 0) F[h].bprev = f;
+        RB[b].bhead = f;
+    }
+    F[f].bneck = b;
+}
+
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
 /* bneck: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
-#define SET_BNECK(f_, b_) do { int64_t o_ = F[f_].bneck, n_ = (b_); if (o_ >= 0) { RB[o_].nb--; } \
-                               if (n_ >= 0) { RB[n_].nb++; } F[f_].bneck = n_; } while (0)
+#define SET_BNECK(f_, b_) set_bneck(F, RB, (f_), (b_))
 #define GROW(ptr, n, cap, init) do { if ((n) >= (cap)) { int64_t nc_ = (cap) ? 2 * (cap) : (init); \
         while (nc_ <= (n)) { nc_ *= 2; } void *np_ = realloc((ptr), (size_t)nc_ * sizeof *(ptr)); \
         if (!np_) { rc = -1; goto out; } (ptr) = np_; (cap) = nc_; } } while (0)
@@ -253,7 +279,7 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
     double last_call = progress ? wall_s() : 0;
     if (!on || !RA || !RB || !need) { rc = -1; goto out; }
-    for (int64_t r = 0; r < n_res; r++) RA[r].cap = capacity[r];
+    for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; }
     for (int64_t m = 0; m < n_msg; m++) {
         int64_t p = msg_path[m];
         if (p_ptr[p + 1] - p_ptr[p] > maxh) maxh = p_ptr[p + 1] - p_ptr[p];
@@ -534,11 +560,11 @@ int fs_run(int64_t n_res, const double *capacity,
             }
             for (int64_t j = 0; j < ntl; j++) {
                 int64_t r = tl[j];
-                if (RB[r].nb == 0) continue;       /* no fixed flow has its bottleneck here */
-                for (int64_t z = 0; z < on[r].n; z++) {
-                    int64_t h = on[r].a[z].f;
+                int64_t h, hn;
+                for (h = RB[r].bhead; h >= 0; h = hn) {   /* the flows bottlenecked here */
                     flow_t *fh = &F[h];
-                    if (fh->todo == ev_ep || fh->add == ep || fh->bneck != r) continue;
+                    hn = fh->bnext;                        /* before SET_BNECK moves h to another list */
+                    if (fh->todo == ev_ep || fh->add == ep) continue;
                     double rh = fh->rate;
                     STAT(r);
                     if (RB[r].full && rh >= RB[r].st_max * (1 - RATE_TOL)) continue;
