@@ -181,6 +181,9 @@ typedef struct {
 /* ... and what the certificate and the event bookkeeping use */
 typedef struct {
     double wsum, st_max;              /* weight in flight; largest rate on it (certificate) */
+    double ubsum;                     /* the filling: sum over its refilled flows of weight x upper bound */
+    double mx;                        /* the largest rate of the flows on it, when mx_ok */
+    char mx_ok;
     int64_t st_ep, tch, nb, seen;     /* certificate marks; flows bottlenecked here; event mark */
     int64_t bhead;                    /* the first of the flows bottlenecked here (-1 none; list in flow_t) */
     char full;                        /* full at the tentative rates (certificate) */
@@ -243,6 +246,44 @@ static void set_bneck(flow_t *F, res_b *RB, int64_t f, int64_t b)
     F[f].bneck = b;
 }
 
+/* The certificate's view of resource q at the tentative rates (refilled flows at their new rate,
+ * the others at theirs): whether it is full, and its largest rate.  Without scanning every flow on
+ * it where it can: the load is the one in flight plus the refilled flows' changes, and the largest
+ * fixed rate is the resource's kept maximum when that maximum belongs to a fixed flow (it is
+ * larger than every refilled flow's old rate); else the flows on it are scanned. */
+static void stat_res(int64_t q, int64_t ep, int64_t ev_ep, const rlist *on, const flow_t *F, const res_a *RA,
+                     res_b *RB, const int64_t *tlist, const double *tlw)
+{
+    if (RB[q].st_ep == ep) return;
+    double ld = RA[q].load, mx = 0, old_mx = -1;
+    if (RA[q].touch == ep) {                       /* refilled flows cross it: tlist holds them */
+        for (int64_t j = RA[q].t_beg; j < RA[q].t_cnt; j++) {
+            const flow_t *h = &F[tlist[j]];
+            if (h->nrate > mx) mx = h->nrate;
+            if (h->rate > old_mx) old_mx = h->rate;
+            ld += (h->nrate - h->rate) * tlw[j];
+        }
+    }
+    if (RB[q].mx_ok && RB[q].mx > old_mx) {
+        if (RB[q].mx > mx) mx = RB[q].mx;
+    } else {
+        double all_mx = 0;
+        ld = mx = 0;
+        for (int64_t z = 0; z < on[q].n; z++) {
+            const flow_t *h = &F[on[q].a[z].f];
+            double rh = h->todo == ev_ep ? h->nrate : h->rate;
+            ld += rh * on[q].a[z].w;
+            if (rh > mx) mx = rh;
+            if (h->rate > all_mx) all_mx = h->rate;
+        }
+        RB[q].mx = all_mx;
+        RB[q].mx_ok = 1;
+    }
+    RB[q].st_ep = ep;
+    RB[q].full = ld >= RA[q].cap * (1 - RATE_TOL);
+    RB[q].st_max = mx;
+}
+
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
 /* bneck: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
 #define SET_BNECK(f_, b_) set_bneck(F, RB, (f_), (b_))
@@ -271,7 +312,8 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t nF = 0, cF = 0, *freel = NULL, nfree = 0, cfree = 0;
     int64_t *hp = NULL, chp = 0;                 /* hp[slot]: index of its finish event in H, -1 none */
     int64_t *spos = NULL, cspos = 0, maxh = 1;   /* spos[f * maxh + k]: where flow f sits in on[its k-th resource] */
-    int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0, *tlist = NULL, ctlist = 0;
+    int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0, *tlist = NULL, ctlist = 0, ctlw = 0;
+    double *tlw = NULL;                          /* tlist's weights */
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
     int64_t *stack = NULL, nst = 0, cst = 0, *touched = NULL, ntc = 0, ctc = 0;
     double *fin_rate = NULL;
@@ -279,7 +321,7 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
     double last_call = progress ? wall_s() : 0;
     if (!on || !RA || !RB || !need) { rc = -1; goto out; }
-    for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; }
+    for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; RB[r].mx_ok = 1; }
     for (int64_t m = 0; m < n_msg; m++) {
         int64_t p = msg_path[m];
         if (p_ptr[p + 1] - p_ptr[p] > maxh) maxh = p_ptr[p + 1] - p_ptr[p];
@@ -365,7 +407,8 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                     RB[r].wsum -= p_w[fl->off + k];
                     RA[r].load -= rt * p_w[fl->off + k];
-                    if (l->n == 0) { RB[r].wsum = 0; RA[r].load = 0; }
+                    if (rt >= RB[r].mx) RB[r].mx_ok = 0;            /* it may have been the fastest */
+                    if (l->n == 0) { RB[r].wsum = 0; RA[r].load = 0; RB[r].mx = 0; RB[r].mx_ok = 1; }
                 }
                 if (nf == cf) {
                     cf = cf ? 2 * cf : 1024;
@@ -460,6 +503,7 @@ int fs_run(int64_t n_res, const double *capacity,
                 CHK(i64_push(&todo, &nt, &ct, g));
             }
         }
+        int prune = 1;
         for (;;) {
             int64_t ep = ++epoch;
             /* ---- progressive filling of todo; the others keep their rates ---- */
@@ -484,6 +528,7 @@ int fs_run(int64_t n_res, const double *capacity,
             }
             /* each touched resource's refilled flows, so that freezing it looks at those alone */
             GROW(tlist, nent, ctlist, 4096);
+            GROW(tlw, nent, ctlw, 4096);
             int64_t acc = 0;
             for (int64_t i = 0; i < ntc; i++) {
                 int64_t r = touched[i];
@@ -491,10 +536,29 @@ int fs_run(int64_t n_res, const double *capacity,
             }
             for (int64_t i = 0; i < nt; i++) {
                 flow_t *fl = &F[todo[i]];
-                for (int64_t k = 0; k < fl->n; k++) tlist[RA[p_res[fl->off + k]].t_cnt++] = todo[i];
+                for (int64_t k = 0; k < fl->n; k++) {
+                    int64_t j = RA[p_res[fl->off + k]].t_cnt++;
+                    tlist[j] = todo[i];
+                    tlw[j] = p_w[fl->off + k];
+                }
+            }
+            /* A refilled flow's rate is at most its cap and, on each of its resources, the residual
+             * over its weight there.  A resource whose flows' weights times those bounds add up to
+             * less than its residual never fills: it would freeze none of them, so it stays out of
+             * the heap (about half of them on Itasca).  The margin is far above rounding. */
+            for (int64_t i = 0; i < ntc; i++) RB[touched[i]].ubsum = 0;
+            for (int64_t i = 0; i < nt; i++) {
+                flow_t *fl = &F[todo[i]];
+                double ub = p_cap[fl->path];
+                for (int64_t k = 0; k < fl->n; k++) {
+                    double u = fmax(RA[p_res[fl->off + k]].resid, 0) / p_w[fl->off + k];
+                    if (u < ub) ub = u;
+                }
+                for (int64_t k = 0; k < fl->n; k++) RB[p_res[fl->off + k]].ubsum += p_w[fl->off + k] * ub;
             }
             for (int64_t i = 0; i < ntc; i++) {
                 int64_t r = touched[i];
+                if (prune && RB[r].ubsum < RA[r].resid * (1 - 1e-6)) continue;
                 rk_t e = {(RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew, r, 0};
                 CHK(rk_append(&R, e));
             }
@@ -533,13 +597,11 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                 }
             }
+            if (count < nt) { prune = 0; continue; }   /* cannot happen (see above); refill without pruning */
+            prune = 1;
             /* ---- the max-min certificate on what the refill touched; add the flows that fail it ---- */
             int64_t nadd = 0;
-#define STAT(q) do { int64_t q_ = (q); if (RB[q_].st_ep != ep) { double ld_ = 0, mx_ = 0; \
-                for (int64_t z_ = 0; z_ < on[q_].n; z_++) { const flow_t *h_ = &F[on[q_].a[z_].f]; \
-                    double rh_ = h_->todo == ev_ep ? h_->nrate : h_->rate; \
-                    ld_ += rh_ * on[q_].a[z_].w; if (rh_ > mx_) mx_ = rh_; } \
-                RB[q_].st_ep = ep; RB[q_].full = ld_ >= RA[q_].cap * (1 - RATE_TOL); RB[q_].st_max = mx_; } } while (0)
+#define STAT(q) stat_res((q), ep, ev_ep, on, F, RA, RB, tlist, tlw)
             for (int64_t i = 0; i < nt; i++) {
                 int64_t g = todo[i], b = F[g].where;
                 if (b < 0) continue;
@@ -594,7 +656,13 @@ int fs_run(int64_t n_res, const double *capacity,
             if (fl->st != ev_ep && fabs(nr - old) <= SAME_RATE * old) continue;
             double dt = t - fl->tlast;
             if (dt > 0) { delivered[fl->msg] += old * dt; fl->rem -= old * dt; fl->tlast = t; }
-            for (int64_t k = 0; k < fl->n; k++) RA[p_res[fl->off + k]].load += (nr - old) * p_w[fl->off + k];
+            for (int64_t k = 0; k < fl->n; k++) {
+                int64_t r = p_res[fl->off + k];
+                RA[r].load += (nr - old) * p_w[fl->off + k];
+                if (!RB[r].mx_ok) continue;
+                if (nr >= RB[r].mx) RB[r].mx = nr;
+                else if (old >= RB[r].mx) RB[r].mx_ok = 0;          /* the fastest slowed down */
+            }
             fl->rate = nr;
             fl->ver++;
             ev_t f = {t + (fl->rem > 0 ? fl->rem : 0) / nr, seq++, g, fl->ver, FINISH};
@@ -606,7 +674,7 @@ out:
     stats[0] = events; stats[1] = refills; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
-    free(F); free(hp); free(freel); free(spos); free(addl); free(tl); free(tlist); free(started); free(fin); free(todo);
+    free(F); free(hp); free(freel); free(spos); free(addl); free(tl); free(tlist); free(tlw); free(started); free(fin); free(todo);
     free(stack); free(touched); free(fin_rate); free(H.a); free(R.a);
     return rc;
 }
