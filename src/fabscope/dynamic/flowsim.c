@@ -8,7 +8,12 @@
  * engine.py and docs/dynamic.md for why the others keep their rates).
  *
  * The refill starts small and grows while the max-min certificate fails (see
- * engine.py).  Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded
+ * engine.py).  Shortcuts of this engine's own, each leaving the refill's result
+ * as it was (tests/dynamic/test_refill_paths.py holds them to the reference):
+ * one finish event per flow, moved in place when its rate changes; the flows
+ * bottlenecked on each resource listed; resources that cannot fill left out of
+ * the filling's heap; the certificate's load and largest rate read from kept
+ * values where they hold.  Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded
  * with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
  * the progress callback asked to stop, or -1 when memory runs out.
  *
