@@ -6,6 +6,9 @@
                                                             #  itasca-pingpong-count, itasca-seed-job,
                                                             #  allreduce, alltoall)
     .venv/bin/python bench/bench_dynamic.py --case itasca-pingpong --iterations 2   # fewer timed iterations
+    .venv/bin/python bench/bench_dynamic.py --case itasca-pingpong --iterations 1 --no-simgrid \
+        --against /work/main/src/fabscope/dynamic/flowsim.c --repeat 3   # the engine alone beside another
+    .venv/bin/python bench/bench_dynamic.py --whole itasca-20 --repeat 3   # whole processes beside /work/main
 
 "fabscope s" is routing + resources + the engine, run to completion (fabric
 build, imports and the engine's one-time compilation excluded), wall clock;
@@ -16,11 +19,35 @@ on the same flows and routes at latency 0 (the torus: a Full zone with
 fabscope's routes; the fat tree: SimGrid's own fat-tree zone and its D-mod-K
 routes); "agree" is the largest relative difference of completion times
 between the two.
+
+``--against FILE.c``: after each case, the compiled engine alone is run again
+``--repeat`` times on the same program and routes, alternately with this
+tree's ``flowsim.c`` and with ``FILE.c`` (another version of it, e.g. the
+landed one), and the median CPU time of each is printed with the ratio; the
+completion times of the two are compared ("agree").
+
+``--whole CASE``: the issue's whole-process figures.  ``itasca-20`` is
+``fabscope simulate --fabric itasca --ppn 8 --pattern random-pairs --seed 7
+--dynamic --iterations 20`` (max-min, latencies, the CLI's whole work: Python,
+imports, fabric, routing, program, engine, output), ``itasca-100`` the same
+with 100 iterations.  Each run is a fresh process, alternately with this
+tree's ``src`` and ``--other`` (default ``/work/main/src``, the landed code)
+first on ``PYTHONPATH``, so that both see the same load; printed: each run's
+wall and CPU (user + system) seconds and peak resident MB, the medians, the
+ratios, and the spread of the simulated times the runs printed (long
+ping-pong runs are chaotic: rounding differences between two versions of the
+engine move the finish times, by up to 1e-2 on seed 000's job at 20
+iterations between the landed engine and the Python reference).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -34,6 +61,69 @@ from fabscope.fabric.io import load_fabric
 from fabscope.traffic.patterns import random_pairs
 
 MiB = 2**20
+HERE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))
+WHOLE = {it: ["-m", "fabscope.cli", "simulate", "--fabric", "itasca", "--ppn", "8", "--pattern", "random-pairs",
+              "--seed", "7", "--dynamic", "--iterations", str(it)] for it in (1, 2, 20, 100)}
+TARGET = {20: 10.0, 100: 30.0}
+
+
+def whole(key: str, repeat: int, other: str) -> None:
+    """The issue's whole-process case ``key`` (itasca-N), this tree beside ``other``, alternately."""
+    it = int(key.split("-")[1])
+    argv = WHOLE[it]
+    sides = [("this tree", HERE), ("other", other)]
+    for _, src in sides:                               # each side's compiled engine built outside the timings
+        subprocess.run([sys.executable, "-c", "from fabscope.dynamic import fast; assert fast.available()"],
+                       env={**os.environ, "PYTHONPATH": src}, check=True)
+    print(f"whole process: fabscope {' '.join(argv[2:])}; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores; other = {other}", flush=True)
+    got: dict[str, list] = {name: [] for name, _ in sides}
+    for i in range(repeat):
+        for name, src in sides:
+            usage0 = os.times()
+            t0 = time.perf_counter()
+            p = subprocess.run([sys.executable, *argv], env={**os.environ, "PYTHONPATH": src}, capture_output=True, check=False)
+            wall = time.perf_counter() - t0
+            usage1 = os.times()
+            if p.returncode:
+                raise SystemExit(f"failed with {src}: {p.stderr.decode(errors='replace').strip()[-300:]}")
+            cpu = (usage1.children_user - usage0.children_user) + (usage1.children_system - usage0.children_system)
+            sim = re.search(r"done at ([0-9.]+) ms simulated", p.stdout.decode(errors="replace"))
+            got[name].append((wall, cpu, sim.group(1) if sim else "?"))
+            print(f"  run {i + 1} {name:9}: wall {wall:8.2f} s  cpu {cpu:8.2f} s  simulated {got[name][-1][2]} ms  "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    med = {n: (statistics.median(w for w, _, _ in v), statistics.median(c for _, c, _ in v)) for n, v in got.items()}
+    sims = [float(x[2]) for v in got.values() for x in v if x[2] != "?"]
+    spread = (max(sims) - min(sims)) / min(sims) if sims else float("nan")
+    (tw, tc), (ow, oc) = med["this tree"], med["other"]
+    print(f"{key}: median of {repeat}: this tree wall {tw:.2f} s cpu {tc:.2f} s | other wall {ow:.2f} s "
+          f"cpu {oc:.2f} s | other/this: wall {ow / tw:.2f}x cpu {oc / tc:.2f}x | target {TARGET.get(it, '-')} s "
+          f"wall | simulated {min(sims):.3f} to {max(sims):.3f} ms (relative spread {spread:.0e})", flush=True)
+
+
+def against(prog: Program, run, source: str, repeat: int) -> None:
+    """The compiled engine alone on ``run``'s program and routes: this tree's flowsim.c beside ``source``."""
+    cpu: dict[str, list[float]] = {"this tree": [], "other": []}
+    ends = {}
+    for _ in range(repeat):
+        for name, src in (("this tree", fast.SOURCE), ("other", source)):
+            saved = fast.SOURCE
+            fast.SOURCE = src
+            fast._load.cache_clear()
+            try:
+                if not fast.available():
+                    raise SystemExit(f"cannot build {src}: {fast.why_not()}")
+                c0 = time.process_time()
+                out = fast.run_program(prog, run.paths, run.msg_path)
+                cpu[name].append(time.process_time() - c0)
+                ends[name] = out.msg_end
+            finally:
+                fast.SOURCE = saved
+                fast._load.cache_clear()
+    a, b = statistics.median(cpu["this tree"]), statistics.median(cpu["other"])
+    agree = np.max(np.abs(ends["this tree"] - ends["other"]) / ends["other"])
+    print(f"  engine alone, median of {repeat}: this tree {a:.3f} cpu s, {source} {b:.3f} cpu s, "
+          f"{b / a:.2f}x; completion times agree to {agree:.0e}", flush=True)
 
 
 def matching(n: int, seed: int = 1) -> Program:
@@ -74,7 +164,16 @@ def main() -> None:
     ap.add_argument("--case", action="append")
     ap.add_argument("--engine", default="auto", choices=("auto", "python", "c"))
     ap.add_argument("--iterations", type=int, default=20, help="timed ping-pong iterations of the Itasca cases")
+    ap.add_argument("--against", metavar="FILE.c", help="also run the engine alone with this flowsim.c, alternately")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of --against and --whole (medians)")
+    ap.add_argument("--whole", action="append", choices=("itasca-1", "itasca-2", "itasca-20", "itasca-100"),
+                    help="whole processes of the CLI, this tree beside --other")
+    ap.add_argument("--other", default="/work/main/src", help="--whole: the code to compare with (the landed main)")
     a = ap.parse_args()
+    if a.whole:
+        for key in a.whole:
+            whole(key, a.repeat, a.other)
+        return
     import fabscope.routing.dor, fabscope.routing.tables, fabscope.routing.tree  # noqa: F401  (imports are not run time)
 
     fast.available()                                  # compile once, outside the timings
@@ -110,6 +209,8 @@ def main() -> None:
             print(f"{label:17} {prog.n_messages:>9,} {run.outcome.events:>10,} {wall:>10.3f} {cpu:>7.3f} "
                   f"{target:>6.1f} {sg:>9} {agree:>8}  {what}; engine {run.engine}; "
                   f"simulated {run.outcome.makespan * 1e3:.3f} ms", flush=True)
+            if a.against and run.engine == "c":
+                against(prog, run, a.against, a.repeat)
 
 
 if __name__ == "__main__":

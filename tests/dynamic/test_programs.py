@@ -55,6 +55,7 @@ def test_compiled_engine_equals_python_reference_at_scale(sharing, itasca_fabric
     a = run_program_on(itasca_fabric, pl, prog, engine="python", sharing=sharing).outcome
     b = run_program_on(itasca_fabric, pl, prog, engine="c", sharing=sharing).outcome
     assert a.events > 10 * prog.n_messages / 4                 # rates changed many times
+    assert b.events == a.events                                # the same live events (no stale ones counted)
     np.testing.assert_allclose(b.msg_end, a.msg_end, rtol=1e-9)
     np.testing.assert_allclose(b.delivered, prog.bytes, rtol=1e-9)
 

@@ -63,7 +63,7 @@ class Outcome:
     msg_end: np.ndarray
     step_start: np.ndarray
     step_end: np.ndarray
-    events: int
+    events: int                # events processed (a flow's stale finish events not counted)
     refills: int               # flows refilled, summed over events
     delivered: np.ndarray      # bytes integrated over each message's rate history
 
@@ -181,6 +181,7 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
             else:  # FINISH
                 m = a
                 if ver != version[m] or m not in rate:
+                    events -= 1            # a stale finish event (the rate changed since): not counted
                     continue
                 rt = rate.pop(m)
                 bneck.pop(m, None)

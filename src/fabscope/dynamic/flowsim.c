@@ -8,7 +8,12 @@
  * engine.py and docs/dynamic.md for why the others keep their rates).
  *
  * The refill starts small and grows while the max-min certificate fails (see
- * engine.py).  Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded
+ * engine.py).  Shortcuts of this engine's own, each leaving the refill's result
+ * as it was (tests/dynamic/test_refill_paths.py holds them to the reference):
+ * one finish event per flow, moved in place when its rate changes; the flows
+ * bottlenecked on each resource listed; resources that cannot fill left out of
+ * the filling's heap; the certificate's load and largest rate read from kept
+ * values where they hold.  Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded
  * with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
  * the progress callback asked to stop, or -1 when memory runs out.
  *
@@ -38,7 +43,36 @@ typedef struct { int32_t f, k; double w; } slot_t;
 typedef struct { slot_t *a; int64_t n, cap; } rlist;
 
 static int ev_lt(const ev_t *x, const ev_t *y) { return x->t < y->t || (x->t == y->t && x->seq < y->seq); }
-static int ev_push(evheap *h, ev_t e)
+/* The event heap holds at most one finish event per flow slot, moved in place when the flow's
+ * rate changes (hp[slot]: its index, -1 none) instead of a new event pushed beside the stale one:
+ * the heap stays as small as the flows in flight and pops only live events, in the same
+ * (time, sequence) order as the reference's heap with its stale entries skipped. */
+static void ev_place(evheap *h, int64_t *hp, int64_t i, ev_t e)
+{
+    h->a[i] = e;
+    if (e.kind == FINISH) hp[e.id] = i;
+}
+static void ev_up(evheap *h, int64_t *hp, int64_t i, ev_t e)
+{
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (!ev_lt(&e, &h->a[p])) break;
+        ev_place(h, hp, i, h->a[p]); i = p;
+    }
+    ev_place(h, hp, i, e);
+}
+static void ev_down(evheap *h, int64_t *hp, int64_t i, ev_t e)
+{
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && ev_lt(&h->a[c + 1], &h->a[c])) c++;
+        if (!ev_lt(&h->a[c], &e)) break;
+        ev_place(h, hp, i, h->a[c]); i = c;
+    }
+    ev_place(h, hp, i, e);
+}
+static int ev_push(evheap *h, int64_t *hp, ev_t e)
 {
     if (h->n == h->cap) {
         int64_t nc = h->cap ? 2 * h->cap : 1024;
@@ -46,28 +80,24 @@ static int ev_push(evheap *h, ev_t e)
         if (!na) return -1;
         h->a = na; h->cap = nc;
     }
-    int64_t i = h->n++;
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (!ev_lt(&e, &h->a[p])) break;
-        h->a[i] = h->a[p]; i = p;
-    }
-    h->a[i] = e;
+    ev_up(h, hp, h->n++, e);
     return 0;
 }
-static ev_t ev_pop(evheap *h)
+static ev_t ev_pop(evheap *h, int64_t *hp)
 {
     ev_t top = h->a[0], last = h->a[--h->n];
-    int64_t i = 0;
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && ev_lt(&h->a[c + 1], &h->a[c])) c++;
-        if (!ev_lt(&h->a[c], &last)) break;
-        h->a[i] = h->a[c]; i = c;
-    }
-    if (h->n) h->a[i] = last;
+    if (top.kind == FINISH) hp[top.id] = -1;
+    if (h->n) ev_down(h, hp, 0, last);
     return top;
+}
+/* flow slot g's finish event at e: moved where it was one, else pushed */
+static int ev_set(evheap *h, int64_t *hp, ev_t e)
+{
+    int64_t i = hp[e.id];
+    if (i < 0) return ev_push(h, hp, e);
+    if (ev_lt(&e, &h->a[i])) ev_up(h, hp, i, e);
+    else ev_down(h, hp, i, e);
+    return 0;
 }
 static int rk_lt(const rk_t *x, const rk_t *y)
 {
@@ -156,7 +186,11 @@ typedef struct {
 /* ... and what the certificate and the event bookkeeping use */
 typedef struct {
     double wsum, st_max;              /* weight in flight; largest rate on it (certificate) */
+    double ubsum;                     /* the filling: sum over its refilled flows of weight x upper bound */
+    double mx;                        /* the largest rate of the flows on it, when mx_ok */
+    char mx_ok;
     int64_t st_ep, tch, nb, seen;     /* certificate marks; flows bottlenecked here; event mark */
+    int64_t bhead;                    /* the first of the flows bottlenecked here (-1 none; list in flow_t) */
     char full;                        /* full at the tentative rates (certificate) */
 } res_b;
 
@@ -186,15 +220,78 @@ typedef struct {
     double rate, nrate;          /* current rate; tentative rate of this refill */
     int64_t todo, done, add;     /* epochs: in this event's refill; frozen in this pass; to add */
     int64_t where, bneck;        /* where it froze in this pass; its bottleneck (-1 cap, -2 none) */
+    int64_t bprev, bnext;        /* its neighbours in its bottleneck's list of flows (-1: none) */
     int64_t off, n;              /* its path's entries p_res[off .. off + n) */
     double rem, tlast;           /* bytes left at tlast */
     int64_t msg, path, ver, st;  /* message (-1: free slot), path, finish-event version, started epoch */
 } flow_t;
 
+/* Flow f's bottleneck becomes b (a resource, -1 its cap, -2 none).  Each resource lists the
+ * flows bottlenecked on it (a doubly linked list through the slots), so that the certificate
+ * visits those alone, not every flow on a resource it touched. */
+static void set_bneck(flow_t *F, res_b *RB, int64_t f, int64_t b)
+{
+    int64_t o = F[f].bneck;
+    if (o == b) return;
+    if (o >= 0) {
+        int64_t p = F[f].bprev, x = F[f].bnext;
+        RB[o].nb--;
+        if (p >= 0) F[p].bnext = x;
+        else RB[o].bhead = x;
+        if (x >= 0) F[x].bprev = p;
+    }
+    if (b >= 0) {
+        int64_t h = RB[b].bhead;
+        RB[b].nb++;
+        F[f].bprev = -1;
+        F[f].bnext = h;
+        if (h >= 0) F[h].bprev = f;
+        RB[b].bhead = f;
+    }
+    F[f].bneck = b;
+}
+
+/* The certificate's view of resource q at the tentative rates (refilled flows at their new rate,
+ * the others at theirs): whether it is full, and its largest rate.  Without scanning every flow on
+ * it where it can: the load is the one in flight plus the refilled flows' changes, and the largest
+ * fixed rate is the resource's kept maximum when that maximum belongs to a fixed flow (it is
+ * larger than every refilled flow's old rate); else the flows on it are scanned. */
+static void stat_res(int64_t q, int64_t ep, int64_t ev_ep, const rlist *on, const flow_t *F, const res_a *RA,
+                     res_b *RB, const int64_t *tlist, const double *tlw)
+{
+    if (RB[q].st_ep == ep) return;
+    double ld = RA[q].load, mx = 0, old_mx = -1;
+    if (RA[q].touch == ep) {                       /* refilled flows cross it: tlist holds them */
+        for (int64_t j = RA[q].t_beg; j < RA[q].t_cnt; j++) {
+            const flow_t *h = &F[tlist[j]];
+            if (h->nrate > mx) mx = h->nrate;
+            if (h->rate > old_mx) old_mx = h->rate;
+            ld += (h->nrate - h->rate) * tlw[j];
+        }
+    }
+    if (RB[q].mx_ok && RB[q].mx > old_mx) {
+        if (RB[q].mx > mx) mx = RB[q].mx;
+    } else {
+        double all_mx = 0;
+        ld = mx = 0;
+        for (int64_t z = 0; z < on[q].n; z++) {
+            const flow_t *h = &F[on[q].a[z].f];
+            double rh = h->todo == ev_ep ? h->nrate : h->rate;
+            ld += rh * on[q].a[z].w;
+            if (rh > mx) mx = rh;
+            if (h->rate > all_mx) all_mx = h->rate;
+        }
+        RB[q].mx = all_mx;
+        RB[q].mx_ok = 1;
+    }
+    RB[q].st_ep = ep;
+    RB[q].full = ld >= RA[q].cap * (1 - RATE_TOL);
+    RB[q].st_max = mx;
+}
+
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
 /* bneck: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
-#define SET_BNECK(f_, b_) do { int64_t o_ = F[f_].bneck, n_ = (b_); if (o_ >= 0) { RB[o_].nb--; } \
-                               if (n_ >= 0) { RB[n_].nb++; } F[f_].bneck = n_; } while (0)
+#define SET_BNECK(f_, b_) set_bneck(F, RB, (f_), (b_))
 #define GROW(ptr, n, cap, init) do { if ((n) >= (cap)) { int64_t nc_ = (cap) ? 2 * (cap) : (init); \
         while (nc_ <= (n)) { nc_ *= 2; } void *np_ = realloc((ptr), (size_t)nc_ * sizeof *(ptr)); \
         if (!np_) { rc = -1; goto out; } (ptr) = np_; (cap) = nc_; } } while (0)
@@ -218,8 +315,10 @@ int fs_run(int64_t n_res, const double *capacity,
     char *need = malloc((size_t)n_msg + 1);
     flow_t *F = NULL;
     int64_t nF = 0, cF = 0, *freel = NULL, nfree = 0, cfree = 0;
+    int64_t *hp = NULL, chp = 0;                 /* hp[slot]: index of its finish event in H, -1 none */
     int64_t *spos = NULL, cspos = 0, maxh = 1;   /* spos[f * maxh + k]: where flow f sits in on[its k-th resource] */
-    int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0, *tlist = NULL, ctlist = 0;
+    int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0, *tlist = NULL, ctlist = 0, ctlw = 0;
+    double *tlw = NULL;                          /* tlist's weights */
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
     int64_t *stack = NULL, nst = 0, cst = 0, *touched = NULL, ntc = 0, ctc = 0;
     double *fin_rate = NULL;
@@ -227,7 +326,7 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
     double last_call = progress ? wall_s() : 0;
     if (!on || !RA || !RB || !need) { rc = -1; goto out; }
-    for (int64_t r = 0; r < n_res; r++) RA[r].cap = capacity[r];
+    for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; RB[r].mx_ok = 1; }
     for (int64_t m = 0; m < n_msg; m++) {
         int64_t p = msg_path[m];
         if (p_ptr[p + 1] - p_ptr[p] > maxh) maxh = p_ptr[p + 1] - p_ptr[p];
@@ -238,13 +337,13 @@ int fs_run(int64_t n_res, const double *capacity,
     for (int64_t s = 0; s < n_steps; s++) { step_start[s] = step_end[s] = NAN; pending[s] = step_ptr[s + 1] - step_ptr[s]; }
     for (int64_t i = 0; i < n_first; i++) {
         ev_t e = {step_delay[first_steps[i]], seq++, first_steps[i], 0, START};
-        CHK(ev_push(&H, e));
+        CHK(ev_push(&H, hp, e));
     }
     while (H.n) {
         double t = H.a[0].t, horizon = t + fabs(t) * TIME_TOL;
         ns = nf = 0;
         while (H.n && H.a[0].t <= horizon) {
-            ev_t e = ev_pop(&H);
+            ev_t e = ev_pop(&H, hp);
             events++;
             int64_t a = e.id, done = -1;
             if (e.kind == START) {
@@ -254,13 +353,13 @@ int fs_run(int64_t n_res, const double *capacity,
                     if (--need[m] == 0) {
                         msg_post[m] = t;
                         ev_t f = {t + p_lat[msg_path[m]], seq++, m, 0, FLOW};
-                        CHK(ev_push(&H, f));
+                        CHK(ev_push(&H, hp, f));
                     }
                 }
                 if (pending[a] == 0) {
                     step_end[a] = t;
                     int64_t nx = step_next[a];
-                    if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, f)); }
+                    if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, hp, f)); }
                 }
                 continue;
             }
@@ -276,6 +375,8 @@ int fs_run(int64_t n_res, const double *capacity,
                         g = nF++;
                         GROW(F, nF, cF, 1024);
                         F[g].ver = 0; F[g].todo = F[g].done = F[g].add = F[g].st = 0;
+                        GROW(hp, nF, chp, 1024);
+                        hp[g] = -1;
                         if (nF * maxh > cspos) {
                             int64_t need_ = nF * maxh;
                             GROW(spos, need_, cspos, 1024 * maxh);
@@ -311,7 +412,8 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                     RB[r].wsum -= p_w[fl->off + k];
                     RA[r].load -= rt * p_w[fl->off + k];
-                    if (l->n == 0) { RB[r].wsum = 0; RA[r].load = 0; }
+                    if (rt >= RB[r].mx) RB[r].mx_ok = 0;            /* it may have been the fastest */
+                    if (l->n == 0) { RB[r].wsum = 0; RA[r].load = 0; RB[r].mx = 0; RB[r].mx_ok = 1; }
                 }
                 if (nf == cf) {
                     cf = cf ? 2 * cf : 1024;
@@ -339,7 +441,7 @@ int fs_run(int64_t n_res, const double *capacity,
                     if (--pending[s] == 0 && !isnan(step_start[s])) {
                         step_end[s] = t;
                         int64_t nx = step_next[s];
-                        if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, f)); }
+                        if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, hp, f)); }
                     }
                 }
             }
@@ -406,6 +508,7 @@ int fs_run(int64_t n_res, const double *capacity,
                 CHK(i64_push(&todo, &nt, &ct, g));
             }
         }
+        int prune = 1;
         for (;;) {
             int64_t ep = ++epoch;
             /* ---- progressive filling of todo; the others keep their rates ---- */
@@ -430,6 +533,7 @@ int fs_run(int64_t n_res, const double *capacity,
             }
             /* each touched resource's refilled flows, so that freezing it looks at those alone */
             GROW(tlist, nent, ctlist, 4096);
+            GROW(tlw, nent, ctlw, 4096);
             int64_t acc = 0;
             for (int64_t i = 0; i < ntc; i++) {
                 int64_t r = touched[i];
@@ -437,10 +541,29 @@ int fs_run(int64_t n_res, const double *capacity,
             }
             for (int64_t i = 0; i < nt; i++) {
                 flow_t *fl = &F[todo[i]];
-                for (int64_t k = 0; k < fl->n; k++) tlist[RA[p_res[fl->off + k]].t_cnt++] = todo[i];
+                for (int64_t k = 0; k < fl->n; k++) {
+                    int64_t j = RA[p_res[fl->off + k]].t_cnt++;
+                    tlist[j] = todo[i];
+                    tlw[j] = p_w[fl->off + k];
+                }
+            }
+            /* A refilled flow's rate is at most its cap and, on each of its resources, the residual
+             * over its weight there.  A resource whose flows' weights times those bounds add up to
+             * less than its residual never fills: it would freeze none of them, so it stays out of
+             * the heap (about half of them on Itasca).  The margin is far above rounding. */
+            for (int64_t i = 0; i < ntc; i++) RB[touched[i]].ubsum = 0;
+            for (int64_t i = 0; i < nt; i++) {
+                flow_t *fl = &F[todo[i]];
+                double ub = p_cap[fl->path];
+                for (int64_t k = 0; k < fl->n; k++) {
+                    double u = fmax(RA[p_res[fl->off + k]].resid, 0) / p_w[fl->off + k];
+                    if (u < ub) ub = u;
+                }
+                for (int64_t k = 0; k < fl->n; k++) RB[p_res[fl->off + k]].ubsum += p_w[fl->off + k] * ub;
             }
             for (int64_t i = 0; i < ntc; i++) {
                 int64_t r = touched[i];
+                if (prune && RB[r].ubsum < RA[r].resid * (1 - 1e-6)) continue;
                 rk_t e = {(RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew, r, 0};
                 CHK(rk_append(&R, e));
             }
@@ -479,13 +602,11 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                 }
             }
+            if (count < nt) { prune = 0; continue; }   /* cannot happen (see above); refill without pruning */
+            prune = 1;
             /* ---- the max-min certificate on what the refill touched; add the flows that fail it ---- */
             int64_t nadd = 0;
-#define STAT(q) do { int64_t q_ = (q); if (RB[q_].st_ep != ep) { double ld_ = 0, mx_ = 0; \
-                for (int64_t z_ = 0; z_ < on[q_].n; z_++) { const flow_t *h_ = &F[on[q_].a[z_].f]; \
-                    double rh_ = h_->todo == ev_ep ? h_->nrate : h_->rate; \
-                    ld_ += rh_ * on[q_].a[z_].w; if (rh_ > mx_) mx_ = rh_; } \
-                RB[q_].st_ep = ep; RB[q_].full = ld_ >= RA[q_].cap * (1 - RATE_TOL); RB[q_].st_max = mx_; } } while (0)
+#define STAT(q) stat_res((q), ep, ev_ep, on, F, RA, RB, tlist, tlw)
             for (int64_t i = 0; i < nt; i++) {
                 int64_t g = todo[i], b = F[g].where;
                 if (b < 0) continue;
@@ -506,11 +627,11 @@ int fs_run(int64_t n_res, const double *capacity,
             }
             for (int64_t j = 0; j < ntl; j++) {
                 int64_t r = tl[j];
-                if (RB[r].nb == 0) continue;       /* no fixed flow has its bottleneck here */
-                for (int64_t z = 0; z < on[r].n; z++) {
-                    int64_t h = on[r].a[z].f;
+                int64_t h, hn;
+                for (h = RB[r].bhead; h >= 0; h = hn) {   /* the flows bottlenecked here */
                     flow_t *fh = &F[h];
-                    if (fh->todo == ev_ep || fh->add == ep || fh->bneck != r) continue;
+                    hn = fh->bnext;                        /* before SET_BNECK moves h to another list */
+                    if (fh->todo == ev_ep || fh->add == ep) continue;
                     double rh = fh->rate;
                     STAT(r);
                     if (RB[r].full && rh >= RB[r].st_max * (1 - RATE_TOL)) continue;
@@ -540,11 +661,17 @@ int fs_run(int64_t n_res, const double *capacity,
             if (fl->st != ev_ep && fabs(nr - old) <= SAME_RATE * old) continue;
             double dt = t - fl->tlast;
             if (dt > 0) { delivered[fl->msg] += old * dt; fl->rem -= old * dt; fl->tlast = t; }
-            for (int64_t k = 0; k < fl->n; k++) RA[p_res[fl->off + k]].load += (nr - old) * p_w[fl->off + k];
+            for (int64_t k = 0; k < fl->n; k++) {
+                int64_t r = p_res[fl->off + k];
+                RA[r].load += (nr - old) * p_w[fl->off + k];
+                if (!RB[r].mx_ok) continue;
+                if (nr >= RB[r].mx) RB[r].mx = nr;
+                else if (old >= RB[r].mx) RB[r].mx_ok = 0;          /* the fastest slowed down */
+            }
             fl->rate = nr;
             fl->ver++;
             ev_t f = {t + (fl->rem > 0 ? fl->rem : 0) / nr, seq++, g, fl->ver, FINISH};
-            CHK(ev_push(&H, f));
+            CHK(ev_set(&H, hp, f));
         }
     }
     for (int64_t s = 0; s < n_steps; s++) if (pending[s] > 0) { rc = 1; break; }
@@ -552,7 +679,7 @@ out:
     stats[0] = events; stats[1] = refills; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
-    free(F); free(freel); free(spos); free(addl); free(tl); free(tlist); free(started); free(fin); free(todo);
+    free(F); free(hp); free(freel); free(spos); free(addl); free(tl); free(tlist); free(tlw); free(started); free(fin); free(todo);
     free(stack); free(touched); free(fin_rate); free(H.a); free(R.a);
     return rc;
 }
