@@ -186,6 +186,13 @@ def test_cli_measure_and_analyze_in_process(tmp_path, capsys, mpi, monkeypatch):
     assert doc["schema"] == "fabscope.result" and doc["meta"]["kind"] == "measure"
     assert main(["measure", "--np", "2", "nosuchtest", "--out", str(out)]) == 1
     assert "unknown test" in capsys.readouterr().err
+    # a pair test's table, line by line (the terminal writer printed it as one line with "\n" in it)
+    rp = tmp_path / "rp.jsonl"
+    assert main(["measure", "--np", "2", "--timeout", str(JOB_TIMEOUT), "random-pairs", "--size", "4096",
+                 "--iterations", "5", "--out", str(rp)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert not any("\\n" in ln for ln in lines), lines
+    assert any(ln.split()[:3] == ["Max", "Average", "Min"] for ln in lines), lines
 
 
 def test_suite_runs_every_test_on_two_ranks(bench):

@@ -55,7 +55,9 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
             continue
         if test in PAIR_TESTS:
             r = to_result(run, test, fabric)
-            out += ["", an.seed_table(r, f"{test}: {plural(r.n_pairs, 'pair')}, {recs[0]['bytes']} B x {recs[0]['iters']}")]
+            # one line per element: the terminal writer shows a newline inside a line as "\\n"
+            out += ["", *an.seed_table(r, f"{test}: {plural(r.n_pairs, 'pair')}, {recs[0]['bytes']} B x "
+                                          f"{recs[0]['iters']}").split("\n")]
             if test == "leaf-pairs" and fabric is not None and "leaf" in fabric.groups:
                 out += _leaf_blocks(r, fabric)
         elif test == "pingpong":
