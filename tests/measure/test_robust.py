@@ -195,13 +195,21 @@ def test_timeout_leaves_no_process(tmp_path, marker, mpi):
 @pytest.mark.parametrize("victim", [1, 3, 0])
 def test_a_dead_rank_is_named_right_or_not_at_all(tmp_path, marker, victim):
     """Hydra names the first rank *by index* whose status is bad, often one it stopped itself
-    (rank 0 when rank 3 was killed): fabscope names the rank the kernel saw end first, or only the host."""
+    (rank 0 when rank 3 was killed): fabscope names the rank the kernel saw end first, or only the host.
+
+    The test watches the ranks itself as well: on a loaded machine a rank the launcher stopped can be seen
+    gone before the killed one (a process ends when all its threads have been scheduled to exit), and
+    then the kernel's first is that rank; fabscope must name the victim, the kernel's first, or no rank."""
+    from fabscope.measure.processes import ExitOrder
+
     out = tmp_path / "dead.jsonl"
     proc = subprocess.Popen(fabscope_argv("measure", "--np", "4", *LONG, "--out", str(out)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for_pairs(out)
         ranks = next(d for d in whole_lines(live(out)) if d["type"] == "ranks")
+        seen = ExitOrder()
+        assert seen.watch(list(ranks["pid"]))
         time.sleep(0.3)
         os.kill(ranks["pid"][victim], signal.SIGKILL)
         _, err = proc.communicate(timeout=30)
@@ -210,11 +218,13 @@ def test_a_dead_rank_is_named_right_or_not_at_all(tmp_path, marker, victim):
             proc.kill()
     assert proc.returncode == 1
     line = next(ln for ln in err.splitlines() if ln.startswith("fabscope: error:"))
+    first = seen.wait(5)
+    allowed = {victim} | ({ranks["pid"].index(first[0])} if first and len(first) == 1 else set())
     host = ranks["host"][victim]
-    named = f"rank {victim} on host {host} was killed by signal SIGKILL" in line
-    assert named or f"a rank on host {host} was killed by signal SIGKILL" in line, err
-    for other in set(range(4)) - {victim}:
-        assert f"rank {other} on host" not in line, err
+    named = any(f"rank {r} on host {host} was killed by signal SIGKILL" in line for r in allowed)
+    assert named or f"a rank on host {host} was killed by signal SIGKILL" in line, (err, first)
+    for other in set(range(4)) - allowed:
+        assert f"rank {other} on host" not in line, (err, first)
     assert job_processes(marker) == []
 
 

@@ -133,6 +133,10 @@ class JobProcesses:
         return self.running()
 
 
+#: seconds after the first rank is seen gone within which others seen gone make the first ambiguous
+SETTLE = 0.05
+
+
 class ExitOrder:
     """Which of a job's local ranks ended first, seen by the kernel (``pidfd_open``, Linux 5.3+).
 
@@ -140,7 +144,7 @@ class ExitOrder:
     ranks with SIGKILL within milliseconds and then names the first rank *by
     index* whose status is bad, often one it stopped itself.  A thread blocks
     in ``poll`` on a pidfd per rank; the ranks whose pidfds are ready when it
-    first wakes are :attr:`first`.  One rank there: it ended before the others.
+    first wakes, or within :data:`SETTLE` seconds after, are :attr:`first`.  One rank there: it ended before the others.
     Several: the watcher cannot tell (the caller then names no rank).
 
     >>> import subprocess, sys
@@ -194,7 +198,12 @@ class ExitOrder:
             poller.register(fd, select.POLLIN)
         try:
             ready = poller.poll()
-            self.first = sorted(fds[fd] for fd, _ in ready)
+            # a rank the launcher stopped can be seen gone a few milliseconds before the one that failed (a
+            # process ends once all its threads have been scheduled to exit; seen on an idle machine): the
+            # ranks gone within SETTLE of the first count as first together, and then no rank is named
+            time.sleep(SETTLE)
+            ready += poller.poll(0)
+            self.first = sorted({fds[fd] for fd, _ in ready})
         finally:
             for fd in fds:
                 os.close(fd)
