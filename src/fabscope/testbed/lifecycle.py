@@ -160,19 +160,11 @@ def _kill_launchers(name: str) -> None:
     ``fabscope measure`` was SIGKILLed keeps running (it names the testbed's launcher script)."""
     import signal
 
-    mark = str(launcher_path(name)).encode()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
+    for pid in system.processes_naming(str(launcher_path(name)), whole=True):
         try:
-            argv = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if mark in argv:
-            try:
-                os.kill(int(d.name), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _kill_inside(namespaces: list[str]) -> None:

@@ -111,18 +111,7 @@ def write_topology(name: str, fabric) -> Path:
 def _daemons(name: str) -> list[int]:
     """Pids of processes of the root namespace whose command line names this testbed's Slurm folder
     (slurmctld, munged; slurmd in the namespaces too, as /proc shows every namespace's processes)."""
-    mark = str(slurm_dir(name)).encode()
-    out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == os.getpid():
-            continue
-        try:
-            argv = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(mark in a for a in argv):
-            out.append(int(d.name))
-    return out
+    return system.processes_naming(str(slurm_dir(name)))
 
 
 def running(name: str) -> bool:

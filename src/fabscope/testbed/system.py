@@ -107,3 +107,25 @@ def have_netem() -> bool:
         return False
     finally:
         run(["ip", "netns", "del", probe], timeout=20, check=False)
+
+
+def processes_naming(mark: str, whole: bool = False) -> list[int]:
+    """Pids of this machine's processes (every namespace's: /proc shows them all), this one apart, with
+    ``mark`` in their command line: as one whole argument (``whole``), else inside any argument.
+
+    >>> os.getpid() in processes_naming("python")
+    False
+    """
+    want = mark.encode()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if want in argv if whole else any(want in a for a in argv):
+            out.append(int(name))
+    return out
