@@ -18,7 +18,10 @@ Needs root.  Runs, in order:
    and leaf pairs measured, then ``fabscope compare`` (as it is) of each: measured vs
    modeled per class, the worst pair, and whether the run was link-bound.
 
-    sudo .venv/bin/python bench/bench_testbed.py --shapes [--rate auto:40Mbit] [--repeat 3]
+    sudo .venv/bin/python bench/bench_testbed.py --shapes [--rate auto:40Mbit] [--repeat 3] [--fifo]
+
+   ``--fifo``: every emulated link a tbf alone, serving packets first come, first served (the
+   testbed before session 7), instead of round-robin among the hosts whose routes cross it.
 
    ``--repeat N`` measures each test N times, the same pairs in the same rounds, and compares
    them together: the classes pool N times the measurements, and a pair's figure is the
@@ -165,14 +168,14 @@ def compare_classes(name: str, tmp: str, tag: str, *files: str, extra: tuple[str
 
 
 def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp: str, cap: float,
-              variants: tuple[str, ...] = (), repeat: int = 1) -> None:
+              variants: tuple[str, ...] = (), repeat: int = 1, fair: bool = True) -> None:
     from fabscope.testbed.linkbound import records
 
     name = f"ac{i + 1}"  # ac1..ac9: this bench's names, apart from the tests' and other benches'
     if spec == "opensm":
         spec = opensm_fabric(tmp)
     try:
-        st = up(name, spec, rate, max_rate=cap)
+        st = up(name, spec, rate, max_rate=cap, fair=fair)
     except TestbedError as err:
         print(f"{label}: {err}")
         return
@@ -180,7 +183,8 @@ def one_shape(i: int, label: str, spec: str, leaf: int, rate: float | None, tmp:
         f = st.base_fabric()
         print(f"{label}: {os.path.basename(st.spec)}, {f.n_hosts} hosts, {f.n_switches} switches, routing "
               f"{st.routing}, {st.rate * 8 / 1e6:g}Mbit; this machine forwarded "
-              f"{st.calibration.get('forwarding', 0) / 1e6:.0f} MB/s x hop at up")
+              f"{st.calibration.get('forwarding', 0) / 1e6:.0f} MB/s x hop at up; links shared "
+              f"{'round-robin per source host' if fair else 'first come, first served (--fifo)'}")
         opts = {"random-pairs": ("--size", "512KiB", "--iterations", "3", "--rounds", "3", "--seed", str(7 + i)),
                 "leaf-pairs": ("--size", "512KiB", "--iterations", "2", "--leaf-size", str(leaf))}
         runs = []
@@ -220,6 +224,8 @@ def run() -> int:
                     help="with --shapes: also compare with these options (e.g. '--model static'); repeatable")
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="with --shapes: measure each test N times (the same pairs and rounds) and compare them together")
+    ap.add_argument("--fifo", action="store_true", help="with --shapes: links a tbf alone, first come first "
+                                                        "served (as before session 7), not shared round-robin")
     ap.add_argument("--ignore-budget", action="store_true", help="let up run sizes its CPU budget refuses "
                                                                  "(to check the budget)")
     a = ap.parse_args()
@@ -235,7 +241,8 @@ def run() -> int:
         os.environ["FABSCOPE_TESTBED_DIR"] = os.path.join(tmp, "state")
         if a.shapes:
             for i, (label, spec, leaf) in enumerate(SHAPES):
-                one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate, tuple(a.compare), a.repeat)
+                one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate, tuple(a.compare), a.repeat,
+                          fair=not a.fifo)
             return 0
         if not a.skip_forwarding:
             forwarding_rate(tmp)

@@ -19,6 +19,8 @@ Kept apart from running them so that they can be read and tested without root.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from fabscope.testbed import names
@@ -110,22 +112,99 @@ def node_ip_lines(p: Plan, node: int, lft: np.ndarray, subnet: str) -> list[str]
     return out
 
 
-def shaper(ifname: str, wire_rate: float, mtu: int, delay: float = 0.0, change: bool = False) -> list[str]:
+def shaper(ifname: str, wire_rate: float, mtu: int, delay: float = 0.0, change: bool = False,
+           sources: Sequence[str] = ()) -> list[str]:
+    """``tc`` lines of one directed link: the ``tbf`` that sets its rate (``change``: that line alone, as
+    ``degrade`` and ``restore`` rewrite it) and, below it, the delay stage and the fair share.
+
+    With two or more ``sources`` (the IPs of the hosts whose routes cross the link) an ``htb`` under
+    the tbf gives each source host its own class and queue, served round-robin at one frame's quantum
+    (see :data:`FAIR_QUANTUM_FRAMES`), so flows that meet on the link share it evenly instead of in
+    their packets' arrival order; other packets share a default class.  The htb's classes never run
+    out of tokens (:data:`HTB_RATE_FACTOR` times the link's rate): it only orders, the tbf shapes.
+
+    >>> [ln.split(" parent ")[-1] for ln in shaper("p1", 5e6, 9000, sources=["10.200.0.1", "10.200.0.2"])][1:5]
+    ['1:1 handle 2: htb default 1', '2: classid 2:1 htb rate 400000000bit quantum 9014', '2:1 bfifo limit 16777216', '2: classid 2:2 htb rate 400000000bit quantum 9014']
+    >>> shaper("p1", 5e6, 9000, sources=["10.200.0.1", "10.200.0.2"])[-1]
+    'filter add dev p1 parent 2: protocol ip prio 1 u32 match ip src 10.200.0.2/32 flowid 2:3'
+    """
     verb = "change" if change else "replace"
+    limit = queue_bytes(wire_rate, mtu)
     out = [f"qdisc {verb} dev {ifname} root handle 1: tbf rate {names.format_rate(wire_rate)} "
-           f"burst {burst_bytes(wire_rate, mtu)}b limit {queue_bytes(wire_rate, mtu)}"]
-    if delay >= 1e-6 and not change:
-        out.append(f"qdisc replace dev {ifname} parent 1:1 handle 10: netem delay {int(round(delay * 1e6))}us")
+           f"burst {burst_bytes(wire_rate, mtu)}b limit {limit}"]
+    if change:
+        return out
+    us = int(round(delay * 1e6)) if delay >= 1e-6 else 0
+    # netem counts its queue in packets: as many as the byte limit holds of the smallest (ack) frames
+    leaf = f"netem delay {us}us limit {limit // 64}" if us else f"bfifo limit {limit}"
+    if len(sources) < 2:
+        if us:
+            out.append(f"qdisc replace dev {ifname} parent 1:1 handle 10: {leaf}")
+        return out
+    quantum = FAIR_QUANTUM_FRAMES * (mtu + 14)
+    rate = names.format_rate(HTB_RATE_FACTOR * wire_rate)
+    out.append(f"qdisc replace dev {ifname} parent 1:1 handle 2: htb default 1")
+    for c in range(1, len(sources) + 2):
+        out += [f"class replace dev {ifname} parent 2: classid 2:{c:x} htb rate {rate} quantum {quantum}",
+                f"qdisc replace dev {ifname} parent 2:{c:x} {leaf}"]
+    out += [f"filter add dev {ifname} parent 2: protocol ip prio 1 u32 match ip src {ip}/32 flowid 2:{c + 2:x}"
+            for c, ip in enumerate(sources)]
     return out
 
 
-def shaper_lines(p: Plan, node: int) -> list[str]:
+#: the fair share's round-robin quantum, in full frames: one, as a switch's arbiter takes a packet from
+#: each input in turn (htb serves a class until its deficit goes negative, so a class sends one
+#: quantum, or one packet when that is larger, per turn)
+FAIR_QUANTUM_FRAMES = 1
+#: the htb classes' rate, times the link's: never reached (the tbf above lets less through), so the htb
+#: orders packets and never holds them back, and ``degrade``'s change of the tbf alone sets the rate
+HTB_RATE_FACTOR = 10
+
+
+def link_sources(p: Plan, lft: np.ndarray) -> list[list[int]]:
+    """For every directed link of ``p``'s fabric, the hosts whose routes (forwarding tables ``lft``:
+    switch x destination host -> link) cross it, in order.
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> from fabscope.routing import make_routing
+    >>> from fabscope.testbed.plan import make_plan, forwarding
+    >>> p = make_plan("tb1", fat_tree(k=2, levels=2), rate=25e6)
+    >>> src = link_sources(p, forwarding(p.fabric, make_routing(p.fabric, "dmodk")))
+    >>> src[0], max(len(s) for s in src)          # a host's own cable; a leaf's downlink to a host
+    ([0], 3)
+    """
+    f = p.fabric
+    n = f.n_hosts
+    host_link = np.full(n, -1, np.int64)
+    for l in np.flatnonzero(f.link_src < n)[::-1]:
+        host_link[int(f.link_src[l])] = l
+    crossed = np.zeros((f.n_links, n), bool)
+    hosts = np.arange(n)
+    for d in range(n):
+        src = hosts[(hosts != d) & (host_link >= 0)]
+        link = host_link[src]
+        while src.size:
+            crossed[link, src] = True
+            node = f.link_dst[link]
+            go = node >= n                                   # still at a switch: its table's next link
+            src, node = src[go], node[go]
+            link = lft[node - n, d] if src.size else link[:0]
+            ok = link >= 0
+            src, link = src[ok], link[ok]
+    return [np.flatnonzero(row).tolist() for row in crossed]
+
+
+def shaper_lines(p: Plan, node: int, sources: list[list[int]] | None = None, fair: bool = True) -> list[str]:
     """``tc -batch`` lines for ``node``: a tbf shaper (and netem delay where the fabric gives >= 1 us)
-    on the egress of each of its ports, i.e. one direction of each of its cables."""
+    on the egress of each of its ports, i.e. one direction of each of its cables; with ``fair``, on
+    each port that two or more hosts' routes cross (``sources``, from :func:`link_sources`), the
+    per-host round-robin of :func:`shaper`."""
     f = p.fabric
     out: list[str] = []
     for l in np.flatnonzero(f.link_src == node):
-        out += shaper(p.ifname(int(l)), p.wire_rate(int(l)), p.mtu, float(f.link_latency[l]) if p.delay else 0.0)
+        ips = [p.host_ip(h) for h in sources[int(l)]] if fair and sources is not None else []
+        out += shaper(p.ifname(int(l)), p.wire_rate(int(l)), p.mtu,
+                      float(f.link_latency[l]) if p.delay else 0.0, sources=ips)
     return out
 
 

@@ -227,13 +227,17 @@ def _host_rate(f: Fabric) -> float:
 
 
 def up(name: str, spec: str, rate: float | None, routing: str | None = None, say: Say = _quiet,
-       calibrate: bool = True, max_rate: float = AUTO_MAX_RATE, slurm: bool = False) -> state.State:
+       calibrate: bool = True, max_rate: float = AUTO_MAX_RATE, slurm: bool = False,
+       fair: bool = True) -> state.State:
     """Make testbed ``name`` from fabric ``spec`` with its fastest link shaped to ``rate`` bytes/s.
 
     ``rate`` None (``--rate auto``): the highest rate, up to ``max_rate`` in whole Mbit, at
     which this machine, as measured now (:mod:`fabscope.testbed.calibrate`), keeps the testbed link-bound.
     With ``calibrate`` (the default) a rate the machine cannot forward now is refused with the rate
     that would fit.
+
+    ``fair`` False: every link a tbf alone, first come first served (as before session 7; for
+    comparisons), instead of the round-robin among the hosts whose routes cross it.
 
     With ``slurm``, a Slurm cluster over the hosts (see :mod:`fabscope.testbed.slurm`).
 
@@ -294,6 +298,13 @@ def up(name: str, spec: str, rate: float | None, routing: str | None = None, say
         plan = replace(plan, delay=False)
         say(f"testbed {name}: this kernel has no netem qdisc: the fabric's link latencies "
             f"(up to {plan.fabric.link_latency.max() * 1e6:g} us) are not emulated, rates are")
+    why_not_fair = system.fair_share_missing() if fair else None
+    if not fair:
+        plan = replace(plan, fair=False)
+    elif why_not_fair:
+        plan = replace(plan, fair=False)
+        say(f"testbed {name}: links are not shared fairly among their flows (first come, first served: "
+            f"the model's max-min share is not emulated): {why_not_fair}")
     assert rate is not None
     subnet = _free_subnet()
     t0 = time.monotonic()
@@ -333,6 +344,7 @@ def _create(plan: Plan, lft: np.ndarray, subnet: str, say: Say) -> None:
     system.run(["ip", "-batch", "-"], input="".join(f"netns add {plan.netns(v)}\n" for v in range(f.n_nodes)))
     lines = commands.mgmt_lines(plan, subnet) + commands.cable_lines(plan)
     system.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", timeout=300)
+    sources = commands.link_sources(plan, lft) if plan.fair else None
     tmp = batch_dir(plan.name)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -343,7 +355,7 @@ def _create(plan: Plan, lft: np.ndarray, subnet: str, say: Say) -> None:
             with open(ip_file, "w") as fh:
                 fh.write("\n".join(commands.node_ip_lines(plan, v, lft, subnet)) + "\n")
             with open(tc_file, "w") as fh:
-                fh.write("\n".join(commands.shaper_lines(plan, v)) + "\n")
+                fh.write("\n".join(commands.shaper_lines(plan, v, sources, plan.fair)) + "\n")
             sysctl = commands.HOST_SYSCTL if v < f.n_hosts else commands.SWITCH_SYSCTL
             script = (f"sysctl -q -w {' '.join(sysctl)} >/dev/null && "
                       "for x in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $x; done && "

@@ -65,6 +65,9 @@ class Plan:
     mtu: int = MTU
     #: whether links get the fabric's latency as a netem delay (where >= 1 us and the kernel has netem)
     delay: bool = True
+    #: whether each link shares its rate round-robin among the hosts whose routes cross it (htb under the
+    #: tbf: :func:`fabscope.testbed.commands.shaper`), else first come, first served (a tbf alone)
+    fair: bool = True
 
     # ---- naming ----------------------------------------------------------
     def netns(self, node: int) -> str:

@@ -109,6 +109,31 @@ def have_netem() -> bool:
         run(["ip", "netns", "del", probe], timeout=20, check=False)
 
 
+@functools.lru_cache(maxsize=1)
+def fair_share_missing() -> str | None:
+    """Why this kernel cannot share an emulated link fairly among its sources (None when it can): the
+    construction of :func:`fabscope.testbed.commands.shaper` (an htb under the tbf, a class and a
+    bfifo per source, u32 filters on the source address) tried on a probe namespace's veth.  The
+    kernels this was written on have no fair-queueing qdisc (sfq, fq, fq_codel, drr, qfq, cake ...),
+    hence htb."""
+    probe = f"{NETNS_PREFIX}-fair-{os.getpid()}"
+    lines = ["qdisc add dev fbprobe0 root handle 1: tbf rate 1mbit burst 20000 limit 100000",
+             "qdisc add dev fbprobe0 parent 1:1 handle 2: htb default 1",
+             "class add dev fbprobe0 parent 2: classid 2:1 htb rate 10mbit quantum 9014",
+             "qdisc add dev fbprobe0 parent 2:1 bfifo limit 100000",
+             "filter add dev fbprobe0 parent 2: protocol ip prio 1 u32 match ip src 10.0.0.1/32 flowid 2:1"]
+    try:
+        run(["ip", "netns", "add", probe], timeout=20)
+        run(["ip", "-n", probe, "link", "add", "fbprobe0", "type", "veth", "peer", "name", "fbprobe1"], timeout=20)
+        for ln in lines:
+            run(["tc", "-n", probe, *ln.split()], timeout=20)
+        return None
+    except TestbedError as err:
+        return str(err)
+    finally:
+        run(["ip", "netns", "del", probe], timeout=20, check=False)
+
+
 def processes_naming(mark: str, whole: bool = False) -> list[int]:
     """Pids of this machine's processes (every namespace's: /proc shows them all), this one apart, with
     ``mark`` in their command line: as one whole argument (``whole``), else inside any argument.

@@ -1,0 +1,145 @@
+"""How several TCP flows that meet on one emulated link share it: each flow's rate, measured.
+
+One receiver in a host's namespace takes one connection per sender; each sender
+(a host namespace) sends as fast as TCP lets it for a few seconds.  The receiver
+notes every connection's bytes over time, and each flow's rate is taken over the
+window in which all of them were running, their first and last :data:`SETTLE` s
+left out (TCP's start, the senders' staggered ends).  A link that shares fairly
+gives the flows that have no other bottleneck equal rates.
+
+>>> spread([10.0, 10.0, 9.0])        # slowest flow's rate / fastest's
+0.9
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from fabscope.testbed import system
+from fabscope.testbed.names import TestbedError
+
+#: seconds left out at each end of the window in which all flows ran
+SETTLE = 1.0
+PORT = 5299
+
+RECEIVER = r"""
+import json, socket, sys, threading, time
+ip, port, n, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((ip, port)); srv.listen(n); print("ready", flush=True)
+srv.settimeout(seconds + 30)
+log = {}
+def take(c, peer):
+    got, rows, last = 0, [], 0.0
+    c.settimeout(seconds + 30)
+    while True:
+        b = c.recv(1 << 20)
+        if not b:
+            break
+        got += len(b)
+        t = time.monotonic()
+        if t - last >= 0.02:
+            rows.append((t, got)); last = t
+    rows.append((time.monotonic(), got))
+    log[peer] = rows
+threads = []
+for _ in range(n):
+    c, a = srv.accept()
+    th = threading.Thread(target=take, args=(c, a[0])); th.start(); threads.append(th)
+for th in threads:
+    th.join()
+print(json.dumps(log), flush=True)
+"""
+
+SENDER = r"""
+import socket, sys, time
+ip, port, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+s = socket.create_connection((ip, port), timeout=30)
+buf = b"x" * (1 << 20)
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    s.sendall(buf)
+s.close()
+"""
+
+
+def spread(rates: Sequence[float]) -> float:
+    """Slowest flow's rate over the fastest's: 1 for an even share."""
+    r = np.asarray(rates, float)
+    return float(r.min() / r.max()) if r.size and r.max() > 0 else 0.0
+
+
+def window_rates(log: dict[str, list[tuple[float, int]]], settle: float = SETTLE) -> dict[str, float]:
+    """Bytes/s of each flow over the window in which all of them ran, ``settle`` s cut at each end.
+
+    >>> log = {"a": [(0.0, 0), (1.0, 100), (4.0, 400), (5.0, 500)], "b": [(0.5, 0), (4.5, 200)]}
+    >>> {k: round(v) for k, v in window_rates(log, settle=0.5).items()}
+    {'a': 100, 'b': 50}
+    """
+    t0 = max(rows[0][0] for rows in log.values()) + settle
+    t1 = min(rows[-1][0] for rows in log.values()) - settle
+    if t1 <= t0:
+        raise TestbedError("the flows did not run together long enough to measure their shares")
+    out = {}
+    for peer, rows in log.items():
+        t = np.array([r[0] for r in rows])
+        b = np.array([r[1] for r in rows], float)
+        out[peer] = float((np.interp(t1, t, b) - np.interp(t0, t, b)) / (t1 - t0))
+    return out
+
+
+def measure(flows: Sequence[tuple[str, str, str, str]], seconds: float = 8.0, port: int = PORT) -> list[float]:
+    """Rates (bytes/s) of one TCP flow per ``(source namespace, source IP, destination namespace,
+    destination IP)`` of ``flows`` (each source once), all sending at once for ``seconds``."""
+    py = sys.executable
+    dests: dict[tuple[str, str], int] = {}
+    for _, _, dns, dip in flows:
+        dests[(dns, dip)] = dests.get((dns, dip), 0) + 1
+    procs: list[subprocess.Popen] = []
+    try:
+        rx = []
+        for (dns, dip), n in dests.items():
+            p = subprocess.Popen(["ip", "netns", "exec", dns, py, "-c", RECEIVER, dip, str(port), str(n), str(seconds)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+            rx.append(p)
+            assert p.stdout is not None
+            if p.stdout.readline().strip() != "ready":
+                raise TestbedError(f"flow receiver in {dns} did not start: {p.stderr.read() if p.stderr else ''}")
+        tx = []
+        for sns, _, _, dip in flows:
+            p = subprocess.Popen(["ip", "netns", "exec", sns, py, "-c", SENDER, dip, str(port), str(seconds)],
+                                 stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+            tx.append(p)
+        for p in tx:
+            if p.wait(timeout=seconds + 60) != 0:
+                raise TestbedError(f"flow sender failed: {p.stderr.read() if p.stderr else ''}")
+        log: dict[str, list[tuple[float, int]]] = {}
+        for p in rx:
+            out, err = p.communicate(timeout=60)
+            if p.returncode != 0:
+                raise TestbedError(f"flow receiver failed: {err.strip()}")
+            log.update(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    want = [sip for _, sip, _, _ in flows]
+    if sorted(log) != sorted(want):
+        raise TestbedError(f"flows from {sorted(log)} reached the receivers, expected {sorted(want)}")
+    rates = window_rates(log)
+    return [rates[ip] for ip in want]
+
+
+def hold_back(ns: str, ifname: str) -> tuple[int, int]:
+    """(overlimits, drops) of the tbf on ``ifname`` in ``ns``: how often it held packets back, and dropped."""
+    q = [d for d in json.loads(system.run(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", ifname]) or "[]")
+         if d.get("root")]
+    return (int(q[0].get("overlimits", 0)), int(q[0].get("drops", 0))) if q else (0, 0)
