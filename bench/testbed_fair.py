@@ -9,12 +9,17 @@ both ways (``--fifo`` / fair, testbed name ac1) and runs, each ``--repeat`` time
 - 2 senders on one leaf whose routes share one of its uplinks to hosts on two other
   leaves (the uplink is the only link they share).
 
-It prints each flow's rate as a share of the bottleneck's payload rate, the slowest
+Each case runs twice: bulk flows (each sender sends for ``--seconds``), and ``--rounds`` rounds
+in which every sender sends one ``--messages`` message at the same moment, as ping-pong
+turns that meet on the link.  For the messages it prints, per round, the bytes each flow
+delivered until the first message was complete, slowest over fastest: 1 when the link
+serves them round-robin, near 0 when it serves one message after the other.
+For the bulk flows it prints each flow's rate as a share of the bottleneck's payload rate, the slowest
 flow over the fastest (1 = equal shares), and the flows' sum over the link's rate
 with the bottleneck tbf's overlimits (link-bound when the sum is near 1 and the tbf
 held packets back).
 
-    sudo .venv/bin/python bench/testbed_fair.py [--fabric fat-tree:k=4,levels=2,up=2] [--rate 40Mbit]
+    sudo .venv/bin/python bench/testbed_fair.py [--fabric fat-tree:k=4,levels=2,up=2] [--rate 40Mbit] [--mode fair|fifo|both]
 
 Figures are taken on whatever else the machine is running; say so when quoting them.
 """
@@ -31,6 +36,7 @@ from fabscope.testbed import shares, state
 from fabscope.testbed.counters import plan_of
 from fabscope.testbed.lifecycle import down, up
 from fabscope.testbed.names import parse_rate
+from fabscope.units import parse_size
 
 NAME = "ac1"
 
@@ -73,11 +79,10 @@ def cases(f, lft) -> list[tuple[str, list[tuple[int, int]], int]]:  # type: igno
     return out
 
 
-def run_mode(spec: str, rate: float, fair: bool, repeat: int, seconds: float) -> None:
+def run_mode(spec: str, rate: float, fair: bool, repeat: int, seconds: float, messages: int, rounds: int) -> None:
     down(NAME)
-    up(NAME, spec, rate, fair=fair, say=lambda m: print("  " + m, flush=True))
+    st = up(NAME, spec, None, max_rate=rate, fair=fair, say=lambda m: print("  " + m, flush=True))
     try:
-        st = state.load(NAME)
         p = plan_of(st)
         f = p.fabric
         _, lft = state.forwarding_now(st)
@@ -89,7 +94,13 @@ def run_mode(spec: str, rate: float, fair: bool, repeat: int, seconds: float) ->
                 rates = shares.measure([(p.netns(s), p.host_ip(s), p.netns(d), p.host_ip(d)) for s, d in flows],
                                        seconds=seconds)
                 ol1, dr1 = shares.hold_back(ns, dev)
-                print(f"  {'fair' if fair else 'fifo'}  {label:34s} run {r + 1}: shares "
+                msg = shares.measure_messages([(p.netns(s), p.host_ip(s), p.netns(d), p.host_ip(d))
+                                               for s, d in flows], size=messages, count=rounds,
+                                              period=len(flows) * messages / cap + 0.5)
+                print(f"  {'fair' if fair else 'fifo'}  {label:34s} run {r + 1}: {rounds} rounds of "
+                      f"{messages >> 10} KiB messages sent at once: slowest/fastest at the first one's end, median "
+                      f"{np.median(msg):.2f} (rounds {min(msg):.2f}-{max(msg):.2f})", flush=True)
+                print(f"  {'fair' if fair else 'fifo'}  {label:34s} run {r + 1}: bulk flows' shares "
                       + " ".join(f"{x / cap:.2f}" for x in rates)
                       + f"  slowest/fastest {shares.spread(rates):.2f}  sum {sum(rates) / cap:.2f} of the link"
                       + f"  overlimits {ol1 - ol0} drops {dr1 - dr0}  load {os.getloadavg()[0]:.1f}", flush=True)
@@ -100,16 +111,18 @@ def run_mode(spec: str, rate: float, fair: bool, repeat: int, seconds: float) ->
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fabric", default="fat-tree:k=4,levels=2,up=2")
-    ap.add_argument("--rate", default="40Mbit")
+    ap.add_argument("--rate", default="40Mbit", help="at most (--rate auto: what this machine forwards now)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--messages", default="1MiB", help="size of the messages sent at once (default 1MiB)")
+    ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--mode", choices=("both", "fair", "fifo"), default="both")
     a = ap.parse_args()
     rate = parse_rate(a.rate)
     print(f"testbed_fair: {a.fabric} at {a.rate}, {a.seconds:g} s per run, load {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
     for fair in ((False, True) if a.mode == "both" else (a.mode == "fair",)):
-        run_mode(a.fabric, rate, fair, a.repeat, a.seconds)
+        run_mode(a.fabric, rate, fair, a.repeat, a.seconds, parse_size(a.messages), a.rounds)
     return 0
 
 

@@ -48,7 +48,8 @@ def test_shared_ports_get_one_class_and_deep_queue_per_source_host():
             assert ips == sorted(p.host_ip(h) for h in src[l])
             classes = re.findall(r"classid 2:(\w+) htb rate (\d+)bit quantum (\d+)", " ".join(mine))
             assert len(classes) == len(src[l]) + 1           # and the default class
-            assert {int(q) for _, _, q in classes} == {p.mtu + 14}                 # equal quanta: round-robin
+            # equal quanta, of the largest packet the tbf passes whole: round-robin fair in bytes
+            assert {int(q) for _, _, q in classes} == {commands.burst_bytes(p.wire_rate(int(l)), p.mtu)}
             assert min(int(r) for _, r, _ in classes) >= 8 * p.wire_rate(int(l))   # the htb never holds back
             flows = set(re.findall(r"flowid 2:(\w+)", " ".join(mine)))
             assert flows == {c for c, _, _ in classes} - {"1"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -43,7 +44,7 @@ def take(c, peer):
             break
         got += len(b)
         t = time.monotonic()
-        if t - last >= 0.02:
+        if t - last >= 0.002:
             rows.append((t, got)); last = t
     rows.append((time.monotonic(), got))
     log[peer] = rows
@@ -63,6 +64,19 @@ s = socket.create_connection((ip, port), timeout=30)
 buf = b"x" * (1 << 20)
 end = time.monotonic() + seconds
 while time.monotonic() < end:
+    s.sendall(buf)
+s.close()
+"""
+
+
+MESSAGES = r"""
+import socket, sys, time
+ip, port, size, count, period, t0 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), \
+    float(sys.argv[5]), float(sys.argv[6])
+s = socket.create_connection((ip, port), timeout=30)
+buf = b"x" * size
+for k in range(count):
+    time.sleep(max(0.0, t0 + k * period - time.monotonic()))
     s.sendall(buf)
 s.close()
 """
@@ -136,6 +150,78 @@ def measure(flows: Sequence[tuple[str, str, str, str]], seconds: float = 8.0, po
         raise TestbedError(f"flows from {sorted(log)} reached the receivers, expected {sorted(want)}")
     rates = window_rates(log)
     return [rates[ip] for ip in want]
+
+
+def message_spreads(log: dict[str, list[tuple[float, int]]], size: int, starts: Sequence[float]) -> list[float]:
+    """Per round of messages (all senders send ``size`` bytes at ``starts[k]``): the bytes each flow
+    delivered between the round's start and the first flow's completion, slowest over fastest
+    (1: the link served them round-robin; about 0 when it served one message after the other).
+
+    >>> log = {"a": [(0.0, 0), (1.0, 50), (2.0, 100)], "b": [(0.0, 0), (1.0, 100)]}
+    >>> message_spreads(log, 100, [0.0])
+    [0.5]
+    """
+    out = []
+    for k, t0 in enumerate(starts):
+        done, got = [], []
+        for rows in log.values():
+            t = np.array([r[0] for r in rows])
+            b = np.array([r[1] for r in rows], float)
+            i = int(np.searchsorted(b, (k + 1) * size))
+            done.append(float(t[min(i, len(t) - 1)]))
+        end = min(done)
+        for rows in log.values():
+            t = np.array([r[0] for r in rows])
+            b = np.array([r[1] for r in rows], float)
+            got.append(float(np.interp(end, t, b)) - k * size)
+        out.append(spread(got))
+    return out
+
+
+def measure_messages(flows: Sequence[tuple[str, str, str, str]], size: int = 1 << 20, count: int = 10,
+                     period: float = 1.0, port: int = PORT) -> list[float]:
+    """:func:`message_spreads` of ``count`` rounds in which every flow of ``flows`` (as :func:`measure`'s)
+    sends one message of ``size`` bytes at the same moment, ``period`` s apart (a ping-pong's turns)."""
+    py = sys.executable
+    dests: dict[tuple[str, str], int] = {}
+    for _, _, dns, dip in flows:
+        dests[(dns, dip)] = dests.get((dns, dip), 0) + 1
+    procs: list[subprocess.Popen] = []
+    seconds = count * period + 5
+    t0 = time.monotonic() + 3.0                       # the senders' start-up (one interpreter each) before it
+    try:
+        rx = []
+        for (dns, dip), n in dests.items():
+            p = subprocess.Popen(["ip", "netns", "exec", dns, py, "-c", RECEIVER, dip, str(port), str(n), str(seconds)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+            rx.append(p)
+            assert p.stdout is not None
+            if p.stdout.readline().strip() != "ready":
+                raise TestbedError(f"flow receiver in {dns} did not start: {p.stderr.read() if p.stderr else ''}")
+        tx = []
+        for sns, _, _, dip in flows:
+            p = subprocess.Popen(["ip", "netns", "exec", sns, py, "-c", MESSAGES, dip, str(port), str(size),
+                                  str(count), str(period), f"{t0:.6f}"], stderr=subprocess.PIPE, text=True)
+            procs.append(p)
+            tx.append(p)
+        for p in tx:
+            if p.wait(timeout=seconds + 60) != 0:
+                raise TestbedError(f"flow sender failed: {p.stderr.read() if p.stderr else ''}")
+        log: dict[str, list[tuple[float, int]]] = {}
+        for p in rx:
+            out, err = p.communicate(timeout=60)
+            if p.returncode != 0:
+                raise TestbedError(f"flow receiver failed: {err.strip()}")
+            log.update(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    if len(log) != len(flows):
+        raise TestbedError(f"{len(log)} of {len(flows)} flows reached the receivers")
+    return message_spreads(log, size, [t0 + k * period for k in range(count)])
 
 
 def hold_back(ns: str, ifname: str) -> tuple[int, int]:
