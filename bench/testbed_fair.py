@@ -13,13 +13,17 @@ Each case runs twice: bulk flows (each sender sends for ``--seconds``), and ``--
 in which every sender sends one ``--messages`` message at the same moment, as ping-pong
 turns that meet on the link.  For the messages it prints, per round, the bytes each flow
 delivered until the first message was complete, slowest over fastest: 1 when the link
-serves them round-robin, near 0 when it serves one message after the other.
+serves them round-robin, near 0 when it serves one message after the other.  Each
+message case runs twice: as TCP does by default (slow start after each pause) and with the
+senders' windows kept (``tcp_slow_start_after_idle`` 0: each message enters the network at
+once, so the link alone orders them).
 For the bulk flows it prints each flow's rate as a share of the bottleneck's payload rate, the slowest
 flow over the fastest (1 = equal shares), and the flows' sum over the link's rate
 with the bottleneck tbf's overlimits (link-bound when the sum is near 1 and the tbf
 held packets back).
 
     sudo .venv/bin/python bench/testbed_fair.py [--fabric fat-tree:k=4,levels=2,up=2] [--rate 40Mbit] [--mode fair|fifo|both]
+    sudo .venv/bin/python bench/testbed_fair.py --up-times SPEC ... [--rate 10Mbit]     # up/down times both ways
 
 Figures are taken on whatever else the machine is running; say so when quoting them.
 """
@@ -94,18 +98,45 @@ def run_mode(spec: str, rate: float, fair: bool, repeat: int, seconds: float, me
                 rates = shares.measure([(p.netns(s), p.host_ip(s), p.netns(d), p.host_ip(d)) for s, d in flows],
                                        seconds=seconds)
                 ol1, dr1 = shares.hold_back(ns, dev)
-                msg = shares.measure_messages([(p.netns(s), p.host_ip(s), p.netns(d), p.host_ip(d))
-                                               for s, d in flows], size=messages, count=rounds,
-                                              period=len(flows) * messages / cap + 0.5)
-                print(f"  {'fair' if fair else 'fifo'}  {label:34s} run {r + 1}: {rounds} rounds of "
-                      f"{messages >> 10} KiB messages sent at once: slowest/fastest at the first one's end, median "
-                      f"{np.median(msg):.2f} (rounds {min(msg):.2f}-{max(msg):.2f})", flush=True)
+                for warm in (False, True):
+                    got = shares.measure_messages([(p.netns(s), p.host_ip(s), p.netns(d), p.host_ip(d))
+                                                   for s, d in flows], size=messages, count=rounds,
+                                                  period=len(flows) * messages / cap + 0.5, warm=warm)
+                    msg = [shares.spread(g) for g in got]
+                    dev = [shares.deviation(g) for g in got]
+                    print(f"  {'fair' if fair else 'fifo'}  {label:34s} run {r + 1}: {rounds} rounds of "
+                          f"{messages >> 10} KiB messages sent at once{' (warm windows)' if warm else ''}: "
+                          f"slowest/fastest at the first one's end, median "
+                          f"{np.median(msg):.2f} (rounds {min(msg):.2f}-{max(msg):.2f}); largest departure from "
+                          f"the mean share, median {np.median(dev):.2f}", flush=True)
                 print(f"  {'fair' if fair else 'fifo'}  {label:34s} run {r + 1}: bulk flows' shares "
                       + " ".join(f"{x / cap:.2f}" for x in rates)
                       + f"  slowest/fastest {shares.spread(rates):.2f}  sum {sum(rates) / cap:.2f} of the link"
                       + f"  overlimits {ol1 - ol0} drops {dr1 - dr0}  load {os.getloadavg()[0]:.1f}", flush=True)
     finally:
         down(NAME)
+
+
+def up_times(specs: list[str], rate: float) -> None:
+    """``up`` and ``down`` of each fabric both ways (calibration off: the time is the building's), with the
+    number of tc lines each builds."""
+    import time
+
+    from fabscope.testbed import commands
+    from fabscope.testbed.lifecycle import prepare
+
+    for spec in specs:
+        plan, lft, _ = prepare(NAME, spec, rate)
+        src = commands.link_sources(plan, lft)
+        for fair in (False, True):
+            lines = sum(len(commands.shaper_lines(plan, v, src, fair)) for v in range(plan.fabric.n_nodes))
+            down(NAME)
+            t0 = time.monotonic()
+            up(NAME, spec, rate, calibrate=False, fair=fair)
+            t1 = time.monotonic()
+            down(NAME)
+            print(f"  {spec}: {plan.fabric.n_hosts} hosts, {'fair' if fair else 'fifo'}: {lines} tc lines, up "
+                  f"{t1 - t0:.1f} s, down {time.monotonic() - t1:.1f} s, load {os.getloadavg()[0]:.1f}", flush=True)
 
 
 def main() -> int:
@@ -116,11 +147,16 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--messages", default="1MiB", help="size of the messages sent at once (default 1MiB)")
     ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--up-times", nargs="+", metavar="SPEC", help="instead: time up and down of these fabrics "
+                                                                 "both ways (at --rate, not calibrated)")
     ap.add_argument("--mode", choices=("both", "fair", "fifo"), default="both")
     a = ap.parse_args()
     rate = parse_rate(a.rate)
     print(f"testbed_fair: {a.fabric} at {a.rate}, {a.seconds:g} s per run, load {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores", flush=True)
+    if a.up_times:
+        up_times(a.up_times, rate)
+        return 0
     for fair in ((False, True) if a.mode == "both" else (a.mode == "fair",)):
         run_mode(a.fabric, rate, fair, a.repeat, a.seconds, parse_size(a.messages), a.rounds)
     return 0

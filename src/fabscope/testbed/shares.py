@@ -152,14 +152,26 @@ def measure(flows: Sequence[tuple[str, str, str, str]], seconds: float = 8.0, po
     return [rates[ip] for ip in want]
 
 
-def message_spreads(log: dict[str, list[tuple[float, int]]], size: int, starts: Sequence[float]) -> list[float]:
+def deviation(shares: Sequence[float]) -> float:
+    """The largest departure of one flow's share from the flows' mean, as a fraction of the mean
+    (0 for an even share).
+
+    >>> round(deviation([9.0, 10.0, 11.0]), 3)
+    0.1
+    """
+    r = np.asarray(shares, float)
+    return float(np.abs(r / r.mean() - 1).max()) if r.size and r.mean() > 0 else 1.0
+
+
+def message_shares(log: dict[str, list[tuple[float, int]]], size: int, starts: Sequence[float]) -> list[list[float]]:
     """Per round of messages (all senders send ``size`` bytes at ``starts[k]``): the bytes each flow
-    delivered between the round's start and the first flow's completion, slowest over fastest
-    (1: the link served them round-robin; about 0 when it served one message after the other).
+    delivered between the round's start and the first flow's completion.  A link that serves them
+    round-robin gives equal figures; one that serves a message after the other, one full and the
+    others near 0.
 
     >>> log = {"a": [(0.0, 0), (1.0, 50), (2.0, 100)], "b": [(0.0, 0), (1.0, 100)]}
-    >>> message_spreads(log, 100, [0.0])
-    [0.5]
+    >>> message_shares(log, 100, [0.0])
+    [[50.0, 100.0]]
     """
     out = []
     for k, t0 in enumerate(starts):
@@ -174,15 +186,23 @@ def message_spreads(log: dict[str, list[tuple[float, int]]], size: int, starts: 
             t = np.array([r[0] for r in rows])
             b = np.array([r[1] for r in rows], float)
             got.append(float(np.interp(end, t, b)) - k * size)
-        out.append(spread(got))
+        out.append(got)
     return out
 
 
 def measure_messages(flows: Sequence[tuple[str, str, str, str]], size: int = 1 << 20, count: int = 10,
-                     period: float = 1.0, port: int = PORT) -> list[float]:
-    """:func:`message_spreads` of ``count`` rounds in which every flow of ``flows`` (as :func:`measure`'s)
-    sends one message of ``size`` bytes at the same moment, ``period`` s apart (a ping-pong's turns)."""
+                     period: float = 1.0, port: int = PORT, warm: bool = False) -> list[list[float]]:
+    """:func:`message_shares` of ``count`` rounds in which every flow of ``flows`` (as :func:`measure`'s)
+    sends one message of ``size`` bytes at the same moment, ``period`` s apart (a ping-pong's turns).
+
+    ``warm``: the senders keep their congestion windows between messages (``tcp_slow_start_after_idle``
+    0 in their namespaces for the run), so that each message enters the network at once and the
+    link alone decides how the messages share it; otherwise TCP's slow start after each pause
+    paces the first part of every message, and its luck shows in the shares."""
     py = sys.executable
+    if warm:
+        for sns, _, _, _ in flows:
+            system.run(["ip", "netns", "exec", sns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"])
     dests: dict[tuple[str, str], int] = {}
     for _, _, dns, dip in flows:
         dests[(dns, dip)] = dests.get((dns, dip), 0) + 1
@@ -219,9 +239,13 @@ def measure_messages(flows: Sequence[tuple[str, str, str, str]], size: int = 1 <
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        if warm:
+            for sns, _, _, _ in flows:
+                system.run(["ip", "netns", "exec", sns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=1"],
+                           check=False)
     if len(log) != len(flows):
         raise TestbedError(f"{len(log)} of {len(flows)} flows reached the receivers")
-    return message_spreads(log, size, [t0 + k * period for k in range(count)])
+    return message_shares(log, size, [t0 + k * period for k in range(count)])
 
 
 def hold_back(ns: str, ifname: str) -> tuple[int, int]:
