@@ -224,6 +224,8 @@ def run() -> int:
                     help="with --shapes: also compare with these options (e.g. '--model static'); repeatable")
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="with --shapes: measure each test N times (the same pairs and rounds) and compare them together")
+    ap.add_argument("--only", metavar="WORD", help="with --shapes: only the shapes whose label or spec contains "
+                                                   "WORD (e.g. torus: to redo a run that was not link-bound)")
     ap.add_argument("--fifo", action="store_true", help="with --shapes: links a tbf alone, first come first "
                                                         "served (as before session 7), not shared round-robin")
     ap.add_argument("--ignore-budget", action="store_true", help="let up run sizes its CPU budget refuses "
@@ -241,6 +243,8 @@ def run() -> int:
         os.environ["FABSCOPE_TESTBED_DIR"] = os.path.join(tmp, "state")
         if a.shapes:
             for i, (label, spec, leaf) in enumerate(SHAPES):
+                if a.only and a.only not in label and a.only not in spec:
+                    continue
                 one_shape(i, label, spec, leaf, None if auto else rate, tmp, rate, tuple(a.compare), a.repeat,
                           fair=not a.fifo)
             return 0
