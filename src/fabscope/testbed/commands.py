@@ -157,10 +157,10 @@ def fair_quantum(wire_rate: float, mtu: int) -> int:
     bucket (it cuts larger GSO packets into frames; packets of up to a bucket pass as they are).
 
     htb serves a class until its deficit goes negative, then adds one quantum: with a quantum below
-    the largest packet a class sends one packet per turn, whatever its size, and a source whose
-    packets are two frames long gets twice the share (3 bulk flows into one host measured 0.29,
-    0.31, 0.39 of the link with a quantum of one 9000-byte frame).  A quantum of the largest
-    packet makes the turns equal in bytes (deficit round-robin).
+    the largest packet a class sends one packet per turn, whatever its size, so a source whose
+    packets are two frames long would get twice the share of one whose packets are one.  A quantum
+    of the largest packet makes the turns equal in bytes (deficit round-robin).  (Measured, this
+    did not settle the bulk flows' shares: docs/testbed.md, *Sharing a link fairly, measured*.)
 
     >>> fair_quantum(5e6, 9000)        # two frames: 2 ms at 40 Mbit is less
     18028
