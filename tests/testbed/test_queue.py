@@ -86,3 +86,25 @@ def test_messages_that_meet_on_one_link_share_it_evenly():
         assert np.median(dev_) <= 0.10, (dev_, got)
     finally:
         down(name)
+
+
+def test_the_probe_finds_the_fair_share_and_without_it_up_says_so(monkeypatch):
+    """This kernel has htb and u32 (the probe builds the construction on a scratch veth); on one
+    without them (the probe's answer replaced) ``up`` says the links are first come, first served
+    and builds the tbf alone."""
+    from fabscope.testbed import lifecycle
+
+    assert system.fair_share_missing() is None
+    monkeypatch.setattr(lifecycle.system, "fair_share_missing", lambda: "Specified qdisc kind is unknown")
+    said: list[str] = []
+    name = "ac7"
+    st = up(name, "fat-tree:k=2,levels=2", parse_rate("10Mbit"), say=said.append, calibrate=False)
+    try:
+        assert any("not shared fairly" in m and "qdisc kind is unknown" in m for m in said), said
+        from fabscope.testbed.counters import plan_of
+
+        p = plan_of(st)
+        shown = "".join(system.run(["tc", "-n", p.netns(v), "qdisc", "show"]) for v in range(p.fabric.n_nodes))
+        assert "tbf" in shown and "htb" not in shown, shown
+    finally:
+        down(name)
