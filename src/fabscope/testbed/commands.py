@@ -194,7 +194,9 @@ def link_sources(p: Plan, lft: np.ndarray) -> list[list[int]]:
     for d in range(n):
         src = hosts[(hosts != d) & (host_link >= 0)]
         link = host_link[src]
-        while src.size:
+        for _ in range(f.n_nodes + 1):               # a route visits each node once: a loop in the tables ends here
+            if not src.size:
+                break
             crossed[link, src] = True
             node = f.link_dst[link]
             go = node >= n                                   # still at a switch: its table's next link
