@@ -66,6 +66,10 @@ class Outcome:
     events: int                # events processed (a flow's stale finish events not counted)
     refills: int               # flows refilled, summed over events
     delivered: np.ndarray      # bytes integrated over each message's rate history
+    #: the compiled engine's refill paths, summed over the run: flows that joined a refill when a
+    #: resource they cross was about to fill ("at fill"), or when the level reached their rate and
+    #: their bottleneck no longer held them ("at check"); checks that left the flow as it was ("kept")
+    joins: dict | None = None
 
     @property
     def makespan(self) -> float:

@@ -15,7 +15,8 @@
  * engine to it.  Also: one finish event per flow, moved in place when its rate changes; the flows
  * bottlenecked on each resource listed; each resource's largest rate kept where known.
  * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
- * the progress callback asked to stop, or -1 when memory runs out.
+ * the progress callback asked to stop, -1 when memory runs out, or -3 when a refill
+ * left a flow without a rate (a bug: refused rather than run on).
  *
  * progress (may be NULL) is called with the messages done so far and the
  * simulated time every `every` refills (0: never by count) and whenever
@@ -270,6 +271,7 @@ int fs_run(int64_t n_res, const double *capacity,
     double *fin_rate = NULL;
     int64_t cfr = 0;
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
+    int64_t j_fill = 0, j_check = 0, kept = 0;   /* flows joined at a filling resource, at their check; checks kept */
     double last_call = progress ? wall_s() : 0;
     if (!on || !RA || !RB || !need) { rc = -1; goto out; }
     for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; RB[r].mx_ok = 1; }
@@ -444,6 +446,7 @@ int fs_run(int64_t n_res, const double *capacity,
         }
         thr *= 1 - RATE_TOL;
         nt = 0; R.n = 0;
+        int64_t frozen = 0;
         double level = thr;
 #define TOUCH(q_) do { int64_t q__ = (q_); if (RA[q__].touch != ev_ep) { \
             RA[q__].touch = ev_ep; RA[q__].resid = RA[q__].cap - RA[q__].load; RA[q__].livew = 0; RA[q__].hk = INFINITY; \
@@ -477,7 +480,7 @@ int fs_run(int64_t n_res, const double *capacity,
                 if (!(RB[r].mx_ok && RB[r].mx <= lam * (1 + RATE_TOL)))
                     for (int64_t z = 0; z < on[r].n; z++) {
                         int64_t h = on[r].a[z].f;
-                        if (F[h].todo != ev_ep && F[h].rate > lam * (1 + RATE_TOL)) { JOIN(h); joined = 1; }
+                        if (F[h].todo != ev_ep && F[h].rate > lam * (1 + RATE_TOL)) { JOIN(h); joined = 1; j_fill++; }
                     }
                 if (joined) continue;           /* its key rose (pushed again by JOIN) */
                 level = lam;
@@ -486,7 +489,7 @@ int fs_run(int64_t n_res, const double *capacity,
                     int64_t g = on[r].a[z].f;
                     flow_t *fl = &F[g];
                     if (fl->todo != ev_ep || fl->done == ev_ep) continue;
-                    fl->done = ev_ep; fl->nrate = level; fl->where = r;
+                    fl->done = ev_ep; fl->nrate = level; fl->where = r; frozen++;
                     for (int64_t k = 0; k < fl->n; k++) {
                         int64_t q = p_res[fl->off + k];
                         double w = p_w[fl->off + k];
@@ -499,7 +502,7 @@ int fs_run(int64_t n_res, const double *capacity,
                 flow_t *fl = &F[g];
                 if (fl->done == ev_ep) continue;
                 if (e.k > level) level = e.k;
-                fl->done = ev_ep; fl->nrate = level; fl->where = -1;
+                fl->done = ev_ep; fl->nrate = level; fl->where = -1; frozen++;
                 for (int64_t k = 0; k < fl->n; k++) {
                     int64_t q = p_res[fl->off + k];
                     double w = p_w[fl->off + k];
@@ -532,12 +535,13 @@ int fs_run(int64_t n_res, const double *capacity,
                     found = q;
                 }
                 if (found == -2 && rh >= p_cap[fh->path] * (1 - RATE_TOL)) found = -1;
-                if (found != -2) SET_BNECK(h, found);
-                else JOIN(h);
+                if (found != -2) { SET_BNECK(h, found); kept++; }
+                else { JOIN(h); j_check++; }
             }
         }
 #undef JOIN
 #undef TOUCH
+        if (frozen != nt) { rc = -3; goto out; }   /* a flow left without a rate: a bug, not a result */
         refills += nt;
         for (int64_t i = 0; i < nt; i++) SET_BNECK(todo[i], F[todo[i]].where);
     apply:
@@ -564,7 +568,7 @@ int fs_run(int64_t n_res, const double *capacity,
     }
     for (int64_t s = 0; s < n_steps; s++) if (pending[s] > 0) { rc = 1; break; }
 out:
-    stats[0] = events; stats[1] = refills; (void)cfr;
+    stats[0] = events; stats[1] = refills; stats[2] = j_fill; stats[3] = j_check; stats[4] = kept; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
     free(F); free(hp); free(freel); free(spos); free(started); free(fin); free(todo);
