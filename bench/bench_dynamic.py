@@ -24,7 +24,9 @@ between the two.
 ``--repeat`` times on the same program and routes, alternately with this
 tree's ``flowsim.c`` and with ``FILE.c`` (another version of it, e.g. the
 landed one), and the median CPU time of each is printed with the ratio; the
-completion times of the two are compared ("agree").
+completion times of the two are compared ("agree").  The compiled engine's lines also print the flows its refills
+took in (summed over the run) and by which path: at a resource about to fill below their rate, at
+the check when the level reached their rate; and the checks that kept a flow as it was.
 
 ``--whole CASE``: the issue's whole-process figures.  ``itasca-20`` is
 ``fabscope simulate --fabric itasca --ppn 8 --pattern random-pairs --seed 7
@@ -206,9 +208,12 @@ def main() -> None:
                 agree = f"{np.max(np.abs(fin - run.outcome.msg_end) / fin):.0e}"
             algo = prog.params.get("algorithm")
             label = f"{key}" + (f" {algo}" if algo else "")
+            j = run.outcome.joins
+            paths = (f"; {run.outcome.refills:,} flows refilled (joined at a filling resource {j['at fill']:,}, at "
+                     f"their check {j['at check']:,}; checks kept {j['kept']:,})") if j and key != "itasca-pingpong-count" else ""
             print(f"{label:17} {prog.n_messages:>9,} {run.outcome.events:>10,} {wall:>10.3f} {cpu:>7.3f} "
                   f"{target:>6.1f} {sg:>9} {agree:>8}  {what}; engine {run.engine}; "
-                  f"simulated {run.outcome.makespan * 1e3:.3f} ms", flush=True)
+                  f"simulated {run.outcome.makespan * 1e3:.3f} ms{paths}", flush=True)
             if a.against and run.engine == "c":
                 against(prog, run, a.against, a.repeat)
 

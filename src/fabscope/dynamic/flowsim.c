@@ -207,9 +207,9 @@ static double wall_s(void)
 typedef struct {
     double rate, nrate;          /* current rate; tentative rate of this refill */
     int64_t todo, done, add;     /* epochs: joined the refill; frozen in it; its check pushed */
+    int64_t off, n;              /* its path's entries p_res[off .. off + n) */
     int64_t where, bneck;        /* where it froze in the refill; its bottleneck (-1 cap, -2 none) */
     int64_t bprev, bnext;        /* its neighbours in its bottleneck's list of flows (-1: none) */
-    int64_t off, n;              /* its path's entries p_res[off .. off + n) */
     double rem, tlast;           /* bytes left at tlast */
     int64_t msg, path, ver, st;  /* message (-1: free slot), path, finish-event version, started epoch */
 } flow_t;
