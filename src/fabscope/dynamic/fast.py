@@ -3,8 +3,10 @@
 The shared library goes to ``$XDG_CACHE_HOME/fabscope`` (default
 ``~/.cache/fabscope``) under a name holding the source's hash, so an edited
 source is rebuilt; where no compiler is found the pure-Python engine runs
-instead (:func:`why_not` says why).  Both run the same algorithm; the tests
-hold the compiled one to the Python reference.
+instead (:func:`why_not` says why).  Both give the max-min rates; the compiled
+one refills with one progressive filling per event that takes flows in as it
+meets them (docs/dynamic.md, "The refill, session 7"), and the tests hold it
+to the Python reference.
 """
 
 from __future__ import annotations
