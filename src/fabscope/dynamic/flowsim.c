@@ -8,7 +8,7 @@
  * engine.py and docs/dynamic.md for why the others keep their rates).
  *
  * The refill is one progressive filling from the threshold level that takes flows in as it meets
- * them (the refill (session 7) in docs/benchmarks.md, "Exactness" in docs/dynamic.md): a fixed
+ * them (docs/dynamic.md, "The refill, session 7", says why that is exact): a fixed
  * flow joins when a resource it crosses would fill below its rate, or when the level reaches its
  * rate and its bottleneck no longer holds it.  engine.py reaches the same rates by refilling a set
  * that grows while the max-min certificate fails; tests/dynamic/test_refill_paths.py holds this
@@ -437,7 +437,7 @@ int fs_run(int64_t n_res, const double *capacity,
          *   flow (or it is at its cap), else it joins at its rate.
          * No resource a joining flow crosses has filled below the level it joins at (it would have
          * joined then), so the filling from there is the one of the grown set: one pass, and every
-         * flow ends with a certified bottleneck (docs/dynamic.md). */
+         * flow ends with a certified bottleneck (docs/dynamic.md, "The refill, session 7"). */
         double thr = INFINITY;
         for (int64_t i = 0; i < nf; i++) if (fin_rate[i] < thr) thr = fin_rate[i];
         for (int64_t i = 0; i < ns; i++) {       /* a started flow gets at least its counted share */
