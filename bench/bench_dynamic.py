@@ -9,6 +9,8 @@
     .venv/bin/python bench/bench_dynamic.py --case itasca-pingpong --iterations 1 --no-simgrid \
         --against /work/main/src/fabscope/dynamic/flowsim.c --repeat 3   # the engine alone beside another
     .venv/bin/python bench/bench_dynamic.py --whole itasca-20 --repeat 3   # whole processes beside /work/main
+    .venv/bin/python bench/bench_dynamic.py --diagnose-model --against /work/main/src/fabscope/dynamic/flowsim.c \
+        --repeat 2                                          # diagnose's time model with each engine
 
 "fabscope s" is routing + resources + the engine, run to completion (fabric
 build, imports and the engine's one-time compilation excluded), wall clock;
@@ -24,7 +26,15 @@ between the two.
 ``--repeat`` times on the same program and routes, alternately with this
 tree's ``flowsim.c`` and with ``FILE.c`` (another version of it, e.g. the
 landed one), and the median CPU time of each is printed with the ratio; the
-completion times of the two are compared ("agree").
+completion times of the two are compared ("agree").  The compiled engine's lines also print the flows its refills
+took in (summed over the run) and by which path: at a resource about to fill below their rate, at
+the check when the level reached their rate; and the checks that kept a flow as it was.
+
+``--diagnose-model``: the time model of ``bench/bench_diagnose.py --parts nominal --nominal
+fast1`` (109,800 pairs in 100 rounds on the 3-level fat tree k=13, 20 + 2 iterations; its sets
+split into components, shapes already run reused, one process), without the fit that follows it
+there: this tree's ``flowsim.c`` and ``--against``'s run alternately ``--repeat`` times in this
+process, the median CPU and wall time of each and how far their modeled times are apart.
 
 ``--whole CASE``: the issue's whole-process figures.  ``itasca-20`` is
 ``fabscope simulate --fabric itasca --ppn 8 --pattern random-pairs --seed 7
@@ -126,6 +136,48 @@ def against(prog: Program, run, source: str, repeat: int) -> None:
           f"{b / a:.2f}x; completion times agree to {agree:.0e}", flush=True)
 
 
+def diagnose_model(source: str, repeat: int) -> None:
+    """diagnose's time model (bench_diagnose's nominal case, fast1) with this tree's engine and ``source``'s."""
+    from fabscope.diagnose.measured import Measured
+    from fabscope.diagnose.plan import bench_random_pairs
+    from fabscope.diagnose.synthetic import random_faults, synthetic
+    from fabscope.diagnose.timemodel import nominal_model
+
+    f = load_fabric("fat-tree:k=13,levels=3")
+    n_rounds, iters, seed = 50, 20, 3
+    s, dd, r = bench_random_pairs(f.n_hosts, 1, n_rounds)
+    s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, n_rounds)
+    faults = random_faults(f, 3, 1, seed=seed)
+    syn = synthetic(f, np.r_[s, s2], np.r_[dd, d2], np.r_[r, r2 + n_rounds], faults, 0.05, seed=seed)
+    m = Measured(f, syn.src, syn.dst, syn.hs, syn.hd, syn.bytes, syn.bandwidth, syn.time, syn.scenario, syn.pingpong,
+                 syn.test, syn.sources, syn.scenario_key, np.full(syn.n_pairs, iters), np.full(syn.n_pairs, 2))
+    print(f"diagnose's time model: {m.n_pairs:,} pairs in {m.n_scenarios} rounds on {f.name}, {iters} + 2 "
+          f"iterations, one process; load average {os.getloadavg()[0]:.1f}", flush=True)
+    got: dict[str, list] = {"this tree": [], "other": []}
+    noms = {}
+    for i in range(repeat):
+        for name, src in (("this tree", fast.SOURCE), ("other", source)):
+            saved = fast.SOURCE
+            fast.SOURCE = src
+            fast._load.cache_clear()
+            try:
+                if not fast.available():
+                    raise SystemExit(f"cannot build {src}: {fast.why_not()}")
+                w0, c0 = time.perf_counter(), time.process_time()
+                noms[name], info = nominal_model(m, workers=1)
+                got[name].append((time.perf_counter() - w0, time.process_time() - c0))
+            finally:
+                fast.SOURCE = saved
+                fast._load.cache_clear()
+            print(f"  run {i + 1} {name:9}: wall {got[name][-1][0]:7.2f} s  cpu {got[name][-1][1]:7.2f} s  "
+                  f"{info['events']:,} events (load {os.getloadavg()[0]:.1f})", flush=True)
+    med = {n: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for n, v in got.items()}
+    (tw, tc), (ow, oc) = med["this tree"], med["other"]
+    e = np.abs(np.log(noms["this tree"] / noms["other"]))
+    print(f"  median of {repeat}: this tree wall {tw:.2f} s cpu {tc:.2f} s | {source} wall {ow:.2f} s cpu {oc:.2f} s | "
+          f"other/this cpu {oc / tc:.2f}x; modeled times apart by at most {np.nanmax(e):.0e} (log ratio)", flush=True)
+
+
 def matching(n: int, seed: int = 1) -> Program:
     """A random matching: ranks paired at random, each sends 1 MiB to its partner (both ways)."""
     perm = np.random.default_rng(seed).permutation(n)
@@ -169,7 +221,15 @@ def main() -> None:
     ap.add_argument("--whole", action="append", choices=("itasca-1", "itasca-2", "itasca-20", "itasca-100"),
                     help="whole processes of the CLI, this tree beside --other")
     ap.add_argument("--other", default="/work/main/src", help="--whole: the code to compare with (the landed main)")
+    ap.add_argument("--diagnose-model", action="store_true",
+                    help="diagnose's time model (bench_diagnose --parts nominal --nominal fast1) with this tree's "
+                         "engine and --against's, alternately")
     a = ap.parse_args()
+    if a.diagnose_model:
+        if not a.against:
+            raise SystemExit("--diagnose-model needs --against FILE.c (the engine to compare with)")
+        diagnose_model(a.against, a.repeat)
+        return
     if a.whole:
         for key in a.whole:
             whole(key, a.repeat, a.other)
@@ -206,9 +266,12 @@ def main() -> None:
                 agree = f"{np.max(np.abs(fin - run.outcome.msg_end) / fin):.0e}"
             algo = prog.params.get("algorithm")
             label = f"{key}" + (f" {algo}" if algo else "")
+            j = run.outcome.joins
+            paths = (f"; {run.outcome.refills:,} flows refilled (joined at a filling resource {j['at fill']:,}, at "
+                     f"their check {j['at check']:,}; checks kept {j['kept']:,})") if j and key != "itasca-pingpong-count" else ""
             print(f"{label:17} {prog.n_messages:>9,} {run.outcome.events:>10,} {wall:>10.3f} {cpu:>7.3f} "
                   f"{target:>6.1f} {sg:>9} {agree:>8}  {what}; engine {run.engine}; "
-                  f"simulated {run.outcome.makespan * 1e3:.3f} ms", flush=True)
+                  f"simulated {run.outcome.makespan * 1e3:.3f} ms{paths}", flush=True)
             if a.against and run.engine == "c":
                 against(prog, run, a.against, a.repeat)
 

@@ -1,18 +1,22 @@
-"""The compiled engine's refill shortcuts against the Python reference, on resource systems built
-to exercise them: many flows sharing overlapping chains of resources (refills that spread hop by
-hop), events at the same instant (equal sizes and rounds), flows whose bottleneck moves as others
-finish, caps, uneven weights.
+"""The compiled engine's refill against the Python reference, on resource systems built to
+exercise it: many flows sharing overlapping chains of resources (refills that spread hop by hop),
+events at the same instant (equal sizes and rounds), flows whose bottleneck moves as others
+finish, caps, uneven weights, ping-pongs whose reply starts as (latency 0) or just after (a
+latency) the ping ends.
 
-What the shortcuts are (flowsim.c): one finish event per flow moved in place, the lists of flows
-bottlenecked on each resource, resources that cannot fill left out of the filling's heap, the
-certificate's load and largest rate read from kept values.  A wrong shortcut gives other rates
-(the refill's result) or other events: both are compared here.
+What differs from the reference (flowsim.c): one progressive filling per refill that takes a
+fixed flow in when a resource it crosses would fill below its rate ("at fill") or when the level
+reaches its rate and its bottleneck no longer holds it ("at check"; else the check keeps it);
+one finish event per flow moved in place; the lists of flows bottlenecked on each resource; each
+resource's largest rate kept.  A wrong path gives other rates (the refill's result) or other
+events: both are compared here.
 """
 
 import numpy as np
 import pytest
 
 from fabscope.dynamic import engine, fast
+from fabscope.dynamic import programs as pg
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.resources import Paths
 
@@ -64,6 +68,59 @@ def test_chains_equal_python_reference(seed, kind):
     np.testing.assert_allclose(c.msg_end, py.msg_end, rtol=1e-9)
     np.testing.assert_allclose(c.step_end, py.step_end, rtol=1e-9)
     np.testing.assert_allclose(c.delivered, prog.bytes, rtol=1e-9)
+
+
+def pingpongs(seed: int, latency: float, offset: float, n_res: int = 10, n_pairs: int = 12,
+              iterations: int = 6) -> tuple[Program, Paths, np.ndarray]:
+    """Pairs of ranks ping-pong over the chains' resources: each direction of a pair has its own
+    stretch of the line (the reply does not retrace the ping), so a ping's end frees one stretch
+    and its reply's start, at once or a latency later, loads another."""
+    rng = np.random.default_rng(seed)
+    capacity = rng.choice([1.0, 2.0, 3.0], n_res) * 1e9
+    ptr, res, w = [0], [], []
+    n_paths = 2 * n_pairs
+    for _ in range(n_paths):
+        a = int(rng.integers(0, n_res))
+        b = int(min(n_res, a + rng.integers(1, 5)))
+        res += list(range(a, b))
+        w += rng.choice([1.0, 1.0, 0.5], b - a).tolist()
+        ptr.append(len(res))
+    cap = np.where(rng.random(n_paths) < 0.1, 4e8, np.inf)
+    hosts = np.arange(n_paths)
+    paths = Paths(hosts, hosts, np.array(ptr, np.int64), np.array(res, np.int64), np.array(w), cap,
+                  np.full(n_paths, latency), np.diff(ptr), capacity, n_res, "pingpongs")
+    ranks = rng.permutation(2 * n_pairs)
+    prog = pg.pingpong(ranks[:n_pairs], ranks[n_pairs:], 1e6, iterations, 1, n_ranks=2 * n_pairs,
+                       start_offset=offset, seed=seed)
+    lo = np.minimum(prog.src, prog.dst)
+    pair = {int(r): i for i, r in enumerate(np.sort(np.minimum(ranks[:n_pairs], ranks[n_pairs:])))}
+    mp = np.array([2 * pair[int(x)] + int(s > d) for x, s, d in zip(lo, prog.src, prog.dst)])
+    return prog, paths, mp
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("latency,offset", [(0.0, 0.0), (0.0, 2e-4), (1e-6, 0.0), (2e-6, 2e-4)])
+def test_pingpong_swaps_equal_python_reference(seed, latency, offset):
+    """A ping's end and its reply's start: in one refill at latency 0, in two a latency apart
+    otherwise; pairs in lock-step (offset 0: many events at one instant) or out of phase."""
+    prog, paths, mp = pingpongs(seed, latency, offset)
+    py, c = both(prog, paths, mp)
+    assert c.events == py.events
+    np.testing.assert_allclose(c.msg_end, py.msg_end, rtol=1e-9)
+    np.testing.assert_allclose(c.step_end, py.step_end, rtol=1e-9)
+    np.testing.assert_allclose(c.delivered, prog.bytes, rtol=1e-9)
+
+
+def test_every_refill_path_is_taken():
+    """Over the systems above, flows join at a filling resource and at their check, and checks
+    keep flows as they are: each path of the compiled refill runs (and is compared above)."""
+    total = {"at fill": 0, "at check": 0, "kept": 0}
+    for seed in range(6):
+        for prog, paths, mp in (chains(seed, n_res=8), chains(seed, same_size=True), pingpongs(seed, 1e-6, 0.0)):
+            out = fast.run_program(prog, paths, mp)
+            for k in total:
+                total[k] += out.joins[k]
+    assert min(total.values()) > 0, total
 
 
 def test_the_systems_exercise_what_they_are_for():

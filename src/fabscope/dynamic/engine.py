@@ -24,6 +24,11 @@ none does.  Allocations that pass the certificate are the max-min fair one,
 so the result is exact; the set grows to the whole component only when the
 change really spreads that far.
 
+The compiled engine (``flowsim.c``) reaches the same rates in one filling per
+event: a fixed flow joins when a resource it crosses would fill below its
+rate, or when the level reaches its rate and its bottleneck no longer holds it
+(docs/dynamic.md, "The refill, session 7"); this module stays the reference.
+
 >>> import numpy as np
 >>> from fabscope.dynamic.program import Program
 >>> # two messages of 10 bytes on one resource of capacity 10: both at 5 B/s, done at 2 s
@@ -66,6 +71,10 @@ class Outcome:
     events: int                # events processed (a flow's stale finish events not counted)
     refills: int               # flows refilled, summed over events
     delivered: np.ndarray      # bytes integrated over each message's rate history
+    #: the compiled engine's refill paths, summed over the run: flows that joined a refill when a
+    #: resource they cross was about to fill ("at fill"), or when the level reached their rate and
+    #: their bottleneck no longer held them ("at check"); checks that left the flow as it was ("kept")
+    joins: dict | None = None
 
     @property
     def makespan(self) -> float:

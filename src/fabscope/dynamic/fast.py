@@ -3,8 +3,10 @@
 The shared library goes to ``$XDG_CACHE_HOME/fabscope`` (default
 ``~/.cache/fabscope``) under a name holding the source's hash, so an edited
 source is rebuilt; where no compiler is found the pure-Python engine runs
-instead (:func:`why_not` says why).  Both run the same algorithm; the tests
-hold the compiled one to the Python reference.
+instead (:func:`why_not` says why).  Both give the max-min rates; the compiled
+one refills with one progressive filling per event that takes flows in as it
+meets them (docs/dynamic.md, "The refill, session 7"), and the tests hold it
+to the Python reference.
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: s
         program.step_delay.astype(float), step_ptr, step_msg, first)]
     outs = [np.empty(m) for _ in range(3)] + [np.empty(s) for _ in range(2)] + [np.empty(m)]
     pending = np.empty(s, dtype=i64)
-    stats = np.zeros(2, dtype=i64)
+    stats = np.zeros(5, dtype=i64)
     (cap, pptr, pres, pw, pcap, plat, mpath, size, ss, rs, nxt, delay, sptr, smsg, fst) = keep
     watch = _main_thread()
     with _interrupts_to(stop, watch):
@@ -140,8 +142,12 @@ def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: s
                         _callback(progress, stop, watch), ctypes.c_int64(every), ctypes.c_double(interval))
     if stop:                                   # stopped, or Ctrl-C after the last call: not lost
         raise stop[0]
+    if rc == -3:
+        raise FabscopeError("the compiled engine's refill left a flow without a rate (a bug); "
+                            "run with --engine python")
     if rc < 0:
         raise MemoryError("the dynamic engine ran out of memory")
     if rc == 1:
         _deadlock(program, pending, outs[3])
-    return Outcome(outs[0], outs[1], outs[2], outs[3], outs[4], int(stats[0]), int(stats[1]), outs[5])
+    joins = {"at fill": int(stats[2]), "at check": int(stats[3]), "kept": int(stats[4])}
+    return Outcome(outs[0], outs[1], outs[2], outs[3], outs[4], int(stats[0]), int(stats[1]), outs[5], joins)

@@ -1,5 +1,5 @@
-/* fabscope's dynamic flow engine, compiled: the same algorithm as engine.py
- * (the pure-Python reference the tests hold it to), for speed.
+/* fabscope's dynamic flow engine, compiled: the same max-min rates as engine.py
+ * (the pure-Python reference the tests hold it to), reached faster.
  *
  * Messages become flows after their path's latency, share resources max-min
  * fairly and finish; steps end when their messages have and start the rank's
@@ -7,15 +7,16 @@
  * connected to the changed flows through such flows are refilled (see
  * engine.py and docs/dynamic.md for why the others keep their rates).
  *
- * The refill starts small and grows while the max-min certificate fails (see
- * engine.py).  Shortcuts of this engine's own, each leaving the refill's result
- * as it was (tests/dynamic/test_refill_paths.py holds them to the reference):
- * one finish event per flow, moved in place when its rate changes; the flows
- * bottlenecked on each resource listed; resources that cannot fill left out of
- * the filling's heap; the certificate's load and largest rate read from kept
- * values where they hold.  Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded
- * with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
- * the progress callback asked to stop, or -1 when memory runs out.
+ * The refill is one progressive filling from the threshold level that takes flows in as it meets
+ * them (docs/dynamic.md, "The refill, session 7", says why that is exact): a fixed
+ * flow joins when a resource it crosses would fill below its rate, or when the level reaches its
+ * rate and its bottleneck no longer holds it.  engine.py reaches the same rates by refilling a set
+ * that grows while the max-min certificate fails; tests/dynamic/test_refill_paths.py holds this
+ * engine to it.  Also: one finish event per flow, moved in place when its rate changes; the flows
+ * bottlenecked on each resource listed; each resource's largest rate kept where known.
+ * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
+ * the progress callback asked to stop, -1 when memory runs out, or -3 when a refill
+ * left a flow without a rate (a bug: refused rather than run on).
  *
  * progress (may be NULL) is called with the messages done so far and the
  * simulated time every `every` refills (0: never by count) and whenever
@@ -36,7 +37,11 @@ enum { START = 0, FLOW = 1, FINISH = 2 };
 
 typedef struct { double t; int64_t seq, id, ver; int kind; } ev_t;
 typedef struct { ev_t *a; int64_t n, cap; } evheap;
-typedef struct { double k; int64_t id; int kind; } rk_t;
+/* a filling heap entry: its key, then kind << 48 | id (ties in that order: resources, caps, checks) */
+typedef struct { double k; uint64_t tag; } rk_t;
+#define RK(k_, id_, kind_) ((rk_t){(k_), ((uint64_t)(kind_) << 48) | (uint64_t)(id_)})
+#define RK_ID(e_) ((int64_t)((e_).tag & ((1ULL << 48) - 1)))
+#define RK_KIND(e_) ((int)((e_).tag >> 48))
 typedef struct { rk_t *a; int64_t n, cap; } rkheap;
 /* an entry of a resource's list of flows: the flow's slot, its hop index, its weight there */
 typedef struct { int32_t f, k; double w; } slot_t;
@@ -101,7 +106,7 @@ static int ev_set(evheap *h, int64_t *hp, ev_t e)
 }
 static int rk_lt(const rk_t *x, const rk_t *y)
 {
-    return x->k < y->k || (x->k == y->k && (x->kind < y->kind || (x->kind == y->kind && x->id < y->id)));
+    return x->k < y->k || (x->k == y->k && x->tag < y->tag);
 }
 static int rk_push(rkheap *h, rk_t e)
 {
@@ -138,22 +143,6 @@ static rk_t rk_pop(rkheap *h)
     if (h->n) rk_down(h, 0, last);
     return top;
 }
-/* append without ordering (rk_heapify orders them all at once: linear, not n log n) */
-static int rk_append(rkheap *h, rk_t e)
-{
-    if (h->n == h->cap) {
-        int64_t nc = h->cap ? 2 * h->cap : 1024;
-        rk_t *na = realloc(h->a, (size_t)nc * sizeof *na);
-        if (!na) return -1;
-        h->a = na; h->cap = nc;
-    }
-    h->a[h->n++] = e;
-    return 0;
-}
-static void rk_heapify(rkheap *h)
-{
-    for (int64_t i = h->n / 2 - 1; i >= 0; i--) rk_down(h, i, h->a[i]);
-}
 static int rl_add(rlist *l, slot_t s, int64_t *pos)
 {
     if (l->n == l->cap) {
@@ -181,17 +170,16 @@ static int i64_push(int64_t **a, int64_t *n, int64_t *cap, int64_t v)
 /* Per resource: what the progressive filling reads and writes together (one cache line) ... */
 typedef struct {
     double cap, load, resid, livew;   /* capacity; rate x weight in flight; the filling's residual and live weight */
-    int64_t touch, done, t_beg, t_cnt; /* filling pass marks; its refilled flows in tlist[t_beg .. t_cnt) */
+    double hk;                        /* the lowest key of its entries in the filling's heap (none: inf) */
+    int64_t touch, done;              /* refill marks: its filling state set up; filled */
 } res_a;
-/* ... and what the certificate and the event bookkeeping use */
+/* ... and what the checks of fixed flows and the event bookkeeping use */
 typedef struct {
-    double wsum, st_max;              /* weight in flight; largest rate on it (certificate) */
-    double ubsum;                     /* the filling: sum over its refilled flows of weight x upper bound */
+    double wsum;                      /* weight in flight */
     double mx;                        /* the largest rate of the flows on it, when mx_ok */
     char mx_ok;
-    int64_t st_ep, tch, nb, seen;     /* certificate marks; flows bottlenecked here; event mark */
+    int64_t nb, seen;                 /* flows bottlenecked here; event mark */
     int64_t bhead;                    /* the first of the flows bottlenecked here (-1 none; list in flow_t) */
-    char full;                        /* full at the tentative rates (certificate) */
 } res_b;
 
 /* min over path p's resources of capacity / weight in flight, and its own cap */
@@ -215,13 +203,13 @@ static double wall_s(void)
 
 /* A flow in flight lives in a slot, reused when it finishes: the refills touch a few
  * thousand slots kept together in memory, not arrays as long as the program's messages.
- * The epochs mark membership for the current event (todo, st) or refill pass (done, add). */
+ * The epochs mark membership for the current event's refill. */
 typedef struct {
     double rate, nrate;          /* current rate; tentative rate of this refill */
-    int64_t todo, done, add;     /* epochs: in this event's refill; frozen in this pass; to add */
-    int64_t where, bneck;        /* where it froze in this pass; its bottleneck (-1 cap, -2 none) */
-    int64_t bprev, bnext;        /* its neighbours in its bottleneck's list of flows (-1: none) */
+    int64_t todo, done, add;     /* epochs: joined the refill; frozen in it; its check pushed */
     int64_t off, n;              /* its path's entries p_res[off .. off + n) */
+    int64_t where, bneck;        /* where it froze in the refill; its bottleneck (-1 cap, -2 none) */
+    int64_t bprev, bnext;        /* its neighbours in its bottleneck's list of flows (-1: none) */
     double rem, tlast;           /* bytes left at tlast */
     int64_t msg, path, ver, st;  /* message (-1: free slot), path, finish-event version, started epoch */
 } flow_t;
@@ -249,44 +237,6 @@ static void set_bneck(flow_t *F, res_b *RB, int64_t f, int64_t b)
         RB[b].bhead = f;
     }
     F[f].bneck = b;
-}
-
-/* The certificate's view of resource q at the tentative rates (refilled flows at their new rate,
- * the others at theirs): whether it is full, and its largest rate.  Without scanning every flow on
- * it where it can: the load is the one in flight plus the refilled flows' changes, and the largest
- * fixed rate is the resource's kept maximum when that maximum belongs to a fixed flow (it is
- * larger than every refilled flow's old rate); else the flows on it are scanned. */
-static void stat_res(int64_t q, int64_t ep, int64_t ev_ep, const rlist *on, const flow_t *F, const res_a *RA,
-                     res_b *RB, const int64_t *tlist, const double *tlw)
-{
-    if (RB[q].st_ep == ep) return;
-    double ld = RA[q].load, mx = 0, old_mx = -1;
-    if (RA[q].touch == ep) {                       /* refilled flows cross it: tlist holds them */
-        for (int64_t j = RA[q].t_beg; j < RA[q].t_cnt; j++) {
-            const flow_t *h = &F[tlist[j]];
-            if (h->nrate > mx) mx = h->nrate;
-            if (h->rate > old_mx) old_mx = h->rate;
-            ld += (h->nrate - h->rate) * tlw[j];
-        }
-    }
-    if (RB[q].mx_ok && RB[q].mx > old_mx) {
-        if (RB[q].mx > mx) mx = RB[q].mx;
-    } else {
-        double all_mx = 0;
-        ld = mx = 0;
-        for (int64_t z = 0; z < on[q].n; z++) {
-            const flow_t *h = &F[on[q].a[z].f];
-            double rh = h->todo == ev_ep ? h->nrate : h->rate;
-            ld += rh * on[q].a[z].w;
-            if (rh > mx) mx = rh;
-            if (h->rate > all_mx) all_mx = h->rate;
-        }
-        RB[q].mx = all_mx;
-        RB[q].mx_ok = 1;
-    }
-    RB[q].st_ep = ep;
-    RB[q].full = ld >= RA[q].cap * (1 - RATE_TOL);
-    RB[q].st_max = mx;
 }
 
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
@@ -317,13 +267,11 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t nF = 0, cF = 0, *freel = NULL, nfree = 0, cfree = 0;
     int64_t *hp = NULL, chp = 0;                 /* hp[slot]: index of its finish event in H, -1 none */
     int64_t *spos = NULL, cspos = 0, maxh = 1;   /* spos[f * maxh + k]: where flow f sits in on[its k-th resource] */
-    int64_t *addl = NULL, cadd = 0, *tl = NULL, ctl = 0, *tlist = NULL, ctlist = 0, ctlw = 0;
-    double *tlw = NULL;                          /* tlist's weights */
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
-    int64_t *stack = NULL, nst = 0, cst = 0, *touched = NULL, ntc = 0, ctc = 0;
     double *fin_rate = NULL;
     int64_t cfr = 0;
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
+    int64_t j_fill = 0, j_check = 0, kept = 0;   /* flows joined at a filling resource, at their check; checks kept */
     double last_call = progress ? wall_s() : 0;
     if (!on || !RA || !RB || !need) { rc = -1; goto out; }
     for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; RB[r].mx_ok = 1; }
@@ -479,7 +427,17 @@ int fs_run(int64_t n_res, const double *capacity,
             refills += nt;
             goto apply;
         }
-        /* ---- which flows to refill ---- */
+        /* ---- the refill: one progressive filling from level thr that takes flows in as it meets them ----
+         * Below thr nothing changes (engine.py).  Live flows are those refilled (the started ones
+         * from the start); every other flow stays at its rate until the filling shows it cannot:
+         * - a resource about to fill at level L with a fixed flow faster than L on it: that flow
+         *   joins at L (had it been live, the resource would not fill yet);
+         * - a fixed flow bottlenecked on a resource that a changed flow crosses is checked when the
+         *   level reaches its rate: it stays if some resource of its path is then full with no faster
+         *   flow (or it is at its cap), else it joins at its rate.
+         * No resource a joining flow crosses has filled below the level it joins at (it would have
+         * joined then), so the filling from there is the one of the grown set: one pass, and every
+         * flow ends with a certified bottleneck (docs/dynamic.md, "The refill, session 7"). */
         double thr = INFINITY;
         for (int64_t i = 0; i < nf; i++) if (fin_rate[i] < thr) thr = fin_rate[i];
         for (int64_t i = 0; i < ns; i++) {       /* a started flow gets at least its counted share */
@@ -487,169 +445,103 @@ int fs_run(int64_t n_res, const double *capacity,
             if (lb < thr) thr = lb;
         }
         thr *= 1 - RATE_TOL;
-        /* start small: the started flows, and the flows at or above thr on the changed flows' resources */
-        nt = nst = 0;
-        for (int64_t i = 0; i < ns; i++) {
-            int64_t g = started[i];
-            F[g].todo = ev_ep;
-            CHK(i64_push(&todo, &nt, &ct, g));
-        }
-        for (int64_t i = 0; i < ns + nf; i++) {
-            int64_t p = i < ns ? F[started[i]].path : fin[i - ns];
-            for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                if (RB[p_res[k]].seen != ev_ep) { RB[p_res[k]].seen = ev_ep; CHK(i64_push(&stack, &nst, &cst, p_res[k])); }
-        }
-        for (int64_t j = 0; j < nst; j++) {
-            int64_t r = stack[j];
-            for (int64_t i = 0; i < on[r].n; i++) {
-                int64_t g = on[r].a[i].f;
-                if (F[g].todo == ev_ep || F[g].rate < thr) continue;
-                F[g].todo = ev_ep;
-                CHK(i64_push(&todo, &nt, &ct, g));
-            }
-        }
-        int prune = 1;
-        for (;;) {
-            int64_t ep = ++epoch;
-            /* ---- progressive filling of todo; the others keep their rates ---- */
-            ntc = 0;
-            R.n = 0;
-            int64_t nent = 0;
-            for (int64_t i = 0; i < nt; i++) {
-                flow_t *fl = &F[todo[i]];
-                for (int64_t k = 0; k < fl->n; k++) {
-                    int64_t r = p_res[fl->off + k];
-                    double w = p_w[fl->off + k];
-                    if (RA[r].touch != ep) {
-                        RA[r].touch = ep; RA[r].resid = RA[r].cap - RA[r].load; RA[r].livew = 0; RA[r].t_cnt = 0;
-                        CHK(i64_push(&touched, &ntc, &ctc, r));
+        nt = 0; R.n = 0;
+        int64_t frozen = 0;
+        double level = thr;
+#define TOUCH(q_) do { int64_t q__ = (q_); if (RA[q__].touch != ev_ep) { \
+            RA[q__].touch = ev_ep; RA[q__].resid = RA[q__].cap - RA[q__].load; RA[q__].livew = 0; RA[q__].hk = INFINITY; \
+            for (int64_t h_ = RB[q__].bhead; h_ >= 0; h_ = F[h_].bnext) \
+                if (F[h_].todo != ev_ep && F[h_].add != ev_ep) { \
+                    F[h_].add = ev_ep; rk_t c_ = RK(F[h_].rate, h_, 2); CHK(rk_push(&R, c_)); } } } while (0)
+        /* flow g joins the refill: its old load leaves its resources, it grows with the level */
+#define JOIN(g_) do { int64_t j_ = (g_); flow_t *fj_ = &F[j_]; fj_->todo = ev_ep; \
+            CHK(i64_push(&todo, &nt, &ct, j_)); \
+            for (int64_t k_ = 0; k_ < fj_->n; k_++) { int64_t q_ = p_res[fj_->off + k_]; double w_ = p_w[fj_->off + k_]; \
+                TOUCH(q_); RA[q_].resid += fj_->rate * w_; RA[q_].livew += w_; RA[q_].done = 0; \
+                double nk_ = fmax(RA[q_].resid, 0) / RA[q_].livew; \
+                if (nk_ < RA[q_].hk) { rk_t e_ = RK(nk_, q_, 0); RA[q_].hk = nk_; CHK(rk_push(&R, e_)); } } \
+            if (isfinite(p_cap[fj_->path])) { rk_t c_ = RK(p_cap[fj_->path], j_, 1); CHK(rk_push(&R, c_)); } } while (0)
+        for (int64_t i = 0; i < ns; i++) JOIN(started[i]);
+        for (int64_t i = 0; i < nf; i++)
+            for (int64_t k = p_ptr[fin[i]]; k < p_ptr[fin[i] + 1]; k++) TOUCH(p_res[k]);
+        while (R.n) {
+            rk_t e = rk_pop(&R);
+            if (RK_KIND(e) == 0) {                  /* resource e.id may fill */
+                int64_t r = RK_ID(e);
+                if (e.k == RA[r].hk) RA[r].hk = INFINITY;   /* its lowest entry: none left below */
+                if (RA[r].done == ev_ep || RA[r].livew <= 1e-12) continue;
+                double k_now = fmax(RA[r].resid, 0) / RA[r].livew;
+                if (k_now > e.k) {                      /* it rose: later */
+                    if (k_now < RA[r].hk) { rk_t f = RK(k_now, r, 0); RA[r].hk = k_now; CHK(rk_push(&R, f)); }
+                    continue;
+                }
+                double lam = k_now > level ? k_now : level;
+                int joined = 0;
+                if (!(RB[r].mx_ok && RB[r].mx <= lam * (1 + RATE_TOL)))
+                    for (int64_t z = 0; z < on[r].n; z++) {
+                        int64_t h = on[r].a[z].f;
+                        if (F[h].todo != ev_ep && F[h].rate > lam * (1 + RATE_TOL)) { JOIN(h); joined = 1; j_fill++; }
                     }
-                    RA[r].resid += fl->rate * w;
-                    RA[r].livew += w;
-                    RA[r].t_cnt++;
-                }
-                nent += fl->n;
-                if (isfinite(p_cap[fl->path])) { rk_t e = {p_cap[fl->path], todo[i], 1}; CHK(rk_append(&R, e)); }
-            }
-            /* each touched resource's refilled flows, so that freezing it looks at those alone */
-            GROW(tlist, nent, ctlist, 4096);
-            GROW(tlw, nent, ctlw, 4096);
-            int64_t acc = 0;
-            for (int64_t i = 0; i < ntc; i++) {
-                int64_t r = touched[i];
-                RA[r].t_beg = acc; acc += RA[r].t_cnt; RA[r].t_cnt = RA[r].t_beg;
-            }
-            for (int64_t i = 0; i < nt; i++) {
-                flow_t *fl = &F[todo[i]];
-                for (int64_t k = 0; k < fl->n; k++) {
-                    int64_t j = RA[p_res[fl->off + k]].t_cnt++;
-                    tlist[j] = todo[i];
-                    tlw[j] = p_w[fl->off + k];
-                }
-            }
-            /* A refilled flow's rate is at most its cap and, on each of its resources, the residual
-             * over its weight there.  A resource whose flows' weights times those bounds add up to
-             * less than its residual never fills: it would freeze none of them, so it stays out of
-             * the heap (about half of them on Itasca).  The margin is far above rounding. */
-            for (int64_t i = 0; i < ntc; i++) RB[touched[i]].ubsum = 0;
-            for (int64_t i = 0; i < nt; i++) {
-                flow_t *fl = &F[todo[i]];
-                double ub = p_cap[fl->path];
-                for (int64_t k = 0; k < fl->n; k++) {
-                    double u = fmax(RA[p_res[fl->off + k]].resid, 0) / p_w[fl->off + k];
-                    if (u < ub) ub = u;
-                }
-                for (int64_t k = 0; k < fl->n; k++) RB[p_res[fl->off + k]].ubsum += p_w[fl->off + k] * ub;
-            }
-            for (int64_t i = 0; i < ntc; i++) {
-                int64_t r = touched[i];
-                if (prune && RB[r].ubsum < RA[r].resid * (1 - 1e-6)) continue;
-                rk_t e = {(RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew, r, 0};
-                CHK(rk_append(&R, e));
-            }
-            rk_heapify(&R);
-            /* a resource's level only rises as flows freeze (each freezes at or below it), so a
-             * popped key is a lower bound: recompute it and put it back if it rose */
-            int64_t count = 0;
-            double level = 0;
-            while (R.n && count < nt) {
-                rk_t e = rk_pop(&R);
-                int64_t lo, hi;
-                double k_now = e.k;
-                if (e.kind == 0) {
-                    int64_t r = e.id;
-                    if (RA[r].done == ep) continue;
-                    if (RA[r].livew <= 1e-12) { RA[r].done = ep; continue; }
-                    k_now = (RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew;
-                    if (k_now > e.k) { rk_t f = {k_now, r, 0}; CHK(rk_push(&R, f)); continue; }
-                    RA[r].done = ep;
-                    lo = RA[r].t_beg; hi = RA[r].t_cnt;
-                } else {
-                    if (F[e.id].done == ep) continue;
-                    lo = -1; hi = 0;
-                }
-                if (k_now > level) level = k_now;
-                for (int64_t i = lo; i < hi; i++) {
-                    int64_t g = i < 0 ? e.id : tlist[i];
+                if (joined) continue;           /* its key rose (pushed again by JOIN) */
+                level = lam;
+                RA[r].done = ev_ep;
+                for (int64_t z = 0; z < on[r].n; z++) {
+                    int64_t g = on[r].a[z].f;
                     flow_t *fl = &F[g];
-                    if (fl->done == ep) continue;
-                    fl->done = ep; fl->nrate = level; fl->where = e.kind == 0 ? e.id : -1; count++;
+                    if (fl->todo != ev_ep || fl->done == ev_ep) continue;
+                    fl->done = ev_ep; fl->nrate = level; fl->where = r; frozen++;
                     for (int64_t k = 0; k < fl->n; k++) {
-                        int64_t r = p_res[fl->off + k];
+                        int64_t q = p_res[fl->off + k];
                         double w = p_w[fl->off + k];
-                        RA[r].resid -= w * level;
-                        RA[r].livew -= w;
+                        RA[q].resid -= w * level;
+                        RA[q].livew -= w;
                     }
                 }
-            }
-            if (count < nt) { prune = 0; continue; }   /* cannot happen (see above); refill without pruning */
-            prune = 1;
-            /* ---- the max-min certificate on what the refill touched; add the flows that fail it ---- */
-            int64_t nadd = 0;
-#define STAT(q) stat_res((q), ep, ev_ep, on, F, RA, RB, tlist, tlw)
-            for (int64_t i = 0; i < nt; i++) {
-                int64_t g = todo[i], b = F[g].where;
-                if (b < 0) continue;
-                STAT(b);
-                if (F[g].nrate >= RB[b].st_max * (1 - RATE_TOL)) continue;
-                for (int64_t z = 0; z < on[b].n; z++) {
-                    int64_t h = on[b].a[z].f;
-                    if (F[h].todo != ev_ep && F[h].add != ep && F[h].rate > F[g].nrate) {
-                        F[h].add = ep; CHK(i64_push(&addl, &nadd, &cadd, h));
-                    }
+            } else if (RK_KIND(e) == 1) {           /* a live flow's cap */
+                int64_t g = RK_ID(e);
+                flow_t *fl = &F[g];
+                if (fl->done == ev_ep) continue;
+                if (e.k > level) level = e.k;
+                fl->done = ev_ep; fl->nrate = level; fl->where = -1; frozen++;
+                for (int64_t k = 0; k < fl->n; k++) {
+                    int64_t q = p_res[fl->off + k];
+                    double w = p_w[fl->off + k];
+                    RA[q].resid -= w * level;
+                    RA[q].livew -= w;
                 }
-            }
-            int64_t ntl = 0;
-            for (int64_t i = 0; i < nt + nf; i++) {
-                int64_t p = i < nt ? F[todo[i]].path : fin[i - nt];
-                for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++)
-                    if (RB[p_res[k]].tch != ep) { RB[p_res[k]].tch = ep; CHK(i64_push(&tl, &ntl, &ctl, p_res[k])); }
-            }
-            for (int64_t j = 0; j < ntl; j++) {
-                int64_t r = tl[j];
-                int64_t h, hn;
-                for (h = RB[r].bhead; h >= 0; h = hn) {   /* the flows bottlenecked here */
-                    flow_t *fh = &F[h];
-                    hn = fh->bnext;                        /* before SET_BNECK moves h to another list */
-                    if (fh->todo == ev_ep || fh->add == ep) continue;
-                    double rh = fh->rate;
-                    STAT(r);
-                    if (RB[r].full && rh >= RB[r].st_max * (1 - RATE_TOL)) continue;
-                    int64_t found = -2;
-                    for (int64_t k = 0; k < fh->n; k++) {
-                        int64_t q = p_res[fh->off + k];
-                        STAT(q);
-                        if (RB[q].full && rh >= RB[q].st_max * (1 - RATE_TOL)) { found = q; break; }
+            } else {                            /* fixed flow e.id: does it keep its rate? */
+                int64_t h = RK_ID(e);
+                flow_t *fh = &F[h];
+                if (fh->todo == ev_ep) continue;
+                double rh = fh->rate;
+                if (rh > level) level = rh;
+                int64_t found = -2;
+                for (int64_t k = -1; k < fh->n && found == -2; k++) {
+                    int64_t q = k < 0 ? fh->bneck : p_res[fh->off + k];
+                    if (q < 0 || (k >= 0 && q == fh->bneck)) continue;
+                    int full = RA[q].touch == ev_ep ? RA[q].resid - RA[q].livew * level <= RA[q].cap * RATE_TOL
+                                                     : RA[q].load >= RA[q].cap * (1 - RATE_TOL);
+                    if (!full) continue;
+                    if (!(RB[q].mx_ok && RB[q].mx <= rh * (1 + RATE_TOL))) {
+                        double fmx = 0, all_mx = 0;
+                        for (int64_t z = 0; z < on[q].n; z++) {
+                            const flow_t *o = &F[on[q].a[z].f];
+                            if (o->rate > all_mx) all_mx = o->rate;
+                            if (o->todo != ev_ep && o->rate > fmx) fmx = o->rate;
+                        }
+                        RB[q].mx = all_mx; RB[q].mx_ok = 1;
+                        if (fmx > rh * (1 + RATE_TOL)) continue;
                     }
-                    if (found == -2 && rh >= p_cap[fh->path] * (1 - RATE_TOL)) found = -1;
-                    if (found == -2) { fh->add = ep; CHK(i64_push(&addl, &nadd, &cadd, h)); }
-                    else SET_BNECK(h, found);
+                    found = q;
                 }
+                if (found == -2 && rh >= p_cap[fh->path] * (1 - RATE_TOL)) found = -1;
+                if (found != -2) { SET_BNECK(h, found); kept++; }
+                else { JOIN(h); j_check++; }
             }
-#undef STAT
-            if (!nadd) break;
-            for (int64_t i = 0; i < nadd; i++) { F[addl[i]].todo = ev_ep; CHK(i64_push(&todo, &nt, &ct, addl[i])); }
         }
+#undef JOIN
+#undef TOUCH
+        if (frozen != nt) { rc = -3; goto out; }   /* a flow left without a rate: a bug, not a result */
         refills += nt;
         for (int64_t i = 0; i < nt; i++) SET_BNECK(todo[i], F[todo[i]].where);
     apply:
@@ -676,10 +568,10 @@ int fs_run(int64_t n_res, const double *capacity,
     }
     for (int64_t s = 0; s < n_steps; s++) if (pending[s] > 0) { rc = 1; break; }
 out:
-    stats[0] = events; stats[1] = refills; (void)cfr;
+    stats[0] = events; stats[1] = refills; stats[2] = j_fill; stats[3] = j_check; stats[4] = kept; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
-    free(F); free(hp); free(freel); free(spos); free(addl); free(tl); free(tlist); free(tlw); free(started); free(fin); free(todo);
-    free(stack); free(touched); free(fin_rate); free(H.a); free(R.a);
+    free(F); free(hp); free(freel); free(spos); free(started); free(fin); free(todo);
+    free(fin_rate); free(H.a); free(R.a);
     return rc;
 }
