@@ -45,11 +45,14 @@ UNUSED_BY_DYNAMIC = ("scipy", "plotly", "dask", "networkx", "pandas", "jinja2", 
                      "rich.progress", "fabscope.model.simulate", "importlib.resources")
 
 
-@pytest.mark.parametrize("fabric,routing", [("torus:4x4x4", "dor"), ("fat-tree:k=4,levels=3", "dmodk")])
+@pytest.mark.parametrize("fabric,routing", [("torus:4x4x4", "dor"), ("fat-tree:k=4,levels=3", "dmodk"),
+                                            ("itasca", "minhop"), ("fat-tree:k=4,levels=3", "updn"),
+                                            ("dragonfly:a=4,p=2,h=2,g=9", "minimal")])
 def test_dynamic_simulation_imports_nothing_unused(fabric, routing):
-    """Dimension-order routing, D-mod-K and the dynamic engine need numpy alone: SciPy's import was a third
-    of a small simulation's whole process; numpy.ma came with np.unique (NumPy 2.4), rich.progress with a
-    progress bar that is not drawn off a terminal."""
+    """Dimension-order routing, D-mod-K, min-hop and up/down tables and the dynamic engine need numpy
+    alone: SciPy's import was a third of a small simulation's whole process (min-hop and up/down took
+    it for their switch distances, now routing.distances' own search); numpy.ma came with np.unique
+    (NumPy 2.4), rich.progress with a progress bar that is not drawn off a terminal."""
     code = ("import sys\nfrom fabscope.cli import main\n"
             f"main(['simulate', '--fabric', {fabric!r}, '--routing', {routing!r}, '--ppn', '1', '--pattern',"
             " 'random-pairs', '--dynamic', '--iterations', '1', '--warmup', '0'])\n"
