@@ -93,6 +93,72 @@ def cases():
 
 DEFAULT = ("help", "simulate-help", "torus", "torus-cli", "itasca-20", "itasca-100")
 
+#: ``--split``: the CLI run in a child that times its stages (CPU s, each exclusive of the stages it calls)
+SPLIT = r"""
+import json, os, resource, sys, time
+T0 = time.process_time()
+MODULES, OUT = json.loads(sys.argv[1]), sys.argv[2]
+STAGE = {"python start": T0}
+STACK = [["CLI: parser, checks, glue", time.process_time()]]
+
+def add(name, t):
+    STAGE[name] = STAGE.get(name, 0.0) + t
+
+def timed(name, fn):
+    def wrapper(*a, **kw):
+        now = time.process_time()
+        add(STACK[-1][0], now - STACK[-1][1])
+        STACK.append([name, now])
+        try:
+            return fn(*a, **kw)
+        finally:
+            now = time.process_time()
+            add(name, now - STACK.pop()[1])
+            STACK[-1][1] = now
+    return wrapper
+
+import importlib
+t = time.process_time()
+for m in MODULES:                  # everything the run imports, here, as one stage
+    try:
+        importlib.import_module(m)
+    except Exception:
+        pass
+STAGE["imports"] = time.process_time() - t
+STACK[-1][1] = time.process_time()
+
+import fabscope.resolver as rv, fabscope.traffic.spec as ts, fabscope.dynamic.programs as pg
+import fabscope.dynamic.resources as rs, fabscope.dynamic.run as rn, fabscope.dynamic.fast as fast
+import fabscope.dynamic.results as res, fabscope.report.tables as tb, fabscope.result as rt
+from fabscope.fabric.placement import Placement
+rv.resolve_fabric = timed("fabric", rv.resolve_fabric)
+Placement.block = classmethod(timed("placement", Placement.block.__func__))
+ts.make_traffic = timed("pattern (pair drawing)", ts.make_traffic)
+pg.pingpong = timed("program", pg.pingpong)
+rs.make_routing = timed("routing tables", rs.make_routing)
+rn.build_paths = timed("routes into paths", rn.build_paths)
+rn.run_program_on = timed("run: messages to paths", rn.run_program_on)
+fast.run_program = timed("engine (compiled)", fast.run_program)
+res.pingpong_result = timed("results (rows, link loads)", res.pingpong_result)
+res.message_result = timed("results (rows, link loads)", res.message_result)
+rt.Result.write_json = timed("result file (-o)", rt.Result.write_json)
+tb.print_result = timed("table printed", tb.print_result)
+real_exit = os._exit
+
+def leave(code):
+    now = time.process_time()
+    add(STACK[-1][0], now - STACK[-1][1])
+    with open(OUT, "w") as fh:
+        json.dump({"stages": STAGE, "cpu": now, "mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                   "modules": sorted(sys.modules)}, fh)
+    real_exit(code)
+
+os._exit = leave
+sys.argv = ["fabscope", *sys.argv[3:]]
+from fabscope.cli import main
+leave(main())
+"""
+
 
 #: per code tree: the environment its processes run in (set in main)
 ENV: dict[str, dict[str, str]] = {}
@@ -142,6 +208,39 @@ def simgrid_whole(problem: str) -> tuple[float, float] | None:
     return wall, ru.ru_utime + ru.ru_stime
 
 
+def split(key: str, sides: list[tuple[str, str]], repeat: int) -> None:
+    """The CLI case ``key`` stage by stage (CPU s, medians of ``repeat`` runs), for each side."""
+    argv = dict((k, a) for k, _, a, _ in cases())[key]
+    if argv[:2] != ["-m", "fabscope.cli"] or "--help" in argv:
+        raise SystemExit(f"--split takes a CLI case that runs a simulation, not {key!r}")
+    got: dict[str, list[dict]] = {name: [] for name, _ in sides}
+    with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
+        marks = os.path.join(tmp, "marks.json")
+        args = [x.replace("{tmp}", tmp) for x in argv[2:]]
+        modules = {}
+        for name, src in sides:                    # untimed: the bytecode cache and the modules the run imports
+            run_case(["-c", SPLIT, "[]", marks, *args], src)
+            with open(marks) as fh:
+                modules[name] = [m for m in json.load(fh)["modules"] if "." in m or m in ("numpy", "scipy", "rich")]
+        for _ in range(repeat):
+            for name, src in sides:
+                wall, cpu, mb, _ = run_case(["-c", SPLIT, json.dumps(modules[name]), marks, *args], src)
+                with open(marks) as fh:
+                    m = json.load(fh)
+                st = m["stages"]
+                st["exit (teardown)"] = cpu - m["cpu"]
+                st["whole process"] = cpu
+                st["wall"] = wall
+                got[name].append(st)
+    stages = list(dict.fromkeys(k for rs in got.values() for r in rs for k in r))
+    print(f"{key}: CPU s by stage, median of {repeat} (load {os.getloadavg()[0]:.1f}); "
+          f"{' '.join(argv[2:])}")
+    print(f"  {'stage':34}" + "".join(f" {name:>12}" for name, _ in sides))
+    for k in stages:
+        vals = [statistics.median(r.get(k, 0.0) for r in got[name]) for name, _ in sides]
+        print(f"  {k:34}" + "".join(f" {v:>12.3f}" for v in vals), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-cli, itasca-20, "
@@ -151,6 +250,9 @@ def main() -> None:
     ap.add_argument("--no-simgrid", action="store_true")
     ap.add_argument("--cold-bytecode", action="store_true",
                     help="time processes that compile every module (no bytecode cache), as last session's figures")
+    ap.add_argument("--split", action="store_true",
+                    help="the --case CLI runs stage by stage instead (imports, fabric, pattern, program, routing, "
+                         "paths, engine, results, table, exit)")
     a = ap.parse_args()
     here = os.path.normpath(HERE)
     sides = [("this tree", here), ("other", a.other)]
@@ -161,6 +263,10 @@ def main() -> None:
         run_case(["-c", "from fabscope.dynamic import fast; assert fast.available(), fast.why_not()"], src)
         if not a.cold_bytecode:                    # the big case's modules into the bytecode cache, untimed
             run_case(["-c", MATCHING, "fat-tree:k=2,levels=2", "dmodk"], src)
+    if a.split:
+        for key in a.case or ("itasca-20",):
+            split(key, sides, a.repeat)
+        return
     import numpy as np
 
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {a.repeat} runs each, "
