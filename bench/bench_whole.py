@@ -218,8 +218,11 @@ def split(key: str, sides: list[tuple[str, str]], repeat: int) -> None:
         marks = os.path.join(tmp, "marks.json")
         args = [x.replace("{tmp}", tmp) for x in argv[2:]]
         modules = {}
+        short = list(args)
+        if "--iterations" in short:                # the same modules with one iteration
+            short[short.index("--iterations") + 1] = "1"
         for name, src in sides:                    # untimed: the bytecode cache and the modules the run imports
-            run_case(["-c", SPLIT, "[]", marks, *args], src)
+            run_case(["-c", SPLIT, "[]", marks, *short], src)
             with open(marks) as fh:
                 modules[name] = [m for m in json.load(fh)["modules"] if "." in m or m in ("numpy", "scipy", "rich")]
         for _ in range(repeat):
@@ -246,7 +249,7 @@ def main() -> None:
     ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-cli, itasca-20, "
                                                     "itasca-100, fat-tree-1m (default: all but fat-tree-1m)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main)")
+    ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main; --split: 'none' for this tree alone)")
     ap.add_argument("--no-simgrid", action="store_true")
     ap.add_argument("--cold-bytecode", action="store_true",
                     help="time processes that compile every module (no bytecode cache), as last session's figures")
@@ -255,7 +258,7 @@ def main() -> None:
                          "paths, engine, results, table, exit)")
     a = ap.parse_args()
     here = os.path.normpath(HERE)
-    sides = [("this tree", here), ("other", a.other)]
+    sides = [("this tree", here)] + ([("other", a.other)] if a.other != "none" else [])
     caches = tempfile.TemporaryDirectory(prefix="fabscope-bench-pyc-")
     for i, (_, src) in enumerate(sides):
         ENV[src] = environment(src, None if a.cold_bytecode else os.path.join(caches.name, str(i)))
