@@ -58,3 +58,19 @@ def test_long_chain_passes_int8_and_word_edges():
     got = hop_distances(n, np.arange(n - 1), np.arange(1, n))
     i, j = np.indices((n, n))
     np.testing.assert_array_equal(got, np.where(j >= i, j - i, -1))
+
+
+@pytest.mark.parametrize("spec,engine,modules", [
+    ("torus:4x4x4", "dor", {"dor", "distances"}), ("fat-tree:k=4,levels=3", "dmodk", {"tree"}),
+    ("itasca", "minhop", {"tables", "distances"})])
+def test_make_routing_imports_the_engine_it_builds(spec, engine, modules):
+    """make_routing imports the asked engine's module (and what it uses), not every engine's."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom fabscope.fabric.io import load_fabric\nfrom fabscope.routing import make_routing\n"
+            f"make_routing(load_fabric({spec!r}), {engine!r})\n"
+            "print(' '.join(sorted(m.split('.')[2] for m in sys.modules if m.startswith('fabscope.routing.'))))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert set(p.stdout.split()) == modules | {"routes"}
