@@ -78,6 +78,8 @@ def cases():
     yield ("simulate-help", "fabscope simulate --help", fab + ["simulate", "--help"], 0.3)
     yield ("torus", "16x16x16 torus, DOR, one random matching of 1 MiB (API script)",
            ["-c", MATCHING, "torus:16x16x16", "dor"], 0.5)
+    yield ("torus-1blas", "the same API script with OPENBLAS_NUM_THREADS=1 in the environment (as simulate sets it)",
+           ["-c", "import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\n" + MATCHING, "torus:16x16x16", "dor"], 0.5)
     yield ("torus-cli", "the CLI: a random permutation on the 16x16x16 torus, DOR, 1 MiB, result written (-o)",
            fab + ["simulate", "--fabric", "torus:16x16x16", "--routing", "dor", "--ppn", "1", "--pattern",
                   "permutation", "--dynamic", "-o", "{tmp}/out.json"], 0.5)
@@ -91,7 +93,7 @@ def cases():
            ["-c", MATCHING, "fat-tree:k=32,levels=4", "dmodk"], 30.0)
 
 
-DEFAULT = ("help", "simulate-help", "torus", "torus-cli", "itasca-20", "itasca-100")
+DEFAULT = ("help", "simulate-help", "torus", "torus-1blas", "torus-cli", "itasca-20", "itasca-100")
 
 #: ``--split``: the CLI run in a child that times its stages (CPU s, each exclusive of the stages it calls)
 SPLIT = r"""
@@ -246,7 +248,7 @@ def split(key: str, sides: list[tuple[str, str]], repeat: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-cli, itasca-20, "
+    ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-1blas, torus-cli, itasca-20, "
                                                     "itasca-100, fat-tree-1m (default: all but fat-tree-1m)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main; --split: 'none' for this tree alone)")
