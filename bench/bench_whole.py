@@ -91,9 +91,15 @@ def cases():
                   "--dynamic", "--iterations", "100"], 30.0)
     yield ("fat-tree-1m", "1,048,576-host fat tree (k=32, 4 levels), D-mod-K, one random matching (API script)",
            ["-c", MATCHING, "fat-tree:k=32,levels=4", "dmodk"], 30.0)
+    yield ("fat-tree-1m-cli", "the CLI on it: a random permutation, D-mod-K, 1 MiB, result written (-o)",
+           fab + ["simulate", "--fabric", "fat-tree:k=32,levels=4", "--routing", "dmodk", "--ppn", "1", "--pattern",
+                  "permutation", "--dynamic", "-o", "{tmp}/out.json"], 30.0)
 
 
 DEFAULT = ("help", "simulate-help", "torus", "torus-1blas", "torus-cli", "itasca-20", "itasca-100")
+
+#: ``--split``: the fabric of the untimed run that lists the modules
+SMALL = {"fat-tree:k=32,levels=4": "fat-tree:k=4,levels=4"}
 
 #: ``--split``: the CLI run in a child that times its stages (CPU s, each exclusive of the stages it calls)
 SPLIT = r"""
@@ -220,8 +226,8 @@ def split(key: str, sides: list[tuple[str, str]], repeat: int) -> None:
         marks = os.path.join(tmp, "marks.json")
         args = [x.replace("{tmp}", tmp) for x in argv[2:]]
         modules = {}
-        short = list(args)
-        if "--iterations" in short:                # the same modules with one iteration
+        short = [SMALL.get(x, x) for x in args]    # the same modules, from a small run
+        if "--iterations" in short:
             short[short.index("--iterations") + 1] = "1"
         for name, src in sides:                    # untimed: the bytecode cache and the modules the run imports
             run_case(["-c", SPLIT, "[]", marks, *short], src)
@@ -236,6 +242,7 @@ def split(key: str, sides: list[tuple[str, str]], repeat: int) -> None:
                 st["exit (teardown)"] = cpu - m["cpu"]
                 st["whole process"] = cpu
                 st["wall"] = wall
+                st["peak MB"] = mb
                 got[name].append(st)
     stages = list(dict.fromkeys(k for rs in got.values() for r in rs for k in r))
     print(f"{key}: CPU s by stage, median of {repeat} (load {os.getloadavg()[0]:.1f}); "
@@ -249,7 +256,7 @@ def split(key: str, sides: list[tuple[str, str]], repeat: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-1blas, torus-cli, itasca-20, "
-                                                    "itasca-100, fat-tree-1m (default: all but fat-tree-1m)")
+                                                    "itasca-100, fat-tree-1m, fat-tree-1m-cli (default: all but the fat-tree-1m ones)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main; --split: 'none' for this tree alone)")
     ap.add_argument("--no-simgrid", action="store_true")
@@ -286,7 +293,7 @@ def main() -> None:
         load0 = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
             argv = [x.replace("{tmp}", tmp) for x in argv]
-            if not a.cold_bytecode and key != "fat-tree-1m":
+            if not a.cold_bytecode and not key.startswith("fat-tree-1m"):
                 for _, src in sides:                   # fills the bytecode cache
                     run_case(argv, src)
             for i in range(a.repeat):
