@@ -112,23 +112,28 @@ class Result:
         return rows
 
     # ---- files ---------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, _empty: Mapping[tuple[str, str], Any] = {}) -> dict[str, Any]:
+        # _empty: the (part, column) keys write_json encodes from the arrays, left [] here
         return {
             "schema": SCHEMA,
             "version": SCHEMA_VERSION,
             "meta": _plain(self.meta),
             "class_labels": list(self.class_labels),
             "summary": [s.__dict__ for s in self.summary()],
-            "pairs": {k: _plain(v) for k, v in self.pairs.items()},
-            "links": None if self.links is None else {k: _plain(v) for k, v in self.links.items()},
+            "pairs": {k: [] if ("pairs", k) in _empty else _plain(v) for k, v in self.pairs.items()},
+            "links": None if self.links is None else {k: [] if ("links", k) in _empty else _plain(v)
+                                                      for k, v in self.links.items()},
             "extra": _plain(self.extra),
         }
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
-        doc = self.to_dict()
-        validate(_schema_view(doc, self.links), "result")
+        # float columns go from their arrays to the file (float_column), never through lists; the
+        # schema asks nothing of a pair column's items, and a link column's float dtype is a number's
         floats = {(part, k): v for part, cols in (("pairs", self.pairs), ("links", self.links or {}))
-                  for k, v in cols.items() if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind == "f"}
+                  for k, v in cols.items() if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind == "f"
+                  and (part == "pairs" or "f" in _LINK_ITEMS.get(k, "f"))}
+        doc = self.to_dict(floats)
+        validate(_schema_view(doc, self.links), "result")
         with atomic_open(path) as fh:
             _dump_compact(doc, fh, floats=floats)
             fh.write("\n")
@@ -233,7 +238,7 @@ def _dump_compact(doc: Any, fh: IO[str], depth: int = 2, floats: Mapping[tuple[s
     for i, (k, v) in enumerate(doc.items()):
         fh.write(("," if i else "") + json.dumps(k) + ":")
         arr = floats.get((key, k)) if floats and depth == 1 else None
-        if arr is not None and len(arr) == len(v):
+        if arr is not None:
             fh.write(float_column(arr))
         else:
             _dump_compact(v, fh, depth - 1, floats, k)
