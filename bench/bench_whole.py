@@ -4,6 +4,8 @@
     .venv/bin/python bench/bench_whole.py --case torus --repeat 5
     .venv/bin/python bench/bench_whole.py --case fat-tree-1m --repeat 1
     .venv/bin/python bench/bench_whole.py --other /work/main/src   # the landed code to compare with
+    .venv/bin/python bench/bench_whole.py --split --case itasca-20 --repeat 1     # stage by stage
+    .venv/bin/python bench/bench_whole.py --split --case itasca-100 --repeat 1 --other none
 
 Every figure is a whole process, started fresh: Python's start, the imports,
 the fabric, the routing, the program, the engine, the output; the compiled
@@ -30,6 +32,18 @@ CPU time beside this tree's ("x": how many times longer).  Its completion
 times are compared with fabscope's ("agree": the largest relative
 difference).  The Itasca ping-pong cases are not run in SimGrid: two
 iterations did not finish in 600 s (docs/dynamic.md).
+
+``--split``: a CLI case (torus-cli, itasca-20, itasca-100, fat-tree-1m-cli)
+stage by stage instead.  The child first imports every module a small run of
+the same command loaded (one iteration; the 1M-host tree's fabric replaced by
+a small one): "imports"; then runs ``fabscope.cli.main`` with the library's
+stage functions wrapped (fabric, placement, pattern, ping-pong program,
+routing tables, routes into paths, the messages' grouping by path, the
+compiled engine, result rows and link loads, the ``-o`` file, the table),
+each stage's CPU seconds without the stages it calls; the rest is "CLI:
+parser, checks, glue", and "exit" is the process's CPU time as the parent
+sees it less the child's own count when ``simulate`` calls ``os._exit``.
+Medians of ``--repeat`` runs per side; ``--other none``: this tree alone.
 """
 
 from __future__ import annotations
