@@ -7,7 +7,14 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from fabscope.fabric.generators import director, dragonfly, fat_tree, itasca, torus, xgft
+from fabscope.fabric.generators import (
+    director,
+    dragonfly,
+    fat_tree,
+    itasca,
+    torus,
+    xgft,
+)
 from fabscope.routing import distances
 from fabscope.routing.distances import hop_distances, switch_distances, switch_links
 
