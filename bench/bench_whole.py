@@ -281,6 +281,8 @@ def main() -> None:
                          "paths, engine, results, table, exit)")
     a = ap.parse_args()
     here = os.path.normpath(HERE)
+    if a.other == "none" and not a.split:
+        raise SystemExit("--other none: with --split only (the table compares two trees)")
     sides = [("this tree", here)] + ([("other", a.other)] if a.other != "none" else [])
     caches = tempfile.TemporaryDirectory(prefix="fabscope-bench-pyc-")
     for i, (_, src) in enumerate(sides):
