@@ -47,6 +47,7 @@ def test_the_file_is_what_json_dump_wrote(tmp_path):
     np.array([0.1, -0.0, 0.0, np.inf, -np.inf, np.nan, 1e300, 5e-324, 0.1, 2.0**20]),   # few values, repeated
     np.random.default_rng(3).random(50),                                                 # all distinct
     np.float32([0.1, 1.5, 3e38]),                                                        # float32's values
+    np.r_[1.0, 2.0, np.full(9_000, 1.0)],            # a value the sample of every n // 1024-th one misses
 ])
 @pytest.mark.parametrize("length", [10, 5000, 40_000])
 def test_float_columns_as_json_dumps_writes_them(values, length):

@@ -268,18 +268,21 @@ def float_column(a: np.ndarray) -> str:
     if n < _SHORT_COLUMN:
         return json.dumps(a.tolist(), separators=(",", ":"))
     sample = np.sort(a[:: n // 1024].view(np.int64))   # about 1,024 values: many distinct, no gain
-    if np.count_nonzero(sample[1:] != sample[:-1]) > 256:
+    seen = sample[np.r_[True, sample[1:] != sample[:-1]]]
+    if len(seen) > 256:
         return json.dumps(a.tolist(), separators=(",", ":"))
     bits = a.view(np.int64)
-    s = np.sort(bits)
-    new = np.empty(n, bool)
-    new[0] = True
-    np.not_equal(s[1:], s[:-1], out=new[1:])
-    uniq = s[new]
-    if len(uniq) > n // 4:
-        return json.dumps(a.tolist(), separators=(",", ":"))
+    at = np.minimum(np.searchsorted(seen, bits), len(seen) - 1)
+    if np.array_equal(seen[at], bits):                 # every value is one the sample saw: no sort
+        uniq = seen
+    else:
+        s = np.sort(bits)
+        uniq = s[np.r_[True, s[1:] != s[:-1]]]
+        if len(uniq) > n // 4:
+            return json.dumps(a.tolist(), separators=(",", ":"))
+        at = np.searchsorted(uniq, bits)
     texts = json.dumps(uniq.view(np.float64).tolist(), separators=(",", ":"))[1:-1].split(",")
-    return "[" + ",".join(np.array(texts, dtype=object)[np.searchsorted(uniq, bits)].tolist()) + "]"
+    return "[" + ",".join(np.array(texts, dtype=object)[at].tolist()) + "]"
 
 
 def _plain(v: Any) -> Any:
