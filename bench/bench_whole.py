@@ -4,6 +4,8 @@
     .venv/bin/python bench/bench_whole.py --case torus --repeat 5
     .venv/bin/python bench/bench_whole.py --case fat-tree-1m --repeat 1
     .venv/bin/python bench/bench_whole.py --other /work/main/src   # the landed code to compare with
+    .venv/bin/python bench/bench_whole.py --split --case itasca-20 --repeat 1     # stage by stage
+    .venv/bin/python bench/bench_whole.py --split --case itasca-100 --repeat 1 --other none
 
 Every figure is a whole process, started fresh: Python's start, the imports,
 the fabric, the routing, the program, the engine, the output; the compiled
@@ -30,6 +32,18 @@ CPU time beside this tree's ("x": how many times longer).  Its completion
 times are compared with fabscope's ("agree": the largest relative
 difference).  The Itasca ping-pong cases are not run in SimGrid: two
 iterations did not finish in 600 s (docs/dynamic.md).
+
+``--split``: a CLI case (torus-cli, itasca-20, itasca-100, fat-tree-1m-cli)
+stage by stage instead.  The child first imports every module a small run of
+the same command loaded (one iteration; the 1M-host tree's fabric replaced by
+a small one): "imports"; then runs ``fabscope.cli.main`` with the library's
+stage functions wrapped (fabric, placement, pattern, ping-pong program,
+routing tables, routes into paths, the messages' grouping by path, the
+compiled engine, result rows and link loads, the ``-o`` file, the table),
+each stage's CPU seconds without the stages it calls; the rest is "CLI:
+parser, checks, glue", and "exit" is the process's CPU time as the parent
+sees it less the child's own count when ``simulate`` calls ``os._exit``.
+Medians of ``--repeat`` runs per side; ``--other none``: this tree alone.
 """
 
 from __future__ import annotations
@@ -78,6 +92,8 @@ def cases():
     yield ("simulate-help", "fabscope simulate --help", fab + ["simulate", "--help"], 0.3)
     yield ("torus", "16x16x16 torus, DOR, one random matching of 1 MiB (API script)",
            ["-c", MATCHING, "torus:16x16x16", "dor"], 0.5)
+    yield ("torus-1blas", "the same API script with OPENBLAS_NUM_THREADS=1 in the environment (as simulate sets it)",
+           ["-c", "import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\n" + MATCHING, "torus:16x16x16", "dor"], 0.5)
     yield ("torus-cli", "the CLI: a random permutation on the 16x16x16 torus, DOR, 1 MiB, result written (-o)",
            fab + ["simulate", "--fabric", "torus:16x16x16", "--routing", "dor", "--ppn", "1", "--pattern",
                   "permutation", "--dynamic", "-o", "{tmp}/out.json"], 0.5)
@@ -89,9 +105,81 @@ def cases():
                   "--dynamic", "--iterations", "100"], 30.0)
     yield ("fat-tree-1m", "1,048,576-host fat tree (k=32, 4 levels), D-mod-K, one random matching (API script)",
            ["-c", MATCHING, "fat-tree:k=32,levels=4", "dmodk"], 30.0)
+    yield ("fat-tree-1m-cli", "the CLI on it: a random permutation, D-mod-K, 1 MiB, result written (-o)",
+           fab + ["simulate", "--fabric", "fat-tree:k=32,levels=4", "--routing", "dmodk", "--ppn", "1", "--pattern",
+                  "permutation", "--dynamic", "-o", "{tmp}/out.json"], 30.0)
 
 
-DEFAULT = ("help", "simulate-help", "torus", "torus-cli", "itasca-20", "itasca-100")
+DEFAULT = ("help", "simulate-help", "torus", "torus-1blas", "torus-cli", "itasca-20", "itasca-100")
+
+#: ``--split``: the fabric of the untimed run that lists the modules
+SMALL = {"fat-tree:k=32,levels=4": "fat-tree:k=4,levels=4"}
+
+#: ``--split``: the CLI run in a child that times its stages (CPU s, each exclusive of the stages it calls)
+SPLIT = r"""
+import json, os, resource, sys, time
+T0 = time.process_time()
+MODULES, OUT = json.loads(sys.argv[1]), sys.argv[2]
+STAGE = {"python start": T0}
+STACK = [["CLI: parser, checks, glue", time.process_time()]]
+
+def add(name, t):
+    STAGE[name] = STAGE.get(name, 0.0) + t
+
+def timed(name, fn):
+    def wrapper(*a, **kw):
+        now = time.process_time()
+        add(STACK[-1][0], now - STACK[-1][1])
+        STACK.append([name, now])
+        try:
+            return fn(*a, **kw)
+        finally:
+            now = time.process_time()
+            add(name, now - STACK.pop()[1])
+            STACK[-1][1] = now
+    return wrapper
+
+import importlib
+t = time.process_time()
+for m in MODULES:                  # everything the run imports, here, as one stage
+    try:
+        importlib.import_module(m)
+    except Exception:
+        pass
+STAGE["imports"] = time.process_time() - t
+STACK[-1][1] = time.process_time()
+
+import fabscope.resolver as rv, fabscope.traffic.spec as ts, fabscope.dynamic.programs as pg
+import fabscope.dynamic.resources as rs, fabscope.dynamic.run as rn, fabscope.dynamic.fast as fast
+import fabscope.dynamic.results as res, fabscope.report.tables as tb, fabscope.result as rt
+from fabscope.fabric.placement import Placement
+rv.resolve_fabric = timed("fabric", rv.resolve_fabric)
+Placement.block = classmethod(timed("placement", Placement.block.__func__))
+ts.make_traffic = timed("pattern (pair drawing)", ts.make_traffic)
+pg.pingpong = timed("program", pg.pingpong)
+rs.make_routing = timed("routing tables", rs.make_routing)
+rn.build_paths = timed("routes into paths", rn.build_paths)
+rn.run_program_on = timed("run: messages to paths", rn.run_program_on)
+fast.run_program = timed("engine (compiled)", fast.run_program)
+res.pingpong_result = timed("results (rows, link loads)", res.pingpong_result)
+res.message_result = timed("results (rows, link loads)", res.message_result)
+rt.Result.write_json = timed("result file (-o)", rt.Result.write_json)
+tb.print_result = timed("table printed", tb.print_result)
+real_exit = os._exit
+
+def leave(code):
+    now = time.process_time()
+    add(STACK[-1][0], now - STACK[-1][1])
+    with open(OUT, "w") as fh:
+        json.dump({"stages": STAGE, "cpu": now, "mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                   "modules": sorted(sys.modules)}, fh)
+    real_exit(code)
+
+os._exit = leave
+sys.argv = ["fabscope", *sys.argv[3:]]
+from fabscope.cli import main
+leave(main())
+"""
 
 
 #: per code tree: the environment its processes run in (set in main)
@@ -142,18 +230,60 @@ def simgrid_whole(problem: str) -> tuple[float, float] | None:
     return wall, ru.ru_utime + ru.ru_stime
 
 
+def split(key: str, sides: list[tuple[str, str]], repeat: int) -> None:
+    """The CLI case ``key`` stage by stage (CPU s, medians of ``repeat`` runs), for each side."""
+    argv = dict((k, a) for k, _, a, _ in cases())[key]
+    if argv[:2] != ["-m", "fabscope.cli"] or "--help" in argv:
+        raise SystemExit(f"--split takes a CLI case that runs a simulation, not {key!r}")
+    got: dict[str, list[dict]] = {name: [] for name, _ in sides}
+    with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
+        marks = os.path.join(tmp, "marks.json")
+        args = [x.replace("{tmp}", tmp) for x in argv[2:]]
+        modules = {}
+        short = [SMALL.get(x, x) for x in args]    # the same modules, from a small run
+        if "--iterations" in short:
+            short[short.index("--iterations") + 1] = "1"
+        for name, src in sides:                    # untimed: the bytecode cache and the modules the run imports
+            run_case(["-c", SPLIT, "[]", marks, *short], src)
+            with open(marks) as fh:
+                modules[name] = [m for m in json.load(fh)["modules"] if "." in m or m in ("numpy", "scipy", "rich")]
+        for _ in range(repeat):
+            for name, src in sides:
+                wall, cpu, mb, _ = run_case(["-c", SPLIT, json.dumps(modules[name]), marks, *args], src)
+                with open(marks) as fh:
+                    m = json.load(fh)
+                st = m["stages"]
+                st["exit (teardown)"] = cpu - m["cpu"]
+                st["whole process"] = cpu
+                st["wall"] = wall
+                st["peak MB"] = mb
+                got[name].append(st)
+    stages = list(dict.fromkeys(k for rs in got.values() for r in rs for k in r))
+    print(f"{key}: CPU s by stage, median of {repeat} (load {os.getloadavg()[0]:.1f}); "
+          f"{' '.join(argv[2:])}")
+    print(f"  {'stage':34}" + "".join(f" {name:>12}" for name, _ in sides))
+    for k in stages:
+        vals = [statistics.median(r.get(k, 0.0) for r in got[name]) for name, _ in sides]
+        print(f"  {k:34}" + "".join(f" {v:>12.3f}" for v in vals), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-cli, itasca-20, "
-                                                    "itasca-100, fat-tree-1m (default: all but fat-tree-1m)")
+    ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-1blas, torus-cli, itasca-20, "
+                                                    "itasca-100, fat-tree-1m, fat-tree-1m-cli (default: all but the fat-tree-1m ones)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main)")
+    ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main; --split: 'none' for this tree alone)")
     ap.add_argument("--no-simgrid", action="store_true")
     ap.add_argument("--cold-bytecode", action="store_true",
                     help="time processes that compile every module (no bytecode cache), as last session's figures")
+    ap.add_argument("--split", action="store_true",
+                    help="the --case CLI runs stage by stage instead (imports, fabric, pattern, program, routing, "
+                         "paths, engine, results, table, exit)")
     a = ap.parse_args()
     here = os.path.normpath(HERE)
-    sides = [("this tree", here), ("other", a.other)]
+    if a.other == "none" and not a.split:
+        raise SystemExit("--other none: with --split only (the table compares two trees)")
+    sides = [("this tree", here)] + ([("other", a.other)] if a.other != "none" else [])
     caches = tempfile.TemporaryDirectory(prefix="fabscope-bench-pyc-")
     for i, (_, src) in enumerate(sides):
         ENV[src] = environment(src, None if a.cold_bytecode else os.path.join(caches.name, str(i)))
@@ -161,6 +291,10 @@ def main() -> None:
         run_case(["-c", "from fabscope.dynamic import fast; assert fast.available(), fast.why_not()"], src)
         if not a.cold_bytecode:                    # the big case's modules into the bytecode cache, untimed
             run_case(["-c", MATCHING, "fat-tree:k=2,levels=2", "dmodk"], src)
+    if a.split:
+        for key in a.case or ("itasca-20",):
+            split(key, sides, a.repeat)
+        return
     import numpy as np
 
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {a.repeat} runs each, "
@@ -175,7 +309,7 @@ def main() -> None:
         load0 = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
             argv = [x.replace("{tmp}", tmp) for x in argv]
-            if not a.cold_bytecode and key != "fat-tree-1m":
+            if not a.cold_bytecode and not key.startswith("fat-tree-1m"):
                 for _, src in sides:                   # fills the bytecode cache
                     run_case(argv, src)
             for i in range(a.repeat):

@@ -45,11 +45,14 @@ UNUSED_BY_DYNAMIC = ("scipy", "plotly", "dask", "networkx", "pandas", "jinja2", 
                      "rich.progress", "fabscope.model.simulate", "importlib.resources")
 
 
-@pytest.mark.parametrize("fabric,routing", [("torus:4x4x4", "dor"), ("fat-tree:k=4,levels=3", "dmodk")])
+@pytest.mark.parametrize("fabric,routing", [("torus:4x4x4", "dor"), ("fat-tree:k=4,levels=3", "dmodk"),
+                                            ("itasca", "minhop"), ("fat-tree:k=4,levels=3", "updn"),
+                                            ("dragonfly:a=4,p=2,h=2,g=9", "minimal")])
 def test_dynamic_simulation_imports_nothing_unused(fabric, routing):
-    """Dimension-order routing, D-mod-K and the dynamic engine need numpy alone: SciPy's import was a third
-    of a small simulation's whole process; numpy.ma came with np.unique (NumPy 2.4), rich.progress with a
-    progress bar that is not drawn off a terminal."""
+    """Dimension-order routing, D-mod-K, min-hop and up/down tables and the dynamic engine need numpy
+    alone: SciPy's import was a third of a small simulation's whole process (min-hop and up/down took
+    it for their switch distances, now routing.distances' own search); numpy.ma came with np.unique
+    (NumPy 2.4), rich.progress with a progress bar that is not drawn off a terminal."""
     code = ("import sys\nfrom fabscope.cli import main\n"
             f"main(['simulate', '--fabric', {fabric!r}, '--routing', {routing!r}, '--ppn', '1', '--pattern',"
             " 'random-pairs', '--dynamic', '--iterations', '1', '--warmup', '0'])\n"
@@ -81,3 +84,56 @@ def test_simulate_leaves_without_teardown_and_everything_written(tmp_path):
     code = code.replace("sys.exit(main())", "main(sys.argv[1:]); print('still here')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "still here" in p.stdout and "teardown ran" in p.stderr
+
+
+def _blas_threads(argv, env_extra=None):
+    """(OPENBLAS_NUM_THREADS as the program left it, threads of the process once numpy is loaded)."""
+    import os
+
+    code = (f"import os, sys\nsys.argv = {argv!r}\nimport fabscope.cli\nimport numpy\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                            "OMP_NUM_THREADS")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**env, **(env_extra or {})})
+    assert p.returncode == 0, p.stderr
+    value, threads = p.stdout.split()
+    return value, int(threads)
+
+
+def test_simulate_asks_openblas_for_one_thread():
+    """fabscope simulate sets OPENBLAS_NUM_THREADS=1 before NumPy loads OpenBLAS (whose workers, one per
+    core, only spin in a command that calls no BLAS routine): the process has its main thread alone.
+    A thread count the user set is kept, and other commands are left as they were."""
+    import os
+
+    assert _blas_threads(["fabscope", "simulate", "--fabric", "torus:4x4x4"]) == ("1", 1)
+    assert _blas_threads(["fabscope", "simulate"], {"OMP_NUM_THREADS": "2"})[0] == "None"
+    assert _blas_threads(["fabscope", "simulate"], {"OPENBLAS_NUM_THREADS": "3"})[0] == "3"
+    value, threads = _blas_threads(["fabscope", "diagnose"])
+    assert value == "None"
+    if len(os.sched_getaffinity(0)) > 1:       # OpenBLAS's default, a worker per core: the first check could fail
+        assert threads > 1
+
+
+@pytest.mark.parametrize("args", [
+    ["--fabric", "fat-tree:k=4,levels=3", "--pattern", "shift:k=5", "--ppn", "1"],
+    ["--fabric", "itasca", "--ppn", "2", "--pattern", "bisection", "--model", "congestion"],
+    ["--fabric", "torus:4x4x4", "--routing", "dor", "--ppn", "1", "--pattern", "permutation", "--dynamic"],
+])
+def test_one_blas_thread_changes_no_result(tmp_path, args):
+    """The same result file with OpenBLAS's default threads and with one (the solve's timing aside)."""
+    import os
+
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
+    docs = []
+    for i, extra in enumerate(({}, {"OPENBLAS_NUM_THREADS": str(max(2, os.cpu_count() or 1))})):
+        out = tmp_path / f"{i}.json"
+        p = subprocess.run([sys.executable, "-m", "fabscope.cli", "simulate", *args, "-o", str(out)],
+                           capture_output=True, text=True, timeout=120, env={**base, **extra})
+        assert p.returncode == 0, p.stderr
+        doc = json.loads(out.read_text())
+        doc["meta"].pop("solve_seconds", None)
+        docs.append(doc)
+    assert docs[0] == docs[1]

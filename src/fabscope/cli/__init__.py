@@ -28,6 +28,27 @@ def _as_program() -> bool:
 if _as_program() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, _interrupted_quietly)
 
+#: commands whose work has no dense linear algebra (sparse and integer arrays, the compiled engine)
+ONE_BLAS_THREAD = ("simulate",)
+#: what OpenBLAS (NumPy's wheels) reads for its thread count, in its order
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def _one_blas_thread(argv: list[str]) -> bool:
+    """Ask OpenBLAS for one thread, before NumPy is imported, when the command is one of
+    ``ONE_BLAS_THREAD`` and the user set no thread count: at its load OpenBLAS starts a worker
+    per core, which spin a while (0.03-0.08 CPU s of a process that calls no BLAS routine, here
+    on 2 cores: docs/benchmarks.md); results do not change (tests/test_cli_startup.py)."""
+    if argv[1:2] and argv[1] in ONE_BLAS_THREAD and not any(v in os.environ for v in BLAS_THREAD_VARIABLES) \
+            and "numpy" not in sys.modules:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        return True
+    return False
+
+
+if _as_program():
+    _one_blas_thread(sys.argv)
+
 import argparse  # noqa: E402
 import importlib  # noqa: E402
 import warnings  # noqa: E402

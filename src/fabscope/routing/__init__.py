@@ -91,11 +91,7 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
 
     ``name`` may carry options: ``dor:tie=simgrid``, ``updn:roots=S1+S2``.
     """
-    from fabscope.routing.dor import DimensionOrderRouting
-    from fabscope.routing.multipath import MultipathRouting
-    from fabscope.routing.tables import TableRouting, minhop_tables
-    from fabscope.routing.tree import DModKRouting
-
+    # each engine's module imported when it is the one asked for (a process routes with one)
     name, opts = parse_engine(name or default_engine(fabric))
     bad = set(opts) - _OPTIONS.get(name, set())
     if bad and name in ENGINES:
@@ -110,17 +106,27 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
 
         return UpDownRouting(fabric, roots)
     if name == "dmodk":
+        from fabscope.routing.tree import DModKRouting
+
         return DModKRouting(fabric)
     if name in ("minhop", "minimal"):
+        from fabscope.routing.tables import TableRouting, minhop_tables
+
         return TableRouting(fabric, minhop_tables(fabric), name=name)
     if name == "tables":
+        from fabscope.routing.tables import TableRouting
+
         table = lft if lft is not None else fabric.lft
         if table is None:
             raise RoutingError(f"fabric {fabric.name!r} carries no forwarding tables; import them with "
                                "'fabscope fabric import --lfts' or pick another routing")
         return TableRouting(fabric, np.asarray(table), name="tables")
     if name == "dor":
+        from fabscope.routing.dor import DimensionOrderRouting
+
         return DimensionOrderRouting(fabric, opts.get("tie"))
+    if name in ("ecmp", "ecmp-random", "adaptive"):
+        from fabscope.routing.multipath import MultipathRouting
     if name == "ecmp":
         return MultipathRouting(fabric, "ecmp", seed)
     if name == "ecmp-random":
