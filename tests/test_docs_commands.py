@@ -24,7 +24,9 @@ What is skipped, and why (:data:`SKIPS`)
     admin (or root, for the testbed); a command on a testbed (``--fabric tb1``,
     ``--testbed``): needs the testbed those sudo lines make; ``--scheduler``: needs
     a Slurm or PBS cluster; a pipe into a program that is not installed (Graphviz's ``dot``);
-    ``report --images`` where no Chromium is installed (``.ci/run`` installs it).
+    ``report --images`` where no Chromium is installed (``.ci/run`` installs it); in the
+    ``--help`` examples, a command the same as an earlier example (``fabscope --help`` repeats
+    examples of the subcommands' own, such as ``fabscope demo --no-measure``): it ran once.
 
 Placeholders (:data:`PLACEHOLDERS`, :func:`_prepare`)
     ``$PBS_NODEFILE``: a host file of Itasca's nodes, 8 lines each (1024 nodes
@@ -154,6 +156,7 @@ def commands(path: pathlib.Path, fast: bool) -> list[tuple[int, str, str | None]
     are commands too (skipped as the SKIPS say)."""
     out = []
     blocks = help_blocks() if path == HELP else command_blocks(path)
+    seen: dict[str, int] = {}
     for _, block in blocks:
         script = any(t.startswith(("#SBATCH", "#PBS")) for _, t in block)
         for n, text in block:
@@ -180,6 +183,11 @@ def commands(path: pathlib.Path, fast: bool) -> list[tuple[int, str, str | None]
             if fast:
                 for pat, new in FAST:
                     cmd = re.sub(pat, new, cmd)
+            if reason is None and path == HELP and cmd in seen:
+                # the overview's examples repeat subcommands' own (fabscope --help and demo --help both show
+                # 'fabscope demo --no-measure'): run once, as written, in this one folder
+                reason = f"the same command ran as --help example {seen[cmd]}"
+            seen.setdefault(cmd, n)
             out.append((n, cmd, reason))
     return out
 
@@ -321,3 +329,15 @@ def test_mapping_figures_use_the_columns_fabscope_map_prints():
     # the plain table, or with --model's and --predict's columns
     printed = {metrics_header(model, predict).strip() for model in (False, True) for predict in (False, True)}
     assert all(h in printed for h in heads), set(heads) - printed
+
+
+def test_a_help_example_repeated_runs_once():
+    """``fabscope --help``'s overview repeats subcommands' examples; each distinct command runs once, the
+    repeats are listed as skipped with the example that ran (``demo --no-measure`` costs seconds a run)."""
+    got = commands(HELP, fast=True)
+    run = [c for _, c, reason in got if reason is None]
+    assert len(run) == len(set(run)), sorted(c for c in run if run.count(c) > 1)
+    repeats = [(n, c, r) for n, c, r in got if r and r.startswith("the same command ran as --help example")]
+    assert any(c == "fabscope demo --no-measure" for _, c, _ in repeats), repeats
+    first = {c: n for n, c, r in reversed(got) if r is None}
+    assert all(r.endswith(f"example {first[c]}") for _, c, r in repeats), repeats

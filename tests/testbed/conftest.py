@@ -23,13 +23,18 @@ import pytest
 from fabscope.testbed import names, system
 
 #: names the tests use; the leftover check covers each
-TEST_NAMES = ("ci1", "ci2", "ci3", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2",  # hs1: history, nz1: noise, sl*: slurm
+TEST_NAMES = ("ci1", "ci2", "ci3", "ci4", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2",  # hs1: history, nz1: noise, sl*: slurm
               "ac7",                                 # test_queue (the benches' ac1..ac9 are not the tests')
               *(f"ap{i}" for i in range(1, 10)))  # ap*: testbed run and the applications (test_run, test_apps)
-#: the names of the modules that say which they use; a session takes down and checks only the names of the
-#: modules it collected (all the others' for a module not listed here), so that a session running these
-#: modules leaves alone the testbeds another session is testing with on this machine, and the reverse
-MODULE_NAMES = {"test_run": ("ap1",), "test_apps": ("ap2",), "test_queue": ("ac7",)}
+#: the names each module uses; a session takes down and checks only the names of the modules it collected
+#: (all the others' for a module not listed here), so that a session running some modules leaves alone the
+#: testbeds another session is testing with on this machine, and the reverse (a session of test_lifecycle
+#: alone took down test_e2e's ci1 halfway through another session's plan script: "Cannot open network
+#: namespace fstb-ci1-h0").  No two modules share a name; test_names_scoping.py checks both.
+MODULE_NAMES = {"test_run": ("ap1",), "test_apps": ("ap2",), "test_queue": ("ac7",),
+                "test_e2e": ("ci1", "ci2", "ci4"), "test_lifecycle": ("ci3", "ci9", "cikill", "cilost"),
+                "test_history_testbed": ("hs1",), "test_noise": ("nz1",), "test_slurm": ("sl1", "sl2"),
+                "test_plan": ()}
 _collected: set[str] = set()
 
 

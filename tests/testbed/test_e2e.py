@@ -205,21 +205,24 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
         rc = main(["testbed", "degrade", name, degrade_link, "--rate", f"{rate / 4 * 8}bit"])
         assert rc == 0
         cab = state.cable_of(st.base_fabric(), degrade_link)
-        lp2 = measure(name, tmp, "after", "leaf-pairs", "--leaf-size", "4", "--iterations", "2")
-        # random pairs too: leaf pairs alone cannot tell the degraded uplink from the host cable of the one host
-        # whose pairs cross it (diagnose reports them tied, and names a pair that would separate them)
-        rp2 = measure(name, tmp, "after", "random-pairs", "--iterations", "2", "--rounds", "4")
-        after = compare(f"{name}:now", tmp, "after", lp2)          # the model with the fault
+        # leaf pairs, and random pairs too: leaf pairs alone cannot tell the degraded uplink from the host cable
+        # of the one host whose pairs cross it (diagnose reports them tied, and names a pair that would separate
+        # them); both tests in one job, as the first run: one launch of 16 ranks fewer than a job per test
+        both2 = measure(name, tmp, "after", "random-pairs,leaf-pairs", "--iterations", "2", "--rounds", "4",
+                        "--leaf-size", "4")
+        after = compare(f"{name}:now", tmp, "after", both2)          # the model with the fault
         assert "now" in after.meta["fabric"] and "1 degraded" in after.meta["fabric"]
+        assert set(after.pairs["test"]) == {"random-pairs", "leaf-pairs"}
         # the same leaf pairs before (from the first run) and after, matched by hosts
         row = {(a_, b_): k for k, (a_, b_, t_) in enumerate(zip(before.pairs["src_host"], before.pairs["dst_host"],
                                                                    before.pairs["test"])) if t_ == "leaf-pairs"}
-        pick = np.array([row[(a_, b_)] for a_, b_ in zip(after.pairs["src_host"], after.pairs["dst_host"])])
+        leaf = np.flatnonzero(after.pairs["test"] == "leaf-pairs")
+        pick = np.array([row[(after.pairs["src_host"][k], after.pairs["dst_host"][k])] for k in leaf])
         assert len(pick) == len(row)
-        hit = crossing(name, after, cab)
+        hit = crossing(name, after, cab)[leaf]
         assert hit.any() and (~hit).any()
-        m_b, m_a = before.pairs["measured"][pick], after.pairs["measured"]
-        mod_b, mod_a = before.pairs["modeled"][pick], after.pairs["modeled"]
+        m_b, m_a = before.pairs["measured"][pick], after.pairs["measured"][leaf]
+        mod_b, mod_a = before.pairs["modeled"][pick], after.pairs["modeled"][leaf]
         print("crossing: before", m_b[hit] / 1e6, "after", m_a[hit] / 1e6, "modeled after", mod_a[hit] / 1e6)
         assert np.all(mod_a[hit] < 0.5 * mod_b[hit])                        # the model says they drop
         assert np.all(np.abs(m_a[hit] / mod_a[hit] - 1) <= 0.20), (m_a[hit], mod_a[hit])
@@ -229,7 +232,7 @@ def run_fabric(name: str, spec: str, tmp, degrade_link: str, routing: str, cut: 
         assert np.all(m_a[~hit] >= 0.80 * mod_a[~hit]), (m_a[~hit], mod_a[~hit])
         # the README's flow: diagnose the slow runs against the testbed as built (--fabric NAME): the
         # degraded cable first
-        sick = diagnose(name, tmp, "after", lp2, rp2)
+        sick = diagnose(name, tmp, "after", both2)
         assert sick and sick[0]["links"] == [2 * cab, 2 * cab + 1], sick[:3]
         if plan:
             run_plan(name, tmp, cab)
@@ -296,18 +299,18 @@ def test_fat_tree_opensm_tables(work):
 def test_several_ranks_per_host_and_a_host_file(work):
     """--ppn 2 puts two ranks in each emulated host; --hostfile picks the hosts and their order (named as in
     the fabric the testbed was built from, or as on the testbed)."""
-    up("ci3", "fat-tree:k=2,levels=2", None, max_rate=parse_rate("20Mbit"))
+    up("ci4", "fat-tree:k=2,levels=2", None, max_rate=parse_rate("20Mbit"))
     try:
         hosts = work / "hosts"
-        hosts.write_text("h0003\nfstb-ci3-h1\n")             # the original name of host 3, the testbed's of host 1
+        hosts.write_text("h0003\nfstb-ci4-h1\n")             # the original name of host 3, the testbed's of host 1
         out = str(work / "ppn.jsonl")
-        assert main(["measure", "--testbed", "ci3", "--hostfile", str(hosts), "--ppn", "2", "--timeout", "120",
+        assert main(["measure", "--testbed", "ci4", "--hostfile", str(hosts), "--ppn", "2", "--timeout", "120",
                      "random-pairs", "--size", "256KiB", "--iterations", "2", "--rounds", "3", "--out", out]) == 0
         run = read_run(out)
-        assert run.ranks["host"] == ["fstb-ci3-h3", "fstb-ci3-h3", "fstb-ci3-h1", "fstb-ci3-h1"]
+        assert run.ranks["host"] == ["fstb-ci4-h3", "fstb-ci4-h3", "fstb-ci4-h1", "fstb-ci4-h1"]
         assert run.ranks["wait"] == ["yield"] * 4 or (os.cpu_count() or 1) >= 4
-        res = compare("ci3", work, "ppn", out)
+        res = compare("ci4", work, "ppn", out)
         # 3 rounds of 2 pairs on 4 ranks; ranks of one host pair up over TCP loopback (Same Node: not emulated)
         assert len(res.pairs["src"]) <= 6 and set(by_class(res)) <= {"Same Node", "Diff Leafs"}
     finally:
-        down("ci3")
+        down("ci4")

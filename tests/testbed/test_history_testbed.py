@@ -31,22 +31,22 @@ def _night(tmp, k: int) -> str:
     return out
 
 
-def test_three_healthy_nights_then_a_degraded_cable(tmp_path, capsys):
+def test_three_healthy_nights_then_a_degraded_cable(work, capsys):
     # the rate this machine forwards now, at most RATE: a fixed rate was refused on a busy machine
     rate = up(NAME, "fat-tree:k=4,levels=2", None, max_rate=parse_rate(RATE)).rate
     try:
         st = state.load(NAME)
-        base = tmp_path / "fabric.json"
+        base = work / "fabric.json"
         write_json(st.base_fabric(), base)         # the nominal fabric: the history's
-        db = str(tmp_path / "history.db")
+        db = str(work / "history.db")
         for k in (1, 2, 3):
-            night = _night(tmp_path, k)
+            night = _night(work, k)
             assert main(["history", "add", "--db", db, "--fabric", str(base), night,
                          "--time", f"2026-11-0{k}T02:00Z"]) == 0
             if k > 1:
                 assert main(["history", "check", "--db", db]) == 0, capsys.readouterr().out
         assert main(["testbed", "degrade", NAME, CABLE, "--rate", f"{rate / 4 * 8}bit"]) == 0
-        night = _night(tmp_path, 4)
+        night = _night(work, 4)
         assert main(["history", "add", "--db", db, night, "--time", "2026-11-04T02:00Z"]) == 0
         capsys.readouterr()
         assert main(["history", "check", "--db", db]) == 3

@@ -66,12 +66,12 @@ def diagnose(tmp, tag: str, *files: str) -> Result:
     return Result.read_json(out)
 
 
-def test_jitter_alone_names_nothing_and_a_degraded_cable_is_named_after_confirmation(tmp_path):
+def test_jitter_alone_names_nothing_and_a_degraded_cable_is_named_after_confirmation(work):
     # the rate this machine forwards now, at most RATE: a fixed rate was refused on a busy machine
     rate = up(NAME, FABRIC, None, max_rate=parse_rate(RATE)).rate
     try:
         with CpuHog():
-            healthy = diagnose(tmp_path, "healthy", measure(tmp_path, "healthy", "--rounds", "8"))
+            healthy = diagnose(work, "healthy", measure(work, "healthy", "--rounds", "8"))
         assert healthy.meta["figure"].startswith("median iteration"), healthy.meta["figure"]
         assert healthy.extra["suspects"] == [], healthy.extra["suspects"]
 
@@ -80,24 +80,24 @@ def test_jitter_alone_names_nothing_and_a_degraded_cable_is_named_after_confirma
         assert main(["testbed", "degrade", NAME, link, "--rate", f"{rate / 4 * 8}bit"]) == 0
         cab = state.cable_of(st.base_fabric(), link)
         with CpuHog():
-            first = measure(tmp_path, "sick", "--rounds", "8")
-        res = str(tmp_path / "sick-diagnose.json")
+            first = measure(work, "sick", "--rounds", "8")
+        res = str(work / "sick-diagnose.json")
         assert main(["diagnose", first, "--fabric", NAME, "-o", res]) == 0
         sus = Result.read_json(res).extra["suspects"]
         if not sus:
             pytest.fail("the degraded cable brought no suspect to confirm")
-        script = tmp_path / "confirm.sh"
+        script = work / "confirm.sh"
         assert main(["diagnose", "--plan", "--confirm", res, "--fabric", NAME, "--size", SIZE,
                      "--iterations", "10", "-o", str(script)]) == 0
-        plan = json.loads((tmp_path / "confirm.sh.json").read_text())
+        plan = json.loads((work / "confirm.sh.json").read_text())
         assert any(p["role"] == "cross" for p in plan["pairs"])
         # fabscope measure --testbed runs on all of the testbed's hosts in its own order (no host file), so
         # the confirmation round here is a second random-pairs run with another seed: new pairs across the
         # suspect and beside it, under the same load
         with CpuHog():
-            outs = [measure(tmp_path, "confirm", "--rounds", "8", "--seed", "2")]
+            outs = [measure(work, "confirm", "--rounds", "8", "--seed", "2")]
         assert main(["testbed", "restore", NAME]) == 0
-        joint = diagnose(tmp_path, "joint", res, *outs)
+        joint = diagnose(work, "joint", res, *outs)
         named = joint.extra["suspects"]
         assert named and named[0]["links"] == [2 * cab, 2 * cab + 1], named[:3]
         assert len(joint.meta["sources"]) == 1 + len(outs)
