@@ -53,6 +53,7 @@ iterations between the landed engine and the Python reference).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import statistics
@@ -111,25 +112,32 @@ def whole(key: str, repeat: int, other: str) -> None:
           f"wall | simulated {min(sims):.3f} to {max(sims):.3f} ms (relative spread {spread:.0e})", flush=True)
 
 
+@contextlib.contextmanager
+def engine_from(source: str):
+    """The compiled engine built from ``source`` (a flowsim.c) inside the block, this tree's after it."""
+    saved = fast.SOURCE
+    fast.SOURCE = source
+    fast._load.cache_clear()
+    try:
+        if not fast.available():
+            raise SystemExit(f"cannot build {source}: {fast.why_not()}")
+        yield
+    finally:
+        fast.SOURCE = saved
+        fast._load.cache_clear()
+
+
 def against(prog: Program, run, source: str, repeat: int) -> None:
     """The compiled engine alone on ``run``'s program and routes: this tree's flowsim.c beside ``source``."""
     cpu: dict[str, list[float]] = {"this tree": [], "other": []}
     ends = {}
     for _ in range(repeat):
         for name, src in (("this tree", fast.SOURCE), ("other", source)):
-            saved = fast.SOURCE
-            fast.SOURCE = src
-            fast._load.cache_clear()
-            try:
-                if not fast.available():
-                    raise SystemExit(f"cannot build {src}: {fast.why_not()}")
+            with engine_from(src):
                 c0 = time.process_time()
                 out = fast.run_program(prog, run.paths, run.msg_path)
                 cpu[name].append(time.process_time() - c0)
                 ends[name] = out.msg_end
-            finally:
-                fast.SOURCE = saved
-                fast._load.cache_clear()
     a, b = statistics.median(cpu["this tree"]), statistics.median(cpu["other"])
     agree = np.max(np.abs(ends["this tree"] - ends["other"]) / ends["other"])
     print(f"  engine alone, median of {repeat}: this tree {a:.3f} cpu s, {source} {b:.3f} cpu s, "
@@ -157,18 +165,10 @@ def diagnose_model(source: str, repeat: int) -> None:
     noms = {}
     for i in range(repeat):
         for name, src in (("this tree", fast.SOURCE), ("other", source)):
-            saved = fast.SOURCE
-            fast.SOURCE = src
-            fast._load.cache_clear()
-            try:
-                if not fast.available():
-                    raise SystemExit(f"cannot build {src}: {fast.why_not()}")
+            with engine_from(src):
                 w0, c0 = time.perf_counter(), time.process_time()
                 noms[name], info = nominal_model(m, workers=1)
                 got[name].append((time.perf_counter() - w0, time.process_time() - c0))
-            finally:
-                fast.SOURCE = saved
-                fast._load.cache_clear()
             print(f"  run {i + 1} {name:9}: wall {got[name][-1][0]:7.2f} s  cpu {got[name][-1][1]:7.2f} s  "
                   f"{info['events']:,} events (load {os.getloadavg()[0]:.1f})", flush=True)
     med = {n: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for n, v in got.items()}
@@ -234,7 +234,10 @@ def main() -> None:
         for key in a.whole:
             whole(key, a.repeat, a.other)
         return
-    import fabscope.routing.dor, fabscope.routing.tables, fabscope.routing.tree  # noqa: F401  (imports are not run time)
+    # imported here, not in the timings (make_routing imports the engine it builds)
+    import fabscope.routing.dor
+    import fabscope.routing.tables
+    import fabscope.routing.tree  # noqa: F401
 
     fast.available()                                  # compile once, outside the timings
     why = None if a.no_simgrid else peer.why_unavailable()
