@@ -34,7 +34,8 @@ TEST_NAMES = ("ci1", "ci2", "ci3", "ci4", "ci9", "cikill", "cilost", "hs1", "nz1
 MODULE_NAMES = {"test_run": ("ap1",), "test_apps": ("ap2",), "test_queue": ("ac7",),
                 "test_e2e": ("ci1", "ci2", "ci4"), "test_lifecycle": ("ci3", "ci9", "cikill", "cilost"),
                 "test_history_testbed": ("hs1",), "test_noise": ("nz1",), "test_slurm": ("sl1", "sl2"),
-                "test_plan": ()}
+                "test_plan": (), "test_fair_lines": (),
+                "test_names_scoping": ()}
 _collected: set[str] = set()
 
 
