@@ -17,7 +17,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -107,14 +107,17 @@ def window_rates(log: dict[str, list[tuple[float, int]]], settle: float = SETTLE
     return out
 
 
-def measure(flows: Sequence[tuple[str, str, str, str]], seconds: float = 8.0, port: int = PORT) -> list[float]:
-    """Rates (bytes/s) of one TCP flow per ``(source namespace, source IP, destination namespace,
-    destination IP)`` of ``flows`` (each source once), all sending at once for ``seconds``."""
+def _run(flows: Sequence[tuple[str, str, str, str]], port: int, seconds: float,
+         sender: Callable[[str], list[str]]) -> dict[str, list[tuple[float, int]]]:
+    """Start one receiver per destination of ``flows``, then one sender per flow (``python -c`` and
+    ``sender(destination IP)``), wait for all; each flow's (time, bytes) log by source IP.  Every
+    process is gone when this returns or raises."""
     py = sys.executable
     dests: dict[tuple[str, str], int] = {}
     for _, _, dns, dip in flows:
         dests[(dns, dip)] = dests.get((dns, dip), 0) + 1
     procs: list[subprocess.Popen] = []
+    log: dict[str, list[tuple[float, int]]] = {}
     try:
         rx = []
         for (dns, dip), n in dests.items():
@@ -127,14 +130,12 @@ def measure(flows: Sequence[tuple[str, str, str, str]], seconds: float = 8.0, po
                 raise TestbedError(f"flow receiver in {dns} did not start: {p.stderr.read() if p.stderr else ''}")
         tx = []
         for sns, _, _, dip in flows:
-            p = subprocess.Popen(["ip", "netns", "exec", sns, py, "-c", SENDER, dip, str(port), str(seconds)],
-                                 stderr=subprocess.PIPE, text=True)
+            p = subprocess.Popen(["ip", "netns", "exec", sns, py, "-c", *sender(dip)], stderr=subprocess.PIPE, text=True)
             procs.append(p)
             tx.append(p)
         for p in tx:
             if p.wait(timeout=seconds + 60) != 0:
                 raise TestbedError(f"flow sender failed: {p.stderr.read() if p.stderr else ''}")
-        log: dict[str, list[tuple[float, int]]] = {}
         for p in rx:
             out, err = p.communicate(timeout=60)
             if p.returncode != 0:
@@ -145,6 +146,13 @@ def measure(flows: Sequence[tuple[str, str, str, str]], seconds: float = 8.0, po
             if p.poll() is None:
                 p.kill()
                 p.wait()
+    return log
+
+
+def measure(flows: Sequence[tuple[str, str, str, str]], seconds: float = 8.0, port: int = PORT) -> list[float]:
+    """Rates (bytes/s) of one TCP flow per ``(source namespace, source IP, destination namespace,
+    destination IP)`` of ``flows`` (each source once), all sending at once for ``seconds``."""
+    log = _run(flows, port, seconds, lambda dip: [SENDER, dip, str(port), str(seconds)])
     want = [sip for _, sip, _, _ in flows]
     if sorted(log) != sorted(want):
         raise TestbedError(f"flows from {sorted(log)} reached the receivers, expected {sorted(want)}")
@@ -199,46 +207,15 @@ def measure_messages(flows: Sequence[tuple[str, str, str, str]], size: int = 1 <
     0 in their namespaces for the run), so that each message enters the network at once and the
     link alone decides how the messages share it; otherwise TCP's slow start after each pause
     paces the first part of every message, and its luck shows in the shares."""
-    py = sys.executable
     if warm:
         for sns, _, _, _ in flows:
             system.run(["ip", "netns", "exec", sns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0"])
-    dests: dict[tuple[str, str], int] = {}
-    for _, _, dns, dip in flows:
-        dests[(dns, dip)] = dests.get((dns, dip), 0) + 1
-    procs: list[subprocess.Popen] = []
     seconds = count * period + 5
     t0 = time.monotonic() + 3.0                       # the senders' start-up (one interpreter each) before it
     try:
-        rx = []
-        for (dns, dip), n in dests.items():
-            p = subprocess.Popen(["ip", "netns", "exec", dns, py, "-c", RECEIVER, dip, str(port), str(n), str(seconds)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            procs.append(p)
-            rx.append(p)
-            assert p.stdout is not None
-            if p.stdout.readline().strip() != "ready":
-                raise TestbedError(f"flow receiver in {dns} did not start: {p.stderr.read() if p.stderr else ''}")
-        tx = []
-        for sns, _, _, dip in flows:
-            p = subprocess.Popen(["ip", "netns", "exec", sns, py, "-c", MESSAGES, dip, str(port), str(size),
-                                  str(count), str(period), f"{t0:.6f}"], stderr=subprocess.PIPE, text=True)
-            procs.append(p)
-            tx.append(p)
-        for p in tx:
-            if p.wait(timeout=seconds + 60) != 0:
-                raise TestbedError(f"flow sender failed: {p.stderr.read() if p.stderr else ''}")
-        log: dict[str, list[tuple[float, int]]] = {}
-        for p in rx:
-            out, err = p.communicate(timeout=60)
-            if p.returncode != 0:
-                raise TestbedError(f"flow receiver failed: {err.strip()}")
-            log.update(json.loads(out.strip().splitlines()[-1]))
+        log = _run(flows, port, seconds,
+                   lambda dip: [MESSAGES, dip, str(port), str(size), str(count), str(period), f"{t0:.6f}"])
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         if warm:
             for sns, _, _, _ in flows:
                 system.run(["ip", "netns", "exec", sns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=1"],
