@@ -125,12 +125,9 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
         from fabscope.routing.dor import DimensionOrderRouting
 
         return DimensionOrderRouting(fabric, opts.get("tie"))
-    if name in ("ecmp", "ecmp-random", "adaptive"):
+    multipath = {"ecmp": "ecmp", "ecmp-random": "random", "adaptive": "adaptive"}
+    if name in multipath:
         from fabscope.routing.multipath import MultipathRouting
-    if name == "ecmp":
-        return MultipathRouting(fabric, "ecmp", seed)
-    if name == "ecmp-random":
-        return MultipathRouting(fabric, "random", seed)
-    if name == "adaptive":
-        return MultipathRouting(fabric, "adaptive", seed)
+
+        return MultipathRouting(fabric, multipath[name], seed)
     raise RoutingError(f"unknown routing {name!r}; choose from {', '.join(ENGINES)}")
