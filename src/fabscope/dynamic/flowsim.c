@@ -38,10 +38,15 @@ enum { START = 0, FLOW = 1, FINISH = 2 };
 typedef struct { double t; int64_t seq, id, ver; int kind; } ev_t;
 typedef struct { ev_t *a; int64_t n, cap; } evheap;
 /* a filling heap entry: its key, then kind << 48 | id (ties in that order: resources, caps, checks) */
-typedef struct { double k; uint64_t tag; } rk_t;
-#define RK(k_, id_, kind_) ((rk_t){(k_), ((uint64_t)(kind_) << 48) | (uint64_t)(id_)})
-#define RK_ID(e_) ((int64_t)((e_).tag & ((1ULL << 48) - 1)))
-#define RK_KIND(e_) ((int)((e_).tag >> 48))
+/* One unsigned 128-bit integer: the key's bits above, kind << 48 | id below.  Keys are never
+ * negative, and the bits of non-negative doubles order as the doubles do, so one integer
+ * comparison orders entries by key, then kind, then id, without branches. */
+typedef unsigned __int128 rk_t;
+static inline uint64_t key_bits(double k) { uint64_t b; k += 0.0; memcpy(&b, &k, 8); return b; }  /* -0 -> +0 */
+static inline double rk_key(rk_t e) { uint64_t b = (uint64_t)(e >> 64); double k; memcpy(&k, &b, 8); return k; }
+#define RK(k_, id_, kind_) (((rk_t)key_bits(k_) << 64) | (((uint64_t)(kind_) << 48) | (uint64_t)(id_)))
+#define RK_ID(e_) ((int64_t)((uint64_t)(e_) & ((1ULL << 48) - 1)))
+#define RK_KIND(e_) ((int)(((uint64_t)(e_)) >> 48))
 typedef struct { rk_t *a; int64_t n, cap; } rkheap;
 /* an entry of a resource's list of flows: the flow's slot, its hop index, its weight there */
 typedef struct { int32_t f, k; double w; } slot_t;
@@ -104,10 +109,6 @@ static int ev_set(evheap *h, int64_t *hp, ev_t e)
     else ev_down(h, hp, i, e);
     return 0;
 }
-static int rk_lt(const rk_t *x, const rk_t *y)
-{
-    return x->k < y->k || (x->k == y->k && x->tag < y->tag);
-}
 static int rk_push(rkheap *h, rk_t e)
 {
     if (h->n == h->cap) {
@@ -119,28 +120,43 @@ static int rk_push(rkheap *h, rk_t e)
     int64_t i = h->n++;
     while (i > 0) {
         int64_t p = (i - 1) / 2;
-        if (!rk_lt(&e, &h->a[p])) break;
+        if (!(e < h->a[p])) break;
         h->a[i] = h->a[p]; i = p;
     }
     h->a[i] = e;
     return 0;
 }
-/* put x at i and move it down to its place */
+/* put x at i and move it down to its place (heapify) */
 static void rk_down(rkheap *h, int64_t i, rk_t x)
 {
     for (;;) {
         int64_t c = 2 * i + 1;
         if (c >= h->n) break;
-        if (c + 1 < h->n && rk_lt(&h->a[c + 1], &h->a[c])) c++;
-        if (!rk_lt(&h->a[c], &x)) break;
+        if (c + 1 < h->n) c += h->a[c + 1] < h->a[c];
+        if (!(h->a[c] < x)) break;
         h->a[i] = h->a[c]; i = c;
     }
     h->a[i] = x;
 }
+/* the smallest entry out: the hole it leaves goes down to the bottom along the smaller children
+ * (one comparison a level, no branch on it), then the last entry rises from there (it seldom
+ * rises far: it came from the bottom) */
 static rk_t rk_pop(rkheap *h)
 {
     rk_t top = h->a[0], last = h->a[--h->n];
-    if (h->n) rk_down(h, 0, last);
+    int64_t n = h->n, i = 0, c;
+    if (!n) return top;
+    while ((c = 2 * i + 1) + 1 < n) {
+        c += h->a[c + 1] < h->a[c];
+        h->a[i] = h->a[c]; i = c;
+    }
+    if (c < n) { h->a[i] = h->a[c]; i = c; }
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (!(last < h->a[p])) break;
+        h->a[i] = h->a[p]; i = p;
+    }
+    h->a[i] = last;
     return top;
 }
 static int rl_add(rlist *l, slot_t s, int64_t *pos)
@@ -237,6 +253,91 @@ static void set_bneck(flow_t *F, res_b *RB, int64_t f, int64_t b)
         RB[b].bhead = f;
     }
     F[f].bneck = b;
+}
+
+
+/* What a refill's filling shares with touch() and join(). */
+typedef struct {
+    res_a *RA; res_b *RB; flow_t *F; rkheap *R;
+    const int64_t *p_res; const double *p_w, *p_cap;
+    int64_t ep;                                    /* this refill's epoch */
+    int64_t **todo, *nt, *ct;                      /* the flows joined so far */
+} fill_t;
+
+/* Resource q enters the filling (once per refill): its residual from the fixed flows' load, and a
+ * check for each fixed flow bottlenecked on it (does it keep its rate when the level reaches it?). */
+static inline int touch(fill_t *c, int64_t q)
+{
+    res_a *ra = &c->RA[q];
+    if (ra->touch == c->ep) return 0;
+    ra->touch = c->ep; ra->resid = ra->cap - ra->load; ra->livew = 0; ra->hk = INFINITY;
+    for (int64_t h = c->RB[q].bhead; h >= 0; h = c->F[h].bnext) {
+        flow_t *fh = &c->F[h];
+        if (fh->todo != c->ep && fh->add != c->ep) {
+            fh->add = c->ep;
+            if (rk_push(c->R, RK(fh->rate, h, 2)) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Flow g joins the refill: its old load leaves its resources, it grows with the level. */
+static inline int join(fill_t *c, int64_t g)
+{
+    flow_t *fl = &c->F[g];
+    fl->todo = c->ep;
+    if (i64_push(c->todo, c->nt, c->ct, g) < 0) return -1;
+    for (int64_t k = 0; k < fl->n; k++) {
+        int64_t q = c->p_res[fl->off + k];
+        double w = c->p_w[fl->off + k];
+        if (touch(c, q) < 0) return -1;
+        res_a *ra = &c->RA[q];
+        ra->resid += fl->rate * w; ra->livew += w; ra->done = 0;
+        double nk = (ra->resid > 0 ? ra->resid : 0) / ra->livew;
+        if (nk < ra->hk) { ra->hk = nk; if (rk_push(c->R, RK(nk, q, 0)) < 0) return -1; }
+    }
+    if (isfinite(c->p_cap[fl->path]) && rk_push(c->R, RK(c->p_cap[fl->path], g, 1)) < 0) return -1;
+    return 0;
+}
+
+
+/* Flow g takes its rate: the level, at resource `where` (-1: its cap).  Returns how many of its
+ * resources are left without live weight (their entries in the heap are dead). */
+static inline int freeze(fill_t *c, int64_t g, double level, int64_t where)
+{
+    flow_t *fl = &c->F[g];
+    int dead = 0;
+    fl->done = c->ep; fl->nrate = level; fl->where = where;
+    for (int64_t k = 0; k < fl->n; k++) {
+        res_a *ra = &c->RA[c->p_res[fl->off + k]];
+        double w = c->p_w[fl->off + k];
+        ra->resid -= w * level;
+        ra->livew -= w;
+        dead += ra->livew <= 1e-12;
+    }
+    return dead;
+}
+
+/* Drop the heap's dead entries (a resource filled or without live weight, a frozen flow's cap,
+ * a joined flow's check) and heapify the rest; returns how many are left. */
+static int64_t compact(fill_t *c)
+{
+    rkheap *R = c->R;
+    int64_t n = 0;
+    for (int64_t i = 0; i < R->n; i++) {
+        rk_t e = R->a[i];
+        int64_t id = RK_ID(e);
+        int kind = RK_KIND(e), live;
+        if (kind == 0) {
+            live = c->RA[id].done != c->ep && c->RA[id].livew > 1e-12;
+            if (!live) c->RA[id].hk = INFINITY;
+        } else if (kind == 1) live = c->F[id].done != c->ep;
+        else live = c->F[id].todo != c->ep;
+        if (live) R->a[n++] = e;
+    }
+    R->n = n;
+    for (int64_t i = n / 2 - 1; i >= 0; i--) rk_down(R, i, R->a[i]);
+    return n;
 }
 
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
@@ -448,30 +549,28 @@ int fs_run(int64_t n_res, const double *capacity,
         nt = 0; R.n = 0;
         int64_t frozen = 0;
         double level = thr;
-#define TOUCH(q_) do { int64_t q__ = (q_); if (RA[q__].touch != ev_ep) { \
-            RA[q__].touch = ev_ep; RA[q__].resid = RA[q__].cap - RA[q__].load; RA[q__].livew = 0; RA[q__].hk = INFINITY; \
-            for (int64_t h_ = RB[q__].bhead; h_ >= 0; h_ = F[h_].bnext) \
-                if (F[h_].todo != ev_ep && F[h_].add != ev_ep) { \
-                    F[h_].add = ev_ep; rk_t c_ = RK(F[h_].rate, h_, 2); CHK(rk_push(&R, c_)); } } } while (0)
-        /* flow g joins the refill: its old load leaves its resources, it grows with the level */
-#define JOIN(g_) do { int64_t j_ = (g_); flow_t *fj_ = &F[j_]; fj_->todo = ev_ep; \
-            CHK(i64_push(&todo, &nt, &ct, j_)); \
-            for (int64_t k_ = 0; k_ < fj_->n; k_++) { int64_t q_ = p_res[fj_->off + k_]; double w_ = p_w[fj_->off + k_]; \
-                TOUCH(q_); RA[q_].resid += fj_->rate * w_; RA[q_].livew += w_; RA[q_].done = 0; \
-                double nk_ = fmax(RA[q_].resid, 0) / RA[q_].livew; \
-                if (nk_ < RA[q_].hk) { rk_t e_ = RK(nk_, q_, 0); RA[q_].hk = nk_; CHK(rk_push(&R, e_)); } } \
-            if (isfinite(p_cap[fj_->path])) { rk_t c_ = RK(p_cap[fj_->path], j_, 1); CHK(rk_push(&R, c_)); } } while (0)
+        int64_t flushed = -1, ndead = 0;   /* nt at the last drop; resources left without live weight since */
+        fill_t C_ = {RA, RB, F, &R, p_res, p_w, p_cap, ev_ep, &todo, &nt, &ct};
+#define TOUCH(q_) CHK(touch(&C_, (q_)))
+#define JOIN(g_) CHK(join(&C_, (g_)))
         for (int64_t i = 0; i < ns; i++) JOIN(started[i]);
         for (int64_t i = 0; i < nf; i++)
             for (int64_t k = p_ptr[fin[i]]; k < p_ptr[fin[i] + 1]; k++) TOUCH(p_res[k]);
         while (R.n) {
+            if ((frozen == nt && nt != flushed) || (ndead > 32 && 2 * ndead > R.n)) {
+                /* most entries are dead (every live flow has its rate, or many resources have no live
+                 * weight left): drop them at once instead of popping each */
+                flushed = frozen == nt ? nt : flushed;
+                ndead = 0;
+                if (!compact(&C_)) break;
+            }
             rk_t e = rk_pop(&R);
             if (RK_KIND(e) == 0) {                  /* resource e.id may fill */
                 int64_t r = RK_ID(e);
-                if (e.k == RA[r].hk) RA[r].hk = INFINITY;   /* its lowest entry: none left below */
+                if (rk_key(e) == RA[r].hk) RA[r].hk = INFINITY;   /* its lowest entry: none left below */
                 if (RA[r].done == ev_ep || RA[r].livew <= 1e-12) continue;
-                double k_now = fmax(RA[r].resid, 0) / RA[r].livew;
-                if (k_now > e.k) {                      /* it rose: later */
+                double k_now = (RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew;
+                if (k_now > rk_key(e)) {                      /* it rose: later */
                     if (k_now < RA[r].hk) { rk_t f = RK(k_now, r, 0); RA[r].hk = k_now; CHK(rk_push(&R, f)); }
                     continue;
                 }
@@ -484,31 +583,19 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                 if (joined) continue;           /* its key rose (pushed again by JOIN) */
                 level = lam;
-                RA[r].done = ev_ep;
+                RA[r].done = ev_ep; ndead++;
                 for (int64_t z = 0; z < on[r].n; z++) {
                     int64_t g = on[r].a[z].f;
                     flow_t *fl = &F[g];
                     if (fl->todo != ev_ep || fl->done == ev_ep) continue;
-                    fl->done = ev_ep; fl->nrate = level; fl->where = r; frozen++;
-                    for (int64_t k = 0; k < fl->n; k++) {
-                        int64_t q = p_res[fl->off + k];
-                        double w = p_w[fl->off + k];
-                        RA[q].resid -= w * level;
-                        RA[q].livew -= w;
-                    }
+                    ndead += freeze(&C_, g, level, r); frozen++;
                 }
             } else if (RK_KIND(e) == 1) {           /* a live flow's cap */
                 int64_t g = RK_ID(e);
                 flow_t *fl = &F[g];
                 if (fl->done == ev_ep) continue;
-                if (e.k > level) level = e.k;
-                fl->done = ev_ep; fl->nrate = level; fl->where = -1; frozen++;
-                for (int64_t k = 0; k < fl->n; k++) {
-                    int64_t q = p_res[fl->off + k];
-                    double w = p_w[fl->off + k];
-                    RA[q].resid -= w * level;
-                    RA[q].livew -= w;
-                }
+                if (rk_key(e) > level) level = rk_key(e);
+                ndead += freeze(&C_, g, level, -1); frozen++;
             } else {                            /* fixed flow e.id: does it keep its rate? */
                 int64_t h = RK_ID(e);
                 flow_t *fh = &F[h];
