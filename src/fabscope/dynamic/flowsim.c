@@ -126,18 +126,6 @@ static int rk_push(rkheap *h, rk_t e)
     h->a[i] = e;
     return 0;
 }
-/* put x at i and move it down to its place (heapify) */
-static void rk_down(rkheap *h, int64_t i, rk_t x)
-{
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n) c += h->a[c + 1] < h->a[c];
-        if (!(h->a[c] < x)) break;
-        h->a[i] = h->a[c]; i = c;
-    }
-    h->a[i] = x;
-}
 /* the smallest entry out: the hole it leaves goes down to the bottom along the smaller children
  * (one comparison a level, no branch on it), then the last entry rises from there (it seldom
  * rises far: it came from the bottom) */
@@ -158,6 +146,60 @@ static rk_t rk_pop(rkheap *h)
     }
     h->a[i] = last;
     return top;
+}
+/* The resources' heap is indexed: pos[r] is where resource r's one entry sits (-1: none), so a
+ * key that falls moves the entry up in place rather than adding a second one. */
+static inline void ih_place(rkheap *h, int32_t *pos, int64_t i, rk_t e)
+{
+    h->a[i] = e;
+    pos[RK_ID(e)] = (int32_t)i;
+}
+static void ih_up(rkheap *h, int32_t *pos, int64_t i, rk_t e)
+{
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (!(e < h->a[p])) break;
+        ih_place(h, pos, i, h->a[p]); i = p;
+    }
+    ih_place(h, pos, i, e);
+}
+static void ih_down(rkheap *h, int32_t *pos, int64_t i, rk_t e)
+{
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n) c += h->a[c + 1] < h->a[c];
+        if (!(h->a[c] < e)) break;
+        ih_place(h, pos, i, h->a[c]); i = c;
+    }
+    ih_place(h, pos, i, e);
+}
+/* resource entry e (kind 0): in at its key, or moved to it */
+static int ih_set(rkheap *h, int32_t *pos, rk_t e)
+{
+    int64_t i = pos[RK_ID(e)];
+    if (i < 0) {
+        if (h->n == h->cap) {
+            int64_t nc = h->cap ? 2 * h->cap : 1024;
+            rk_t *na = realloc(h->a, (size_t)nc * sizeof *na);
+            if (!na) return -1;
+            h->a = na; h->cap = nc;
+        }
+        ih_up(h, pos, h->n++, e);
+    } else if (e < h->a[i]) ih_up(h, pos, i, e);
+    else ih_down(h, pos, i, e);
+    return 0;
+}
+static void ih_pop(rkheap *h, int32_t *pos)
+{
+    pos[RK_ID(h->a[0])] = -1;
+    rk_t last = h->a[--h->n];
+    if (h->n) ih_down(h, pos, 0, last);
+}
+static void ih_clear(rkheap *h, int32_t *pos)
+{
+    for (int64_t i = 0; i < h->n; i++) pos[RK_ID(h->a[i])] = -1;
+    h->n = 0;
 }
 static int rl_add(rlist *l, slot_t s, int64_t *pos)
 {
@@ -186,7 +228,6 @@ static int i64_push(int64_t **a, int64_t *n, int64_t *cap, int64_t v)
 /* Per resource: what the progressive filling reads and writes together (one cache line) ... */
 typedef struct {
     double cap, load, resid, livew;   /* capacity; rate x weight in flight; the filling's residual and live weight */
-    double hk;                        /* the lowest key of its entries in the filling's heap (none: inf) */
     int64_t touch, done;              /* refill marks: its filling state set up; filled */
 } res_a;
 /* ... and what the checks of fixed flows and the event bookkeeping use */
@@ -257,7 +298,9 @@ static void set_bneck(flow_t *F, res_b *RB, int64_t f, int64_t b)
 
 /* What a refill's filling shares with touch() and join(). */
 typedef struct {
-    res_a *RA; res_b *RB; flow_t *F; rkheap *R;
+    res_a *RA; res_b *RB; flow_t *F;
+    rkheap *R, *Q;                                 /* the resources' entries (indexed by pos); caps' and checks' */
+    int32_t *pos;
     const int64_t *p_res; const double *p_w, *p_cap;
     int64_t ep;                                    /* this refill's epoch */
     int64_t **todo, *nt, *ct;                      /* the flows joined so far */
@@ -269,12 +312,12 @@ static inline int touch(fill_t *c, int64_t q)
 {
     res_a *ra = &c->RA[q];
     if (ra->touch == c->ep) return 0;
-    ra->touch = c->ep; ra->resid = ra->cap - ra->load; ra->livew = 0; ra->hk = INFINITY;
+    ra->touch = c->ep; ra->resid = ra->cap - ra->load; ra->livew = 0;
     for (int64_t h = c->RB[q].bhead; h >= 0; h = c->F[h].bnext) {
         flow_t *fh = &c->F[h];
         if (fh->todo != c->ep && fh->add != c->ep) {
             fh->add = c->ep;
-            if (rk_push(c->R, RK(fh->rate, h, 2)) < 0) return -1;
+            if (rk_push(c->Q, RK(fh->rate, h, 2)) < 0) return -1;
         }
     }
     return 0;
@@ -293,49 +336,24 @@ static inline int join(fill_t *c, int64_t g)
         res_a *ra = &c->RA[q];
         ra->resid += fl->rate * w; ra->livew += w; ra->done = 0;
         double nk = (ra->resid > 0 ? ra->resid : 0) / ra->livew;
-        if (nk < ra->hk) { ra->hk = nk; if (rk_push(c->R, RK(nk, q, 0)) < 0) return -1; }
+        int32_t at = c->pos[q];                    /* its entry's key stays a lower bound, or falls to nk */
+        if ((at < 0 || nk < rk_key(c->R->a[at])) && ih_set(c->R, c->pos, RK(nk, q, 0)) < 0) return -1;
     }
-    if (isfinite(c->p_cap[fl->path]) && rk_push(c->R, RK(c->p_cap[fl->path], g, 1)) < 0) return -1;
+    if (isfinite(c->p_cap[fl->path]) && rk_push(c->Q, RK(c->p_cap[fl->path], g, 1)) < 0) return -1;
     return 0;
 }
 
-/* Flow g takes its rate: the level, at resource `where` (-1: its cap).  Returns how many of its
- * resources are left without live weight (their entries in the heap are dead). */
-static inline int freeze(fill_t *c, int64_t g, double level, int64_t where)
+/* Flow g takes its rate: the level, at resource `where` (-1: its cap). */
+static inline void freeze(fill_t *c, int64_t g, double level, int64_t where)
 {
     flow_t *fl = &c->F[g];
-    int dead = 0;
     fl->done = c->ep; fl->nrate = level; fl->where = where;
     for (int64_t k = 0; k < fl->n; k++) {
         res_a *ra = &c->RA[c->p_res[fl->off + k]];
         double w = c->p_w[fl->off + k];
         ra->resid -= w * level;
         ra->livew -= w;
-        dead += ra->livew <= 1e-12;
     }
-    return dead;
-}
-
-/* Drop the heap's dead entries (a resource filled or without live weight, a frozen flow's cap,
- * a joined flow's check) and heapify the rest; returns how many are left. */
-static int64_t compact(fill_t *c)
-{
-    rkheap *R = c->R;
-    int64_t n = 0;
-    for (int64_t i = 0; i < R->n; i++) {
-        rk_t e = R->a[i];
-        int64_t id = RK_ID(e);
-        int kind = RK_KIND(e), live;
-        if (kind == 0) {
-            live = c->RA[id].done != c->ep && c->RA[id].livew > 1e-12;
-            if (!live) c->RA[id].hk = INFINITY;
-        } else if (kind == 1) live = c->F[id].done != c->ep;
-        else live = c->F[id].todo != c->ep;
-        if (live) R->a[n++] = e;
-    }
-    R->n = n;
-    for (int64_t i = n / 2 - 1; i >= 0; i--) rk_down(R, i, R->a[i]);
-    return n;
 }
 
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
@@ -356,7 +374,8 @@ int fs_run(int64_t n_res, const double *capacity,
 {
     int rc = 0;
     evheap H = {0};
-    rkheap R = {0};
+    rkheap R = {0}, Q = {0};
+    int32_t *pos = malloc((size_t)n_res * sizeof *pos);   /* a resource's place in R (-1: none) */
     rlist *on = calloc((size_t)n_res, sizeof *on);
     /* per resource, what the refills use together in one record (one cache line), the rest in another */
     res_a *RA = calloc((size_t)n_res, sizeof *RA);
@@ -372,8 +391,9 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
     int64_t j_fill = 0, j_check = 0, kept = 0;   /* flows joined at a filling resource, at their check; checks kept */
     double last_call = progress ? wall_s() : 0;
-    if (!on || !RA || !RB || !need) { rc = -1; goto out; }
-    for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; RB[r].mx_ok = 1; }
+    if (!on || !RA || !RB || !need || !pos) { rc = -1; goto out; }
+    if (n_res > INT32_MAX) { rc = -1; goto out; }
+    for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; RB[r].mx_ok = 1; pos[r] = -1; }
     for (int64_t m = 0; m < n_msg; m++) {
         int64_t p = msg_path[m];
         if (p_ptr[p + 1] - p_ptr[p] > maxh) maxh = p_ptr[p + 1] - p_ptr[p];
@@ -544,34 +564,27 @@ int fs_run(int64_t n_res, const double *capacity,
             if (lb < thr) thr = lb;
         }
         thr *= 1 - RATE_TOL;
-        nt = 0; R.n = 0;
+        nt = 0;
         int64_t frozen = 0;
         double level = thr;
-        int64_t flushed = -1, ndead = 0;   /* nt at the last drop; resources left without live weight since */
-        fill_t C_ = {RA, RB, F, &R, p_res, p_w, p_cap, ev_ep, &todo, &nt, &ct};
+        fill_t C_ = {RA, RB, F, &R, &Q, pos, p_res, p_w, p_cap, ev_ep, &todo, &nt, &ct};
 #define TOUCH(q_) CHK(touch(&C_, (q_)))
 #define JOIN(g_) CHK(join(&C_, (g_)))
         for (int64_t i = 0; i < ns; i++) JOIN(started[i]);
         for (int64_t i = 0; i < nf; i++)
             for (int64_t k = p_ptr[fin[i]]; k < p_ptr[fin[i] + 1]; k++) TOUCH(p_res[k]);
-        while (R.n) {
-            if ((frozen == nt && nt != flushed) || (ndead > 32 && 2 * ndead > R.n)) {
-                /* most entries are dead (every live flow has its rate, or many resources have no live
-                 * weight left): drop them at once instead of popping each */
-                flushed = frozen == nt ? nt : flushed;
-                ndead = 0;
-                if (!compact(&C_)) break;
-            }
-            rk_t e = rk_pop(&R);
-            if (RK_KIND(e) == 0) {                  /* resource e.id may fill */
+        while (R.n || Q.n) {
+            /* every live flow has its rate: the resources' entries left are dead (no live weight),
+             * only the checks matter; drop them at once instead of popping each */
+            if (frozen == nt && R.n) ih_clear(&R, pos);
+            if (!R.n && !Q.n) break;
+            if (R.n && (!Q.n || R.a[0] < Q.a[0])) { /* resource R.a[0] may fill (at one key: resources first) */
+                rk_t e = R.a[0];
                 int64_t r = RK_ID(e);
-                if (rk_key(e) == RA[r].hk) RA[r].hk = INFINITY;   /* its lowest entry: none left below */
-                if (RA[r].done == ev_ep || RA[r].livew <= 1e-12) continue;
+                if (RA[r].done == ev_ep || RA[r].livew <= 1e-12) { ih_pop(&R, pos); continue; }
                 double k_now = (RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew;
-                if (k_now > rk_key(e)) {                      /* it rose: later */
-                    if (k_now < RA[r].hk) { rk_t f = RK(k_now, r, 0); RA[r].hk = k_now; CHK(rk_push(&R, f)); }
-                    continue;
-                }
+                if (k_now > rk_key(e)) { ih_down(&R, pos, 0, RK(k_now, r, 0)); continue; }   /* it rose: later */
+                ih_pop(&R, pos);
                 double lam = k_now > level ? k_now : level;
                 int joined = 0;
                 if (!(RB[r].mx_ok && RB[r].mx <= lam * (1 + RATE_TOL)))
@@ -579,21 +592,24 @@ int fs_run(int64_t n_res, const double *capacity,
                         int64_t h = on[r].a[z].f;
                         if (F[h].todo != ev_ep && F[h].rate > lam * (1 + RATE_TOL)) { JOIN(h); joined = 1; j_fill++; }
                     }
-                if (joined) continue;           /* its key rose (pushed again by JOIN) */
+                if (joined) continue;           /* its key rose (put back by JOIN) */
                 level = lam;
-                RA[r].done = ev_ep; ndead++;
+                RA[r].done = ev_ep;
                 for (int64_t z = 0; z < on[r].n; z++) {
                     int64_t g = on[r].a[z].f;
                     flow_t *fl = &F[g];
                     if (fl->todo != ev_ep || fl->done == ev_ep) continue;
-                    ndead += freeze(&C_, g, level, r); frozen++;
+                    freeze(&C_, g, level, r); frozen++;
                 }
-            } else if (RK_KIND(e) == 1) {           /* a live flow's cap */
+                continue;
+            }
+            rk_t e = rk_pop(&Q);
+            if (RK_KIND(e) == 1) {                  /* a live flow's cap */
                 int64_t g = RK_ID(e);
                 flow_t *fl = &F[g];
                 if (fl->done == ev_ep) continue;
                 if (rk_key(e) > level) level = rk_key(e);
-                ndead += freeze(&C_, g, level, -1); frozen++;
+                freeze(&C_, g, level, -1); frozen++;
             } else {                            /* fixed flow e.id: does it keep its rate? */
                 int64_t h = RK_ID(e);
                 flow_t *fh = &F[h];
@@ -657,6 +673,6 @@ out:
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
     free(F); free(hp); free(freel); free(spos); free(started); free(fin); free(todo);
-    free(fin_rate); free(H.a); free(R.a);
+    free(fin_rate); free(H.a); free(R.a); free(Q.a); free(pos);
     return rc;
 }
