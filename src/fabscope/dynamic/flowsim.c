@@ -38,7 +38,7 @@ enum { START = 0, FLOW = 1, FINISH = 2 };
 typedef struct { double t; int64_t seq, id, ver; int kind; } ev_t;
 typedef struct { ev_t *a; int64_t n, cap; } evheap;
 /* A filling heap entry: one unsigned 128-bit integer, the key's bits above, kind << 48 | id below
- * (ties in that order: resources, caps, checks).  Keys are never negative, and the bits of
+ * (ties in that order: resources, caps, checks of a resource's bottlenecked flows, of one flow).  Keys are never negative, and the bits of
  * non-negative doubles order as the doubles do, so one integer comparison orders two entries,
  * with no branch for the sift to mispredict (a third of the engine's time went there). */
 typedef unsigned __int128 rk_t;
@@ -301,26 +301,57 @@ typedef struct {
     res_a *RA; res_b *RB; flow_t *F;
     rkheap *R, *Q;                                 /* the resources' entries (indexed by pos); caps' and checks' */
     int32_t *pos;
+    const rlist *on;                               /* each resource's flows */
     const int64_t *p_res; const double *p_w, *p_cap;
     int64_t ep;                                    /* this refill's epoch */
     int64_t **todo, *nt, *ct;                      /* the flows joined so far */
 } fill_t;
 
-/* Resource q enters the filling (once per refill): its residual from the fixed flows' load, and a
- * check for each fixed flow bottlenecked on it (does it keep its rate when the level reaches it?). */
+/* Resource q enters the filling (once per refill): its residual from the fixed flows' load, and
+ * one check for the fixed flows bottlenecked on it, at their rate (they share it: a resource's
+ * bottlenecked flows have the largest rate on it), do they keep it when the level gets there? */
 static inline int touch(fill_t *c, int64_t q)
 {
     res_a *ra = &c->RA[q];
     if (ra->touch == c->ep) return 0;
     ra->touch = c->ep; ra->resid = ra->cap - ra->load; ra->livew = 0;
-    for (int64_t h = c->RB[q].bhead; h >= 0; h = c->F[h].bnext) {
-        flow_t *fh = &c->F[h];
-        if (fh->todo != c->ep && fh->add != c->ep) {
-            fh->add = c->ep;
-            if (rk_push(c->Q, RK(fh->rate, h, 2)) < 0) return -1;
-        }
-    }
+    int64_t h = c->RB[q].bhead;
+    if (h >= 0 && rk_push(c->Q, RK(c->F[h].rate, q, 2)) < 0) return -1;
     return 0;
+}
+
+/* Resource q full at `level` with no fixed flow faster than rh on it?  (Refreshes q's largest rate
+ * when it has to look at its flows.) */
+static int holds_at(fill_t *c, int64_t q, double level, double rh)
+{
+    const res_a *ra = &c->RA[q];
+    res_b *rb = &c->RB[q];
+    int full = ra->touch == c->ep ? ra->resid - ra->livew * level <= ra->cap * RATE_TOL
+                                  : ra->load >= ra->cap * (1 - RATE_TOL);
+    if (!full) return 0;
+    if (rb->mx_ok && rb->mx <= rh * (1 + RATE_TOL)) return 1;
+    double fmx = 0, all_mx = 0;
+    for (int64_t z = 0; z < c->on[q].n; z++) {
+        const flow_t *o = &c->F[c->on[q].a[z].f];
+        if (o->rate > all_mx) all_mx = o->rate;
+        if (o->todo != c->ep && o->rate > fmx) fmx = o->rate;
+    }
+    rb->mx = all_mx; rb->mx_ok = 1;
+    return fmx <= rh * (1 + RATE_TOL);
+}
+
+/* Where fixed flow h (rate rh) keeps its rate at `level`: the first resource of its path that
+ * holds it (its bottleneck first, unless skip_bneck), -1 its cap, -2 nowhere (it must join). */
+static int64_t keeps_at(fill_t *c, int64_t h, double level, int skip_bneck)
+{
+    const flow_t *fh = &c->F[h];
+    double rh = fh->rate;
+    if (!skip_bneck && fh->bneck >= 0 && holds_at(c, fh->bneck, level, rh)) return fh->bneck;
+    for (int64_t k = 0; k < fh->n; k++) {
+        int64_t q = c->p_res[fh->off + k];
+        if (q != fh->bneck && holds_at(c, q, level, rh)) return q;
+    }
+    return rh >= c->p_cap[fh->path] * (1 - RATE_TOL) ? -1 : -2;
 }
 
 /* Flow g joins the refill: its old load leaves its resources, it grows with the level. */
@@ -567,7 +598,7 @@ int fs_run(int64_t n_res, const double *capacity,
         nt = 0;
         int64_t frozen = 0;
         double level = thr;
-        fill_t C_ = {RA, RB, F, &R, &Q, pos, p_res, p_w, p_cap, ev_ep, &todo, &nt, &ct};
+        fill_t C_ = {RA, RB, F, &R, &Q, pos, on, p_res, p_w, p_cap, ev_ep, &todo, &nt, &ct};
 #define TOUCH(q_) CHK(touch(&C_, (q_)))
 #define JOIN(g_) CHK(join(&C_, (g_)))
         for (int64_t i = 0; i < ns; i++) JOIN(started[i]);
@@ -610,32 +641,31 @@ int fs_run(int64_t n_res, const double *capacity,
                 if (fl->done == ev_ep) continue;
                 if (rk_key(e) > level) level = rk_key(e);
                 freeze(&C_, g, level, -1); frozen++;
-            } else {                            /* fixed flow e.id: does it keep its rate? */
+            } else if (RK_KIND(e) == 2) {           /* the fixed flows bottlenecked on resource e.id */
+                int64_t r = RK_ID(e);
+                double key = rk_key(e);
+                if (key > level) level = key;
+                int r_holds = -1;                   /* r holds them at this level (-1: not looked at yet) */
+                for (int64_t h = RB[r].bhead, nx; h >= 0; h = nx) {
+                    flow_t *fh = &F[h];
+                    nx = fh->bnext;                 /* h may move to another resource's list */
+                    if (fh->todo == ev_ep || fh->add == ev_ep) continue;
+                    fh->add = ev_ep;
+                    if (fabs(fh->rate - key) > key * RATE_TOL) {   /* not at the group's rate: on its own */
+                        CHK(rk_push(&Q, RK(fh->rate, h, 3)));
+                        continue;
+                    }
+                    if (r_holds < 0) r_holds = holds_at(&C_, r, level, fh->rate);
+                    int64_t found = r_holds ? r : keeps_at(&C_, h, level, 1);
+                    if (found != -2) { SET_BNECK(h, found); kept++; }
+                    else { JOIN(h); j_check++; }
+                }
+            } else {                                /* fixed flow e.id on its own: does it keep its rate? */
                 int64_t h = RK_ID(e);
                 flow_t *fh = &F[h];
                 if (fh->todo == ev_ep) continue;
-                double rh = fh->rate;
-                if (rh > level) level = rh;
-                int64_t found = -2;
-                for (int64_t k = -1; k < fh->n && found == -2; k++) {
-                    int64_t q = k < 0 ? fh->bneck : p_res[fh->off + k];
-                    if (q < 0 || (k >= 0 && q == fh->bneck)) continue;
-                    int full = RA[q].touch == ev_ep ? RA[q].resid - RA[q].livew * level <= RA[q].cap * RATE_TOL
-                                                     : RA[q].load >= RA[q].cap * (1 - RATE_TOL);
-                    if (!full) continue;
-                    if (!(RB[q].mx_ok && RB[q].mx <= rh * (1 + RATE_TOL))) {
-                        double fmx = 0, all_mx = 0;
-                        for (int64_t z = 0; z < on[q].n; z++) {
-                            const flow_t *o = &F[on[q].a[z].f];
-                            if (o->rate > all_mx) all_mx = o->rate;
-                            if (o->todo != ev_ep && o->rate > fmx) fmx = o->rate;
-                        }
-                        RB[q].mx = all_mx; RB[q].mx_ok = 1;
-                        if (fmx > rh * (1 + RATE_TOL)) continue;
-                    }
-                    found = q;
-                }
-                if (found == -2 && rh >= p_cap[fh->path] * (1 - RATE_TOL)) found = -1;
+                if (fh->rate > level) level = fh->rate;
+                int64_t found = keeps_at(&C_, h, level, 0);
                 if (found != -2) { SET_BNECK(h, found); kept++; }
                 else { JOIN(h); j_check++; }
             }
