@@ -109,6 +109,19 @@ static int ev_set(evheap *h, int64_t *hp, ev_t e)
     else ev_down(h, hp, i, e);
     return 0;
 }
+/* a start or flow event e created at batch time t: into the batch's queue if it is at t, else the heap */
+static int ev_later(evheap *h, int64_t *hp, ev_t e, double t, ev_t **q, int64_t *nq, int64_t *cq)
+{
+    if (e.t != t) return ev_push(h, hp, e);
+    if (*nq == *cq) {
+        int64_t nc = *cq ? 2 * *cq : 1024;
+        ev_t *na = realloc(*q, (size_t)nc * sizeof *na);
+        if (!na) return -1;
+        *q = na; *cq = nc;
+    }
+    (*q)[(*nq)++] = e;
+    return 0;
+}
 static int rk_push(rkheap *h, rk_t e)
 {
     if (h->n == h->cap) {
@@ -415,6 +428,8 @@ int fs_run(int64_t n_res, const double *capacity,
     flow_t *F = NULL;
     int64_t nF = 0, cF = 0, *freel = NULL, nfree = 0, cfree = 0;
     int64_t *hp = NULL, chp = 0;                 /* hp[slot]: index of its finish event in H, -1 none */
+    ev_t *nowq = NULL;                           /* events at the batch's own time, in order of creation */
+    int64_t nq = 0, qh = 0, cq = 0;
     int64_t *spos = NULL, cspos = 0, maxh = 1;   /* spos[f * maxh + k]: where flow f sits in on[its k-th resource] */
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
     double *fin_rate = NULL;
@@ -440,8 +455,15 @@ int fs_run(int64_t n_res, const double *capacity,
     while (H.n) {
         double t = H.a[0].t, horizon = t + fabs(t) * TIME_TOL;
         ns = nf = 0;
-        while (H.n && H.a[0].t <= horizon) {
-            ev_t e = ev_pop(&H, hp);
+        nq = qh = 0;
+        /* A step that starts, or a message whose bytes flow, at the batch's own time t (no delay, no
+         * latency) waits in nowq rather than in the heap: it has the largest sequence number so far,
+         * so it comes after the heap's events at t with smaller numbers and before any later one,
+         * the heap's order without sifting it to the top and out again. */
+        while (qh < nq || (H.n && H.a[0].t <= horizon)) {
+            ev_t e;
+            if (qh < nq && !(H.n && H.a[0].t <= horizon && ev_lt(&H.a[0], &nowq[qh]))) e = nowq[qh++];
+            else e = ev_pop(&H, hp);
             events++;
             int64_t a = e.id, done = -1;
             if (e.kind == START) {
@@ -451,13 +473,13 @@ int fs_run(int64_t n_res, const double *capacity,
                     if (--need[m] == 0) {
                         msg_post[m] = t;
                         ev_t f = {t + p_lat[msg_path[m]], seq++, m, 0, FLOW};
-                        CHK(ev_push(&H, hp, f));
+                        CHK(ev_later(&H, hp, f, t, &nowq, &nq, &cq));
                     }
                 }
                 if (pending[a] == 0) {
                     step_end[a] = t;
                     int64_t nx = step_next[a];
-                    if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, hp, f)); }
+                    if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_later(&H, hp, f, t, &nowq, &nq, &cq)); }
                 }
                 continue;
             }
@@ -539,7 +561,7 @@ int fs_run(int64_t n_res, const double *capacity,
                     if (--pending[s] == 0 && !isnan(step_start[s])) {
                         step_end[s] = t;
                         int64_t nx = step_next[s];
-                        if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_push(&H, hp, f)); }
+                        if (nx >= 0) { ev_t f = {t + step_delay[nx], seq++, nx, 0, START}; CHK(ev_later(&H, hp, f, t, &nowq, &nq, &cq)); }
                     }
                 }
             }
@@ -703,6 +725,6 @@ out:
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
     free(F); free(hp); free(freel); free(spos); free(started); free(fin); free(todo);
-    free(fin_rate); free(H.a); free(R.a); free(Q.a); free(pos);
+    free(fin_rate); free(H.a); free(R.a); free(Q.a); free(pos); free(nowq);
     return rc;
 }
