@@ -13,7 +13,9 @@
  * rate and its bottleneck no longer holds it.  engine.py reaches the same rates by refilling a set
  * that grows while the max-min certificate fails; tests/dynamic/test_refill_paths.py holds this
  * engine to it.  Also: one finish event per flow, moved in place when its rate changes; the flows
- * bottlenecked on each resource listed; each resource's largest rate kept where known.
+ * bottlenecked on each resource listed, and checked together; each resource's largest rate kept
+ * where known; the filling's heap entries compared as single integers, one per resource
+ * (docs/benchmarks.md, "The refill (session 8)", says what each saved).
  * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
  * the progress callback asked to stop, -1 when memory runs out, or -3 when a refill
  * left a flow without a rate (a bug: refused rather than run on).
