@@ -282,7 +282,7 @@ typedef struct {
     int64_t off, n;              /* its path's entries p_res[off .. off + n) */
     int64_t where, bneck;        /* where it froze in the refill; its bottleneck (-1 cap, -2 none) */
     int64_t bprev, bnext;        /* its neighbours in its bottleneck's list of flows (-1: none) */
-    double rem, tlast;           /* bytes left at tlast */
+    double rem, tlast, deliv;    /* bytes left and bytes delivered at tlast (delivered[] is written at its end) */
     int64_t msg, path, ver, st;  /* message (-1: free slot), path, finish-event version, started epoch */
 } flow_t;
 
@@ -506,7 +506,7 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                     flow_t *fl = &F[g];
                     fl->msg = m; fl->path = p; fl->off = p_ptr[p]; fl->n = p_ptr[p + 1] - p_ptr[p];
-                    fl->rate = 0; fl->tlast = t; fl->rem = size[m]; fl->bneck = -2;
+                    fl->rate = 0; fl->tlast = t; fl->rem = size[m]; fl->deliv = 0; fl->bneck = -2;
                     for (int64_t k = 0; k < fl->n; k++) {
                         int64_t r = p_res[fl->off + k], pos;
                         slot_t sl = {(int32_t)g, (int32_t)k, p_w[fl->off + k]};
@@ -523,7 +523,7 @@ int fs_run(int64_t n_res, const double *capacity,
                 int64_t m = fl->msg;
                 double rt = fl->rate;
                 SET_BNECK(g, -2);
-                delivered[m] += rt * (t - fl->tlast);
+                delivered[m] = fl->deliv + rt * (t - fl->tlast);
                 for (int64_t k = 0; k < fl->n; k++) {
                     int64_t r = p_res[fl->off + k], pos = spos[g * maxh + k];
                     rlist *l = &on[r];
@@ -707,7 +707,7 @@ int fs_run(int64_t n_res, const double *capacity,
             double nr = fl->nrate, old = fl->rate;
             if (fl->st != ev_ep && fabs(nr - old) <= SAME_RATE * old) continue;
             double dt = t - fl->tlast;
-            if (dt > 0) { delivered[fl->msg] += old * dt; fl->rem -= old * dt; fl->tlast = t; }
+            if (dt > 0) { fl->deliv += old * dt; fl->rem -= old * dt; fl->tlast = t; }
             for (int64_t k = 0; k < fl->n; k++) {
                 int64_t r = p_res[fl->off + k];
                 RA[r].load += (nr - old) * p_w[fl->off + k];
@@ -723,6 +723,7 @@ int fs_run(int64_t n_res, const double *capacity,
     }
     for (int64_t s = 0; s < n_steps; s++) if (pending[s] > 0) { rc = 1; break; }
 out:
+    for (int64_t g = 0; g < nF; g++) if (F[g].msg >= 0) delivered[F[g].msg] = F[g].deliv;   /* stopped early */
     stats[0] = events; stats[1] = refills; stats[2] = j_fill; stats[3] = j_check; stats[4] = kept; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
