@@ -109,7 +109,88 @@ class DimensionOrderRouting:
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         if "tables" in self._t:
             return self._t["tables"].routes(src, dst)
-        return walk(self.fabric, src, dst, self.next_link, self.name)
+        src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        got = self._routes_at_once(src, dst)
+        return got if got is not None else walk(self.fabric, src, dst, self.next_link, self.name)
+
+    def _router_table(self) -> np.ndarray | None:
+        """Router of each coordinate tuple (C order, -1: none); None where coordinates are
+        out of range or shared by two routers (then only the hop-by-hop walk is sure)."""
+        t = self._t
+        if "table" not in t:
+            rc, k = t["rc"], t["k"]
+            size = int(np.prod(k))
+            table = None
+            if np.all(rc < k) and size <= 4 * len(rc) + 1024:
+                table = np.full(size, -1, np.int64)
+                flat = np.ravel_multi_index(rc.T, k)
+                table[flat] = np.arange(len(rc))
+                if not np.array_equal(table[flat], np.arange(len(rc))):
+                    table = None
+            t["table"] = table
+        return t["table"]
+
+    def _routes_at_once(self, src: np.ndarray, dst: np.ndarray) -> Routes | None:
+        """The routes :func:`walk` finds with :meth:`next_link`, computed without walking.
+
+        A flow's route is its NIC link, then per dimension a run of steps one way
+        round the ring (the way :meth:`_forward` picks at the start holds at every
+        router on the way: going + the rest only shrinks, going - it stays past
+        half-way), then the link down to its host.  The entries come out as the
+        walk lists them (hop by hop, flows ascending in each).  None, for the walk
+        to decide (and name the fault), where a step has no link, a coordinate no
+        router, or links do not follow on from each other.
+        """
+        f, t = self.fabric, self._t
+        table = self._router_table()
+        if table is None:
+            return None
+        h, n = f.n_hosts, len(src)
+        active = np.flatnonzero(src != dst)
+        sa, da = src[active], dst[active]
+        first = first_links(f, sa, da)
+        r0 = f.link_dst[first].astype(np.int64) - h
+        if np.any(r0 < 0):
+            return None
+        k, nd = t["k"], len(t["k"])
+        c, dc = t["rc"][r0], t["rc"][f.host_switch[da] - h]
+        delta = dc - c
+        dims = np.arange(nd)
+        fwd = self._forward(c, delta, dims)
+        m = np.mod(delta, k)
+        steps = np.where(t["per"], np.where(fwd, m, k - m), np.abs(delta))
+        steps[delta == 0] = 0
+        off = np.cumsum(steps, axis=1) - steps               # hops before each dimension's run
+        length = steps.sum(axis=1) + 2                      # links: NIC, the runs, down to the host
+        stride = np.r_[np.cumprod(k[::-1])[::-1][1:], 1]
+        grid = np.full((int(length.max(initial=2)), len(active)), -1, np.int64)    # hop x flow
+        cols = np.arange(len(active))
+        grid[0] = first
+        grid[length - 1, cols] = t["down"][da]
+        for d in range(nd):
+            cnt = steps[:, d]
+            who = np.repeat(cols, cnt)
+            if not len(who):
+                continue
+            pos = np.arange(len(who)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            sign = np.where(fwd[who, d], 1, -1)
+            at = (dc[who, :d] @ stride[:d]) + (c[who, d + 1:] @ stride[d + 1:]) \
+                + np.mod(c[who, d] + pos * sign, k[d]) * stride[d]
+            r = table[at]
+            if np.any(r < 0):
+                return None
+            grid[1 + off[who, d] + pos, who] = t["nbr"][r, d, np.where(fwd[who, d], 0, 1)]
+        used = np.arange(len(grid))[:, None] < length[None, :]
+        link = grid[used]
+        if np.any(link < 0):
+            return None
+        follows = used[1:]
+        if np.any(f.link_dst[grid[:-1][follows]] != f.link_src[grid[1:][follows]]):
+            return None
+        flow = np.broadcast_to(active, grid.shape)[used]
+        hops = np.zeros(n)
+        hops[active] = length
+        return Routes(n, flow, link.astype(np.int32), np.ones(len(link)), hops)
 
     def link_load(self, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """What each link carries when flow ``i`` puts ``weight[i]`` on every link of its route.
