@@ -44,9 +44,9 @@ def test_routes_equal_the_walk_on_whole_permutations(make):
 
 def test_a_missing_link_is_left_to_the_walk_which_names_it():
     f = torus((4, 4))
-    r = DimensionOrderRouting(f)
     src, dst = np.array([0, 1]), np.array([2, 3])       # both go + along the first line of routers
-    assert r._routes_at_once(src, dst) is not None
+    assert DimensionOrderRouting(f)._routes_at_once(src, dst) is not None
+    r = DimensionOrderRouting(f)
     r._t["nbr"] = r._t["nbr"].copy()
     r._t["nbr"][0, 1, 0] = -1                          # router (0,0) loses its + link in dimension 1
     assert r._routes_at_once(src, dst) is None
@@ -54,10 +54,24 @@ def test_a_missing_link_is_left_to_the_walk_which_names_it():
         r.routes(src, dst)
 
 
-def test_coordinates_shared_by_two_routers_are_left_to_the_walk():
-    f = torus((3, 3))
+def test_a_link_the_coordinates_do_not_describe_is_left_to_the_walk():
+    f = torus((4, 4))
     r = DimensionOrderRouting(f)
-    r._t["rc"] = r._t["rc"].copy()
-    r._t["rc"][1] = r._t["rc"][0]                      # two routers claim (0,0)
-    r._t.pop("table", None)
-    assert r._router_table() is None and r._routes_at_once(np.array([0]), np.array([8])) is None
+    r._t["nbr"] = r._t["nbr"].copy()
+    r._t["nbr"][0, 1, 0] = r._t["nbr"][0, 0, 0]        # "+ in dimension 1" takes dimension 0's cable
+    src, dst = np.array([0]), np.array([2])
+    assert r._rings() is None
+    with pytest.raises(RoutingError, match="loops"):     # the walk's answer: round and round dimension 0
+        r.routes(src, dst)
+
+
+def test_coordinates_shared_by_two_routers_are_left_to_the_walk():
+    from dataclasses import replace
+
+    f = torus((3, 3))
+    coords = f.coords.copy()
+    coords[1] = coords[0]                              # two routers claim (0,0)
+    r = DimensionOrderRouting(replace(f, coords=coords))
+    assert r._rings() is None and r._routes_at_once(np.array([0]), np.array([8])) is None
+    src, dst = np.array([4, 8, 2]), np.array([1, 0, 6])
+    _same(r.routes(src, dst), walk(r.fabric, src, dst, r.next_link, r.name))
