@@ -5,6 +5,7 @@
     .venv/bin/python bench/profile_whole.py --other /work/main/src          # the landed code beside it
     .venv/bin/python bench/profile_whole.py --fabric fat-tree:k=32,levels=4 --routing dmodk --no-result --other /work/main/src
     .venv/bin/python bench/profile_whole.py --other /work/main/src --repeat 11 --one-blas-thread
+    .venv/bin/python bench/profile_whole.py --other /work/main/src --repeat 9 --imports
 
 One random matching (each host sends 1 MiB to its partner, both ways at
 once, latency 0: bench_whole.py's case), run as a fresh process whose stages
@@ -24,6 +25,12 @@ for a while after ``import numpy``, which lands in whatever stages run then;
 ``--one-blas-thread`` sets ``OPENBLAS_NUM_THREADS=1`` in the children so that
 each stage counts its own work.  ``--repeat``: the median of that many runs
 per side (alternately), per stage.
+
+``--imports``: instead, what bench_whole.py's API script (``MATCHING``)
+imports beyond ``import numpy, numpy.random`` (which the script needs
+itself): the modules, and the sum of their own times as ``python -X
+importtime`` reports them (median of ``--repeat`` runs; importtime's own
+overhead included).
 """
 
 from __future__ import annotations
@@ -105,6 +112,35 @@ def profile(src: str, cache: str, fabric: str, routing: str, out: str) -> tuple[
     return doc["marks"], ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, doc["makespan"]
 
 
+def _importtime(argv: list[str], env: dict[str, str]) -> dict[str, int]:
+    """{module: its own microseconds} of one ``python -X importtime`` run."""
+    err = subprocess.run([sys.executable, "-X", "importtime", *argv], env=env, capture_output=True, text=True).stderr
+    out = {}
+    for line in err.splitlines():
+        if line.startswith("import time:") and not line.startswith("import time: self"):
+            own, _, name = line[len("import time:"):].split("|")
+            out[name.strip()] = int(own)
+    return out
+
+
+def imports(name: str, src: str, fabric: str, routing: str, repeat: int) -> None:
+    """Print what the API script imports beyond numpy and numpy.random, and how long that takes."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_whole import MATCHING
+
+    with tempfile.TemporaryDirectory(prefix="fabscope-profile-") as tmp:
+        env = {**child_env(src, tmp), "OPENBLAS_NUM_THREADS": "1"}
+        subprocess.run([sys.executable, "-c", MATCHING, fabric, routing], env=env, capture_output=True)  # bytecode
+        base = set(_importtime(["-c", "import numpy, numpy.random"], env))
+        runs = [{k: v for k, v in _importtime(["-c", MATCHING, fabric, routing], env).items() if k not in base}
+                for _ in range(repeat)]
+    total = statistics.median(sum(r.values()) for r in runs) / 1e3
+    own = statistics.median(sum(v for k, v in r.items() if k.startswith("fabscope")) for r in runs) / 1e3
+    print(f"{name} ({src}): {len(runs[-1])} modules beyond numpy and numpy.random, {total:.1f} ms "
+          f"(fabscope's own {own:.1f}; median of {repeat}, load {os.getloadavg()[0]:.1f}); not fabscope's: "
+          + ", ".join(sorted(k for k in runs[-1] if not k.startswith("fabscope"))))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fabric", default="torus:16x16x16")
@@ -116,8 +152,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per side; each stage's median is shown")
     ap.add_argument("--one-blas-thread", action="store_true",
                     help="OPENBLAS_NUM_THREADS=1 in the children (no spinning worker in the stages' CPU time)")
+    ap.add_argument("--imports", action="store_true",
+                    help="the modules bench_whole.py's API script imports beyond numpy's, and their import time")
     a = ap.parse_args()
     ONE_BLAS_THREAD[0] = a.one_blas_thread
+    if a.imports:
+        for name, src in [("this tree", HERE)] + ([("other", a.other)] if a.other else []):
+            imports(name, src, a.fabric, a.routing, a.repeat)
+        return
     sides = [("this tree", HERE)] + ([("other", a.other)] if a.other else [])
     with tempfile.TemporaryDirectory(prefix="fabscope-profile-") as tmp:
         for i, (_, src) in enumerate(sides):       # fill the bytecode caches, untimed
