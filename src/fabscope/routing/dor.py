@@ -65,14 +65,16 @@ class DimensionOrderRouting:
         nbr = np.full((s, nd, 2), -1, dtype=np.int64)
         sl = switch_links(f)
         a, b = f.link_src[sl] - h, f.link_dst[sl] - h
-        diff = rc_t[:, b] - rc_t[:, a]
+        diff = rc_t.take(b, axis=1) - rc_t.take(a, axis=1)     # take: a fifth of [:, b]'s time
         dim = np.argmax(diff != 0, axis=0)
         step = diff[dim, np.arange(len(sl))]
         kk = k[dim]
         plus = (step == 1) | (step == -(kk - 1))
         minus = (step == -1) | (step == kk - 1)
-        nbr[a[plus], dim[plus], 0] = sl[plus]
-        nbr[a[minus], dim[minus], 1] = sl[minus]
+        at = (a * nd + dim) * 2                          # nbr[a, dim, way] as one index
+        flat_nbr = nbr.reshape(-1)
+        flat_nbr[at[plus]] = sl[plus]
+        flat_nbr[at[minus] + 1] = sl[minus]
         self._t.update(rc=np.ascontiguousarray(rc_t.T), rc_t=rc_t, k=k, per=np.array(f.periodic, bool), nbr=nbr,
                        down=host_downlinks(f))
 
@@ -180,8 +182,8 @@ class DimensionOrderRouting:
         first = first_links(f, sa, da)
         k, nd, m = t["k"], len(t["k"]), len(active)
         # one row per dimension, one column per flow (rows of a few thousand: numpy's fast case)
-        c = t["rc_t"][:, f.link_dst[first] - h]
-        dc = t["rc_t"][:, f.host_switch[da] - h]
+        c = t["rc_t"].take(f.link_dst[first] - h, axis=1)
+        dc = t["rc_t"].take(f.host_switch[da] - h, axis=1)
         kc = k[:, None]
         delta = dc - c
         fwd = self._forward(c, delta, np.arange(nd)[:, None])
@@ -206,13 +208,13 @@ class DimensionOrderRouting:
         start = np.cumsum(cnt) - cnt
         who = np.repeat(np.arange(nd * m), cnt)
         along = np.arange(len(who))
-        link = ring_links[(key0.ravel() - start)[who] + along]
+        link = ring_links.take((key0.ravel() - start).take(who) + along)
         if np.any(link < 0):
             return None
         grid = np.full((int(length.max(initial=2)), m), -1, np.int64)     # hop x flow, as the walk goes
         grid[0] = first
         grid[length - 1, np.arange(m)] = t["down"][da]
-        grid.ravel()[((hop0 * m + np.arange(m)).ravel() - start * m)[who] + along * m] = link
+        grid.ravel()[((hop0 * m + np.arange(m)).ravel() - start * m).take(who) + along * m] = link
         used = grid >= 0
         hops = np.zeros(n)
         hops[active] = length
