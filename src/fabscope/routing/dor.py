@@ -200,8 +200,8 @@ class DimensionOrderRouting:
             hop = hop + steps[d]
             after = after - c[d] * sd
             other = before + after
-            ring = (other // (sd * kd)) * sd + other % sd
-            key0[d] = np.where(fwd[d], starts[d, 0] + ring * 2 * kd + c[d], starts[d, 1] + ring * 2 * kd + (kd - c[d]) % kd)
+            row = ((other // (sd * kd)) * sd + other % sd) * 2 * kd
+            key0[d] = np.where(fwd[d], starts[d, 0] + row + c[d], starts[d, 1] + row + (kd - c[d]) % kd)
             before = before + dc[d] * sd
         length = hop + 1                                     # links: NIC, the runs, down to the host
         cnt = steps.ravel()                                  # (dimension, flow) pairs; their runs end to end
