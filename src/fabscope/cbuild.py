@@ -2,8 +2,10 @@
 
 Each shared library goes to ``$XDG_CACHE_HOME/fabscope`` (default
 ``~/.cache/fabscope``) under a name holding the source's hash, so an edited
-source is rebuilt.  Without a compiler the caller falls back to its
-pure-Python reference and can say why (the second value returned).
+source is rebuilt.  A library built before loads without looking for a
+compiler (nor importing what building takes).  Without a compiler the caller
+falls back to its pure-Python reference and can say why (the second value
+returned).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import contextlib
 import ctypes
 import hashlib
 import os
-import shutil
 import time
 
 __all__ = ["cache_dir", "load_library"]
@@ -48,15 +49,17 @@ def load_library(source: str, stem: str) -> tuple[ctypes.CDLL | None, str]:
             src = fh.read()
     except OSError as err:
         return None, f"cannot read {source}: {err.strerror}"
-    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
-    if not cc:
-        return None, "no C compiler (gcc or cc) on PATH"
     tag = hashlib.sha256(src).hexdigest()[:16]
     out_dir = cache_dir()
     lib = os.path.join(out_dir, f"{stem}-{tag}.so")
     if not os.path.exists(lib):
-        import subprocess  # only to build: a cached library loads without them
+        import shutil  # only to build: a cached library loads without them (shutil alone took 2-3 ms)
+        import subprocess
         import tempfile
+
+        cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+        if not cc:
+            return None, "no C compiler (gcc or cc) on PATH"
 
         tmp = None
         try:

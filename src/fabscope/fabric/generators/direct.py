@@ -12,6 +12,7 @@ mesh in X and Y, torus in Z)::
 
 from __future__ import annotations
 
+from itertools import product
 from math import prod
 from typing import Sequence
 
@@ -91,8 +92,10 @@ def torus(dims: Sequence[int], *, periodic: bool | Sequence[bool] = True, hosts_
     link_dst[0::2], link_dst[1::2] = bb, a
     sp = np.empty(n_links, np.int16)
     sp[0::2], sp[1::2] = np.concatenate(pa), np.concatenate(pb)
-    names = [f"nid{i:05d}" for i in range(n_h)]
-    names += ["r(" + ",".join(map(str, c)) + ")" for c in coords.tolist()]
+    # routers in C order are the coordinates' product, last fastest (a quarter of the time of
+    # formatting each row of coords)
+    names = list(map("nid%05d".__mod__, range(n_h)))
+    names += ["r(" + ",".join(c) + ")" for c in product(*([str(i) for i in range(k)] for k in dims))]
     host_coords = np.repeat(coords, hosts_per_router, axis=0)
     groups, levels = {}, ()
     if hosts_per_router > 1:
