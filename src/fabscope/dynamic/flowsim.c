@@ -433,6 +433,7 @@ int fs_run(int64_t n_res, const double *capacity,
     ev_t *nowq = NULL;                           /* events at the batch's own time, in order of creation */
     int64_t nq = 0, qh = 0, cq = 0;
     int64_t *spos = NULL, cspos = 0, maxh = 1;   /* spos[f * maxh + k]: where flow f sits in on[its k-th resource] */
+    int64_t *lv = NULL, nlv = 0, clv = 0;        /* the live flows on a filling resource */
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
     double *fin_rate = NULL;
     int64_t cfr = 0;
@@ -642,20 +643,26 @@ int fs_run(int64_t n_res, const double *capacity,
                 ih_pop(&R, pos);
                 double lam = k_now > level ? k_now : level;
                 int joined = 0;
-                if (!(RB[r].mx_ok && RB[r].mx <= lam * (1 + RATE_TOL)))
+                nlv = 0;
+                if (!(RB[r].mx_ok && RB[r].mx <= lam * (1 + RATE_TOL))) {
+                    /* one look at each flow on r: a fixed one faster than lam joins; a live one is
+                     * noted, to freeze if none joined */
                     for (int64_t z = 0; z < on[r].n; z++) {
                         int64_t h = on[r].a[z].f;
-                        if (F[h].todo != ev_ep && F[h].rate > lam * (1 + RATE_TOL)) { JOIN(h); joined = 1; j_fill++; }
+                        const flow_t *fh = &F[h];
+                        if (fh->todo != ev_ep) {
+                            if (fh->rate > lam * (1 + RATE_TOL)) { JOIN(h); joined = 1; j_fill++; }
+                        } else if (fh->done != ev_ep && !joined) CHK(i64_push(&lv, &nlv, &clv, h));
+                    }
+                } else
+                    for (int64_t z = 0; z < on[r].n; z++) {
+                        int64_t h = on[r].a[z].f;
+                        if (F[h].todo == ev_ep && F[h].done != ev_ep) CHK(i64_push(&lv, &nlv, &clv, h));
                     }
                 if (joined) continue;           /* its key rose (put back by JOIN) */
                 level = lam;
                 RA[r].done = ev_ep;
-                for (int64_t z = 0; z < on[r].n; z++) {
-                    int64_t g = on[r].a[z].f;
-                    flow_t *fl = &F[g];
-                    if (fl->todo != ev_ep || fl->done == ev_ep) continue;
-                    freeze(&C_, g, level, r); frozen++;
-                }
+                for (int64_t i = 0; i < nlv; i++) { freeze(&C_, lv[i], level, r); frozen++; }
                 continue;
             }
             rk_t e = rk_pop(&Q);
@@ -727,7 +734,7 @@ out:
     stats[0] = events; stats[1] = refills; stats[2] = j_fill; stats[3] = j_check; stats[4] = kept; (void)cfr;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
-    free(F); free(hp); free(freel); free(spos); free(started); free(fin); free(todo);
+    free(F); free(hp); free(freel); free(spos); free(started); free(lv); free(fin); free(todo);
     free(fin_rate); free(H.a); free(R.a); free(Q.a); free(pos); free(nowq);
     return rc;
 }
