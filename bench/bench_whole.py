@@ -30,7 +30,9 @@ problem.json`` on the same flows and routes (a Full zone, latency 0), the
 problem file written beforehand from fabscope's routes: its median wall and
 CPU time beside this tree's ("x": how many times longer).  Its completion
 times are compared with fabscope's ("agree": the largest relative
-difference).  The Itasca ping-pong cases are not run in SimGrid: two
+difference).  The ``torus-1blas`` row divides the same SimGrid runs by its
+own times (the same flows, with one OpenBLAS thread) when the torus case ran
+first.  The Itasca ping-pong cases are not run in SimGrid: two
 iterations did not finish in 600 s (docs/dynamic.md).
 
 ``--split``: a CLI case (torus-cli, itasca-20, itasca-100, fat-tree-1m-cli)
@@ -302,6 +304,7 @@ def main() -> None:
     print(f"{'case':14} {'wall s':>8} {'cpu s':>7} {'MB':>6} | {'other wall':>10} {'cpu':>7} {'MB':>6} | "
           f"{'x wall':>6} {'x cpu':>6} | {'target':>6} | {'SimGrid s':>9} {'x':>6} {'its cpu':>9} {'x':>6} {'agree':>7}"
           f" | {'load':>9}")
+    torus_sg = None
     for key, what, argv, target in cases():
         if (a.case and key not in a.case) or (not a.case and key not in DEFAULT):
             continue
@@ -326,6 +329,9 @@ def main() -> None:
                         theirs = np.array(json.load(fh)["finish"])
                     ours = np.load(ends)
                     agree = float(np.max(np.abs(theirs - ours) / theirs))
+                    torus_sg = (sg, agree)
+            elif key == "torus-1blas" and torus_sg is not None:
+                sg, agree = torus_sg           # the same flows: SimGrid's runs of the torus case, ratios to this one
         med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
                       max(r[2] for r in rs)) for name, rs in res.items()}
         (w, c, m), (ow, oc, om) = med["this tree"], med["other"]
