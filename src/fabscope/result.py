@@ -22,7 +22,7 @@ import csv
 import json
 import os
 from dataclasses import dataclass, field
-from typing import IO, Any, Mapping, Sequence
+from typing import IO, Any, Container, Mapping, Sequence
 
 import numpy as np
 
@@ -112,7 +112,7 @@ class Result:
         return rows
 
     # ---- files ---------------------------------------------------------------
-    def to_dict(self, _empty: Mapping[tuple[str, str], Any] = {}) -> dict[str, Any]:
+    def to_dict(self, _empty: Container[tuple[str, str]] = frozenset()) -> dict[str, Any]:
         # _empty: the (part, column) keys write_json encodes from the arrays, left [] here
         return {
             "schema": SCHEMA,

@@ -40,9 +40,10 @@ enum { START = 0, FLOW = 1, FINISH = 2 };
 typedef struct { double t; int64_t seq, id, ver; int kind; } ev_t;
 typedef struct { ev_t *a; int64_t n, cap; } evheap;
 /* A filling heap entry: one unsigned 128-bit integer, the key's bits above, kind << 48 | id below
- * (ties in that order: resources, caps, checks of a resource's bottlenecked flows, of one flow).  Keys are never negative, and the bits of
- * non-negative doubles order as the doubles do, so one integer comparison orders two entries,
- * with no branch for the sift to mispredict (a third of the engine's time went there). */
+ * (ties in that order: resources, caps, checks of a resource's bottlenecked flows, of one flow).
+ * Keys are never negative, and the bits of non-negative doubles order as the doubles do, so one
+ * integer comparison orders two entries, with no branch for the sift to mispredict (a third of
+ * the engine's time went there). */
 typedef unsigned __int128 rk_t;
 static inline uint64_t key_bits(double k) { uint64_t b; k += 0.0; memcpy(&b, &k, 8); return b; }  /* -0 -> +0 */
 static inline double rk_key(rk_t e) { uint64_t b = (uint64_t)(e >> 64); double k; memcpy(&k, &b, 8); return k; }
@@ -53,6 +54,20 @@ typedef struct { rk_t *a; int64_t n, cap; } rkheap;
 /* an entry of a resource's list of flows: the flow's slot, its hop index, its weight there */
 typedef struct { int32_t f, k; double w; } slot_t;
 typedef struct { slot_t *a; int64_t n, cap; } rlist;
+
+/* Room for one more entry in the array at *arr (n entries of `size` bytes, room for *cap): the
+ * room doubles (from `first`) when full.  arr is the address of the array's pointer. */
+static int grow(void *arr, int64_t n, int64_t *cap, size_t size, int64_t first)
+{
+    if (n < *cap) return 0;
+    void *a, *na;
+    int64_t nc = *cap ? 2 * *cap : first;
+    memcpy(&a, arr, sizeof a);
+    if (!(na = realloc(a, (size_t)nc * size))) return -1;
+    memcpy(arr, &na, sizeof na);
+    *cap = nc;
+    return 0;
+}
 
 static int ev_lt(const ev_t *x, const ev_t *y) { return x->t < y->t || (x->t == y->t && x->seq < y->seq); }
 /* The event heap holds at most one finish event per flow slot, moved in place when the flow's
@@ -86,12 +101,7 @@ static void ev_down(evheap *h, int64_t *hp, int64_t i, ev_t e)
 }
 static int ev_push(evheap *h, int64_t *hp, ev_t e)
 {
-    if (h->n == h->cap) {
-        int64_t nc = h->cap ? 2 * h->cap : 1024;
-        ev_t *na = realloc(h->a, (size_t)nc * sizeof *na);
-        if (!na) return -1;
-        h->a = na; h->cap = nc;
-    }
+    if (grow(&h->a, h->n, &h->cap, sizeof *h->a, 1024) < 0) return -1;
     ev_up(h, hp, h->n++, e);
     return 0;
 }
@@ -115,23 +125,13 @@ static int ev_set(evheap *h, int64_t *hp, ev_t e)
 static int ev_later(evheap *h, int64_t *hp, ev_t e, double t, ev_t **q, int64_t *nq, int64_t *cq)
 {
     if (e.t != t) return ev_push(h, hp, e);
-    if (*nq == *cq) {
-        int64_t nc = *cq ? 2 * *cq : 1024;
-        ev_t *na = realloc(*q, (size_t)nc * sizeof *na);
-        if (!na) return -1;
-        *q = na; *cq = nc;
-    }
+    if (grow(q, *nq, cq, sizeof **q, 1024) < 0) return -1;
     (*q)[(*nq)++] = e;
     return 0;
 }
 static int rk_push(rkheap *h, rk_t e)
 {
-    if (h->n == h->cap) {
-        int64_t nc = h->cap ? 2 * h->cap : 1024;
-        rk_t *na = realloc(h->a, (size_t)nc * sizeof *na);
-        if (!na) return -1;
-        h->a = na; h->cap = nc;
-    }
+    if (grow(&h->a, h->n, &h->cap, sizeof *h->a, 1024) < 0) return -1;
     int64_t i = h->n++;
     while (i > 0) {
         int64_t p = (i - 1) / 2;
@@ -194,12 +194,7 @@ static int ih_set(rkheap *h, int32_t *pos, rk_t e)
 {
     int64_t i = pos[RK_ID(e)];
     if (i < 0) {
-        if (h->n == h->cap) {
-            int64_t nc = h->cap ? 2 * h->cap : 1024;
-            rk_t *na = realloc(h->a, (size_t)nc * sizeof *na);
-            if (!na) return -1;
-            h->a = na; h->cap = nc;
-        }
+        if (grow(&h->a, h->n, &h->cap, sizeof *h->a, 1024) < 0) return -1;
         ih_up(h, pos, h->n++, e);
     } else if (e < h->a[i]) ih_up(h, pos, i, e);
     else ih_down(h, pos, i, e);
@@ -218,24 +213,14 @@ static void ih_clear(rkheap *h, int32_t *pos)
 }
 static int rl_add(rlist *l, slot_t s, int64_t *pos)
 {
-    if (l->n == l->cap) {
-        int64_t nc = l->cap ? 2 * l->cap : 4;
-        slot_t *na = realloc(l->a, (size_t)nc * sizeof *na);
-        if (!na) return -1;
-        l->a = na; l->cap = nc;
-    }
+    if (grow(&l->a, l->n, &l->cap, sizeof *l->a, 4) < 0) return -1;
     *pos = l->n;
     l->a[l->n++] = s;
     return 0;
 }
 static int i64_push(int64_t **a, int64_t *n, int64_t *cap, int64_t v)
 {
-    if (*n == *cap) {
-        int64_t nc = *cap ? 2 * *cap : 1024;
-        int64_t *na = realloc(*a, (size_t)nc * sizeof *na);
-        if (!na) return -1;
-        *a = na; *cap = nc;
-    }
+    if (grow(a, *n, cap, sizeof **a, 1024) < 0) return -1;
     (*a)[(*n)++] = v;
     return 0;
 }
@@ -250,7 +235,7 @@ typedef struct {
     double wsum;                      /* weight in flight */
     double mx;                        /* the largest rate of the flows on it, when mx_ok */
     char mx_ok;
-    int64_t nb, seen;                 /* flows bottlenecked here; event mark */
+    int64_t seen;                     /* event mark */
     int64_t bhead;                    /* the first of the flows bottlenecked here (-1 none; list in flow_t) */
 } res_b;
 
@@ -295,14 +280,12 @@ static void set_bneck(flow_t *F, res_b *RB, int64_t f, int64_t b)
     if (o == b) return;
     if (o >= 0) {
         int64_t p = F[f].bprev, x = F[f].bnext;
-        RB[o].nb--;
         if (p >= 0) F[p].bnext = x;
         else RB[o].bhead = x;
         if (x >= 0) F[x].bprev = p;
     }
     if (b >= 0) {
         int64_t h = RB[b].bhead;
-        RB[b].nb++;
         F[f].bprev = -1;
         F[f].bnext = h;
         if (h >= 0) F[h].bprev = f;
@@ -403,7 +386,7 @@ static inline void freeze(fill_t *c, int64_t g, double level, int64_t where)
 }
 
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
-/* bneck: a resource, -1 (the flow's cap) or -2 (none yet); nb counts the flows per resource */
+/* bneck: a resource, -1 (the flow's cap) or -2 (none yet) */
 #define SET_BNECK(f_, b_) set_bneck(F, RB, (f_), (b_))
 #define GROW(ptr, n, cap, init) do { if ((n) >= (cap)) { int64_t nc_ = (cap) ? 2 * (cap) : (init); \
         while (nc_ <= (n)) { nc_ *= 2; } void *np_ = realloc((ptr), (size_t)nc_ * sizeof *(ptr)); \
@@ -436,7 +419,6 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t *lv = NULL, nlv = 0, clv = 0;        /* the live flows on a filling resource */
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
     double *fin_rate = NULL;
-    int64_t cfr = 0;
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
     int64_t j_fill = 0, j_check = 0, kept = 0;   /* flows joined at a filling resource, at their check; checks kept */
     double last_call = progress ? wall_s() : 0;
@@ -538,14 +520,9 @@ int fs_run(int64_t n_res, const double *capacity,
                     if (rt >= RB[r].mx) RB[r].mx_ok = 0;            /* it may have been the fastest */
                     if (l->n == 0) { RB[r].wsum = 0; RA[r].load = 0; RB[r].mx = 0; RB[r].mx_ok = 1; }
                 }
-                if (nf == cf) {
-                    cf = cf ? 2 * cf : 1024;
-                    int64_t *a2 = realloc(fin, (size_t)cf * sizeof *a2);
-                    double *b2 = realloc(fin_rate, (size_t)cf * sizeof *b2);
-                    if (a2) fin = a2;
-                    if (b2) fin_rate = b2;
-                    if (!a2 || !b2) { rc = -1; goto out; }
-                    cfr = cf;
+                int64_t cfr = cf;                            /* fin and fin_rate grow together */
+                if (grow(&fin, nf, &cf, sizeof *fin, 1024) < 0 || grow(&fin_rate, nf, &cfr, sizeof *fin_rate, 1024) < 0) {
+                    rc = -1; goto out;
                 }
                 fin[nf] = fl->path; fin_rate[nf++] = rt;        /* the finished flow's path, for its resources */
                 fl->msg = -1;
@@ -644,21 +621,17 @@ int fs_run(int64_t n_res, const double *capacity,
                 double lam = k_now > level ? k_now : level;
                 int joined = 0;
                 nlv = 0;
-                if (!(RB[r].mx_ok && RB[r].mx <= lam * (1 + RATE_TOL))) {
-                    /* one look at each flow on r: a fixed one faster than lam joins; a live one is
-                     * noted, to freeze if none joined */
-                    for (int64_t z = 0; z < on[r].n; z++) {
-                        int64_t h = on[r].a[z].f;
-                        const flow_t *fh = &F[h];
-                        if (fh->todo != ev_ep) {
-                            if (fh->rate > lam * (1 + RATE_TOL)) { JOIN(h); joined = 1; j_fill++; }
-                        } else if (fh->done != ev_ep && !joined) CHK(i64_push(&lv, &nlv, &clv, h));
-                    }
-                } else
-                    for (int64_t z = 0; z < on[r].n; z++) {
-                        int64_t h = on[r].a[z].f;
-                        if (F[h].todo == ev_ep && F[h].done != ev_ep) CHK(i64_push(&lv, &nlv, &clv, h));
-                    }
+                /* one look at each flow on r: a fixed one faster than lam joins (none can be, when
+                 * r's largest rate is known and not above lam); a live one is noted, to freeze if
+                 * none joined */
+                int faster = !(RB[r].mx_ok && RB[r].mx <= lam * (1 + RATE_TOL));
+                for (int64_t z = 0; z < on[r].n; z++) {
+                    int64_t h = on[r].a[z].f;
+                    const flow_t *fh = &F[h];
+                    if (fh->todo != ev_ep) {
+                        if (faster && fh->rate > lam * (1 + RATE_TOL)) { JOIN(h); joined = 1; j_fill++; }
+                    } else if (fh->done != ev_ep && !joined) CHK(i64_push(&lv, &nlv, &clv, h));
+                }
                 if (joined) continue;           /* its key rose (put back by JOIN) */
                 level = lam;
                 RA[r].done = ev_ep;
@@ -731,7 +704,7 @@ int fs_run(int64_t n_res, const double *capacity,
     for (int64_t s = 0; s < n_steps; s++) if (pending[s] > 0) { rc = 1; break; }
 out:
     for (int64_t g = 0; g < nF; g++) if (F[g].msg >= 0) delivered[F[g].msg] = F[g].deliv;   /* stopped early */
-    stats[0] = events; stats[1] = refills; stats[2] = j_fill; stats[3] = j_check; stats[4] = kept; (void)cfr;
+    stats[0] = events; stats[1] = refills; stats[2] = j_fill; stats[3] = j_check; stats[4] = kept;
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
     free(F); free(hp); free(freel); free(spos); free(started); free(lv); free(fin); free(todo);
