@@ -15,7 +15,8 @@
  * engine to it.  Also: one finish event per flow, moved in place when its rate changes; the flows
  * bottlenecked on each resource listed, and checked together; each resource's largest rate kept
  * where known; the filling's heap entries compared as single integers, one per resource
- * (docs/benchmarks.md, "The refill (session 8)", says what each saved).
+ * (docs/benchmarks.md, "The refill (session 8)", says what each saved); resources whose keys
+ * lie far above the level parked outside the heap (session 9).
  * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
  * the progress callback asked to stop, -1 when memory runs out, or -3 when a refill
  * left a flow without a rate (a bug: refused rather than run on).
@@ -303,7 +304,59 @@ typedef struct {
     const int64_t *p_res; const double *p_w, *p_cap;
     int64_t ep;                                    /* this refill's epoch */
     int64_t **todo, *nt, *ct;                      /* the flows joined so far */
+    double bound;                                  /* every resource whose key is at most this is in R */
+    int64_t **park, *npark, *cpark;                /* the others with live weight (pos -2): parked */
 } fill_t;
+
+/* Most resources a refill touches never fill in it (Itasca: 175 entered R per refill, 28
+ * filled): their keys lie well above the level where the refill ends.  Such a resource is
+ * parked, in a list, not sifted into R; when the next entry (of R or Q) lies above the bound,
+ * the parked ones are looked at again, the bound raised to PARK_SPAN times the smallest key
+ * found, and those at or below it enter R.  A key only falls when a flow joins (join() looks
+ * then) and rises otherwise, so R always holds every resource at or below the bound, and the
+ * filling meets entries in the same order as with no parking (bit for bit the same rates). */
+#define PARK_SPAN 1.25
+static inline double res_key(const res_a *ra) { return (ra->resid > 0 ? ra->resid : 0) / ra->livew; }
+static inline int park(fill_t *c, int64_t q)
+{
+    c->pos[q] = -2;
+    return i64_push(c->park, c->npark, c->cpark, q);
+}
+static void unpark_clear(fill_t *c)
+{
+    for (int64_t i = 0; i < *c->npark; i++)
+        if (c->pos[(*c->park)[i]] == -2) c->pos[(*c->park)[i]] = -1;
+    *c->npark = 0;
+}
+/* the next entry's key is km (INFINITY: R and Q empty): the bound rises to PARK_SPAN times the
+ * smallest key among km and the parked, whose own keys at or below it enter R */
+static int unpark(fill_t *c, double km)
+{
+    int64_t *pk = *c->park, j = 0;
+    double m = km;
+    for (int64_t i = 0; i < *c->npark; i++) {
+        int64_t q = pk[i];
+        const res_a *ra = &c->RA[q];
+        if (c->pos[q] != -2) continue;                  /* in R since (a join), or listed twice */
+        if (ra->done == c->ep || ra->livew <= 1e-12) { c->pos[q] = -1; continue; }   /* dead: out */
+        c->pos[q] = -3;                                 /* kept once */
+        double k = res_key(ra);
+        if (k < m) m = k;
+        pk[j++] = q;
+    }
+    *c->npark = j;
+    c->bound = m * PARK_SPAN;
+    j = 0;
+    for (int64_t i = 0; i < *c->npark; i++) {
+        int64_t q = pk[i];
+        double k = res_key(&c->RA[q]);
+        c->pos[q] = -1;
+        if (k > c->bound) { c->pos[q] = -2; pk[j++] = q; continue; }
+        if (ih_set(c->R, c->pos, RK(k, q, 0)) < 0) return -1;
+    }
+    *c->npark = j;
+    return 0;
+}
 
 /* Resource q enters the filling (once per refill): its residual from the fixed flows' load, and
  * one check for the fixed flows bottlenecked on it, at their rate (they share it: a resource's
@@ -364,9 +417,11 @@ static inline int join(fill_t *c, int64_t g)
         if (touch(c, q) < 0) return -1;
         res_a *ra = &c->RA[q];
         ra->resid += fl->rate * w; ra->livew += w; ra->done = 0;
-        double nk = (ra->resid > 0 ? ra->resid : 0) / ra->livew;
+        double nk = res_key(ra);
         int32_t at = c->pos[q];                    /* its entry's key stays a lower bound, or falls to nk */
-        if ((at < 0 || nk < rk_key(c->R->a[at])) && ih_set(c->R, c->pos, RK(nk, q, 0)) < 0) return -1;
+        if (at >= 0 ? nk < rk_key(c->R->a[at]) : nk <= c->bound) {
+            if (ih_set(c->R, c->pos, RK(nk, q, 0)) < 0) return -1;
+        } else if (at == -1 && park(c, q) < 0) return -1;
     }
     if (isfinite(c->p_cap[fl->path]) && rk_push(c->Q, RK(c->p_cap[fl->path], g, 1)) < 0) return -1;
     return 0;
@@ -417,6 +472,7 @@ int fs_run(int64_t n_res, const double *capacity,
     int64_t nq = 0, qh = 0, cq = 0;
     int64_t *spos = NULL, cspos = 0, maxh = 1;   /* spos[f * maxh + k]: where flow f sits in on[its k-th resource] */
     int64_t *lv = NULL, nlv = 0, clv = 0;        /* the live flows on a filling resource */
+    int64_t *parked = NULL, npark = 0, cpark = 0;  /* resources parked above the filling's bound */
     int64_t *started = NULL, ns = 0, cs = 0, *fin = NULL, nf = 0, cf = 0, *todo = NULL, nt = 0, ct = 0;
     double *fin_rate = NULL;
     int64_t seq = 0, epoch = 0, events = 0, refills = 0, batches = 0, n_done = 0;
@@ -600,23 +656,33 @@ int fs_run(int64_t n_res, const double *capacity,
         nt = 0;
         int64_t frozen = 0;
         double level = thr;
-        fill_t C_ = {RA, RB, F, &R, &Q, pos, on, p_res, p_w, p_cap, ev_ep, &todo, &nt, &ct};
+        fill_t C_ = {RA, RB, F, &R, &Q, pos, on, p_res, p_w, p_cap, ev_ep, &todo, &nt, &ct,
+                     thr * PARK_SPAN, &parked, &npark, &cpark};
 #define TOUCH(q_) CHK(touch(&C_, (q_)))
 #define JOIN(g_) CHK(join(&C_, (g_)))
         for (int64_t i = 0; i < ns; i++) JOIN(started[i]);
         for (int64_t i = 0; i < nf; i++)
             for (int64_t k = p_ptr[fin[i]]; k < p_ptr[fin[i] + 1]; k++) TOUCH(p_res[k]);
-        while (R.n || Q.n) {
+        while (R.n || Q.n || npark) {
             /* every live flow has its rate: the resources' entries left are dead (no live weight),
              * only the checks matter; drop them at once instead of popping each */
-            if (frozen == nt && R.n) ih_clear(&R, pos);
+            if (frozen == nt) { ih_clear(&R, pos); unpark_clear(&C_); }
+            int r_next = R.n && (!Q.n || R.a[0] < Q.a[0]);
+            if (npark) {                            /* the next entry above the bound: look at the parked */
+                double km = r_next ? rk_key(R.a[0]) : Q.n ? rk_key(Q.a[0]) : INFINITY;
+                if (km > C_.bound) { CHK(unpark(&C_, km)); continue; }
+            }
             if (!R.n && !Q.n) break;
-            if (R.n && (!Q.n || R.a[0] < Q.a[0])) { /* resource R.a[0] may fill (at one key: resources first) */
+            if (r_next) {                           /* resource R.a[0] may fill (at one key: resources first) */
                 rk_t e = R.a[0];
                 int64_t r = RK_ID(e);
                 if (RA[r].done == ev_ep || RA[r].livew <= 1e-12) { ih_pop(&R, pos); continue; }
-                double k_now = (RA[r].resid > 0 ? RA[r].resid : 0) / RA[r].livew;
-                if (k_now > rk_key(e)) { ih_down(&R, pos, 0, RK(k_now, r, 0)); continue; }   /* it rose: later */
+                double k_now = res_key(&RA[r]);
+                if (k_now > rk_key(e)) {            /* it rose: later (parked, if above the bound) */
+                    if (k_now <= C_.bound) ih_down(&R, pos, 0, RK(k_now, r, 0));
+                    else { ih_pop(&R, pos); CHK(park(&C_, r)); }
+                    continue;
+                }
                 ih_pop(&R, pos);
                 double lam = k_now > level ? k_now : level;
                 int joined = 0;
@@ -708,6 +774,6 @@ out:
     if (on) for (int64_t r = 0; r < n_res; r++) free(on[r].a);
     free(on); free(RA); free(RB); free(need);
     free(F); free(hp); free(freel); free(spos); free(started); free(lv); free(fin); free(todo);
-    free(fin_rate); free(H.a); free(R.a); free(Q.a); free(pos); free(nowq);
+    free(fin_rate); free(H.a); free(R.a); free(Q.a); free(pos); free(nowq); free(parked);
     return rc;
 }
