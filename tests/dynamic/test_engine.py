@@ -42,6 +42,37 @@ def test_shared_link_then_alone():
     assert out.msg_end.tolist() == pytest.approx([2.0, 4.0])
 
 
+@pytest.mark.parametrize("bad", [math.inf, 0.0, -1.0, math.nan])
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_capacity_not_finite_and_positive_refused_by_both_engines(bad, engine):
+    # Two flows share resource 0 (capacity 1); the second also crosses resource 1.  With resource 1
+    # infinite the compiled engine once kept the long flow at half rate after the short one ended
+    # (200 s where the reference says 101 s): such capacities are refused before either runs.
+    from fabscope.dynamic import fast
+    from fabscope.dynamic.resources import Paths
+    from fabscope.errors import TrafficError
+
+    if engine == "c" and not fast.available():
+        pytest.skip(f"compiled engine not available: {fast.why_not()}")
+    caps = np.array([1.0, bad])
+    prog = Program.from_arrays("t", 4, np.array([0, 1]), np.array([2, 3]), np.array([1.0, 100.0]), np.array([0, 0]))
+    paths = Paths(np.zeros(2, np.int64), np.ones(2, np.int64), np.array([0, 1, 3]), np.array([0, 0, 1]),
+                  np.ones(3), np.full(2, np.inf), np.zeros(2), np.ones(2, np.int64), caps, 2, None)
+    with pytest.raises(TrafficError, match=r"resource 1 has capacity .*finite capacities > 0"):
+        if engine == "c":
+            fast.run_program(prog, paths, np.array([0, 1]))
+        else:
+            run_program(prog, caps, [[0], [0, 1]], [[1.0], [1.0, 1.0]], [np.inf] * 2, [0.0] * 2, [0, 1])
+    caps[1] = 5.0                                        # finite: both engines agree, 2 s then 101 s
+    if engine == "c":
+        out = fast.run_program(prog, Paths(*[getattr(paths, f) for f in ("src_host", "dst_host", "indptr", "res",
+                                                                            "weight", "cap", "latency", "hops")],
+                                           caps, 2, None), np.array([0, 1]))
+    else:
+        out = run_program(prog, caps, [[0], [0, 1]], [[1.0], [1.0, 1.0]], [np.inf] * 2, [0.0] * 2, [0, 1])
+    assert out.msg_end.tolist() == pytest.approx([2.0, 101.0])
+
+
 def test_parking_lot_release():
     # links L0, L1 cap 1: a crosses both (1 B), b L0 (0.5 B), c L1 (2 B).
     # 0.5 each: b ends at 1 s (a has 0.5 left, c 1.5); a and c then share L1: 0.5 each,

@@ -100,6 +100,9 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
     """
     if sharing not in ("maxmin", "count"):
         raise ValueError(f"unknown sharing {sharing!r}; choose from maxmin, count")
+    from fabscope.dynamic.resources import check_capacity
+
+    check_capacity(capacity)
     cap_r = [float(c) for c in capacity]
     n_res = len(cap_r)
     m_total = program.n_messages

@@ -23,7 +23,7 @@ import numpy as np
 
 from fabscope.dynamic.engine import Outcome, _deadlock
 from fabscope.dynamic.program import Program
-from fabscope.dynamic.resources import Paths
+from fabscope.dynamic.resources import Paths, check_capacity
 from fabscope.cbuild import load_library
 from fabscope.errors import FabscopeError
 
@@ -114,6 +114,7 @@ def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: s
     dll, why = _load()
     if dll is None:
         raise FabscopeError(f"the compiled engine is not available: {why}")
+    check_capacity(paths.capacity)
     i64 = np.int64
     stop: list[BaseException] = []
     m, s = program.n_messages, program.n_steps

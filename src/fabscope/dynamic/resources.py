@@ -58,6 +58,29 @@ class Paths:
         return fabric.link_name(r) if r < self.n_links else f"{fabric.node_names[r - self.n_links]} memory"
 
 
+def check_capacity(capacity) -> None:
+    """Refuse resource capacities that are not finite and positive, before either engine runs.
+
+    A fabric's are (its checks refuse others); a hand-built problem may not be.
+    An infinite capacity lets a flow take an infinite rate and its resources an
+    infinite load (the compiled engine then kept a flow at its old rate where the
+    Python reference raised it), and a zero one makes flows that never finish.
+
+    >>> check_capacity(np.array([1e9, 3e9]))
+    >>> check_capacity(np.array([1e9, np.inf]))
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.TrafficError: resource 1 has capacity inf; the dynamic engine needs finite capacities > 0
+    """
+    c = np.asarray(capacity, dtype=float)
+    bad = np.flatnonzero(~(np.isfinite(c) & (c > 0)))
+    if len(bad):
+        from fabscope.errors import TrafficError
+
+        raise TrafficError(f"resource {int(bad[0])} has capacity {c[bad[0]]:g}; "
+                           f"the dynamic engine needs finite capacities > 0")
+
+
 def build_paths(fabric: Fabric, routing: Routing | str | None, src_host, dst_host, *, seed: int = 0,
                 alpha: float = DEFAULT_ALPHA, flit: float = DEFAULT_FLIT, latency: bool = True) -> Paths:
     """Route each (src_host[i], dst_host[i]) and collect its resources.
