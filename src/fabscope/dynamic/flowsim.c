@@ -312,9 +312,11 @@ typedef struct {
  * filled): their keys lie well above the level where the refill ends.  Such a resource is
  * parked, in a list, not sifted into R; when the next entry (of R or Q) lies above the bound,
  * the parked ones are looked at again, the bound raised to PARK_SPAN times the smallest key
- * found, and those at or below it enter R.  A key only falls when a flow joins (join() looks
- * then) and rises otherwise, so R always holds every resource at or below the bound, and the
- * filling meets entries in the same order as with no parking (bit for bit the same rates). */
+ * found, and those at or below it enter R.  A parked key lies above the bound, hence above the
+ * level: a freeze there raises it, and only a join can lower it (join() looks then), so R always
+ * holds every resource at or below the bound, and the filling meets entries in the same order as
+ * with no parking (bit for bit the same rates).  A resource may sit in the list twice (parked,
+ * in R through a join, parked again): pos says where it is, and unpark() keeps it once. */
 #define PARK_SPAN 1.25
 static inline double res_key(const res_a *ra) { return (ra->resid > 0 ? ra->resid : 0) / ra->livew; }
 static inline int park(fill_t *c, int64_t q)
