@@ -28,10 +28,11 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 
 #: what a generated fabric, its routing and the compiled engine have no use for: file formats and
 #: their checks (json came with fabric.io, shlex and unicodedata with the name checks, fcntl with
-#: atomic writes), building the engine (shutil, with bz2 and lzma, subprocess, tempfile), SciPy
+#: atomic writes), building the engine (shutil, with bz2 and lzma, subprocess, tempfile), SciPy,
+#: the pure-Python reference engine (with heapq) that the compiled one replaces
 UNUSED = ("json", "shlex", "unicodedata", "fcntl", "shutil", "bz2", "lzma", "subprocess", "tempfile", "scipy",
-          "fabscope.atomic", "fabscope.names", "fabscope.schemas", "fabscope.textio", "fabscope.routing.tables",
-          "fabscope.model.simulate", "fabscope.result")
+          "heapq", "fabscope.atomic", "fabscope.names", "fabscope.schemas", "fabscope.textio",
+          "fabscope.routing.tables", "fabscope.model.simulate", "fabscope.result", "fabscope.dynamic.engine")
 
 
 @pytest.mark.parametrize("fabric,routing", [("torus:8x8x8", "dor"), ("fat-tree:k=4,levels=3", "dmodk"),

@@ -42,12 +42,12 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from fabscope.dynamic.program import DeadlockError, Program
+from fabscope.dynamic.outcome import Observer, Outcome, _deadlock
+from fabscope.dynamic.program import Program
 
 #: events closer than this (relative) happen together
 TIME_TOL = 1e-12
@@ -59,29 +59,6 @@ SAME_RATE = 1e-12
 START, FLOW, FINISH = 0, 1, 2
 
 
-@dataclass
-class Outcome:
-    """Times of a run: each message's flow start (after latency) and end, each step's start and end."""
-
-    msg_post: np.ndarray       # both ends posted (before latency)
-    msg_start: np.ndarray
-    msg_end: np.ndarray
-    step_start: np.ndarray
-    step_end: np.ndarray
-    events: int                # events processed (a flow's stale finish events not counted)
-    refills: int               # flows refilled, summed over events
-    delivered: np.ndarray      # bytes integrated over each message's rate history
-    #: the compiled engine's refill paths, summed over the run: flows that joined a refill when a
-    #: resource they cross was about to fill ("at fill"), or when the level reached their rate and
-    #: their bottleneck no longer held them ("at check"); checks that left the flow as it was ("kept")
-    joins: dict | None = None
-
-    @property
-    def makespan(self) -> float:
-        return float(np.nanmax(self.step_end))
-
-
-Observer = Callable[[float, dict], None]
 
 
 def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Sequence[int]],
@@ -414,13 +391,3 @@ def _uncertified(todo: set[int], new: dict[int, float], where: dict[int, int], f
             else:
                 bneck[h] = found
     return add
-
-
-def _deadlock(program: Program, pending: np.ndarray, step_start: np.ndarray) -> None:
-    """The steps that started but never ended: their ranks wait for ever."""
-    stuck = np.flatnonzero((pending > 0) & ~np.isnan(step_start))
-    ranks = sorted(set(program.step_rank[stuck].tolist()))
-    from fabscope.dynamic.program import _ranks
-
-    raise DeadlockError(f"program {program.name!r} deadlocks: ranks {_ranks(ranks)} wait for messages that "
-                        f"never flow (each end waits for the other to post)")

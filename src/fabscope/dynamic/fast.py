@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from fabscope.dynamic.engine import Outcome, _deadlock
+from fabscope.dynamic.outcome import Outcome, _deadlock
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.resources import Paths, check_capacity
 from fabscope.cbuild import load_library

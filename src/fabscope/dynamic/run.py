@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from fabscope.dynamic.engine import Observer, Outcome, run_program
+from fabscope.dynamic.outcome import Observer, Outcome
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.resources import Paths, build_paths
 from fabscope.errors import FabscopeError, TrafficError
@@ -120,6 +120,8 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
 
         outcome = fast.run_program(program, paths, msg_path, sharing, progress=progress)
     else:
+        from fabscope.dynamic.engine import run_program   # the reference: not imported where the compiled engine runs
+
         res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
         wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
         outcome = run_program(program, paths.capacity, res, wts, paths.cap, paths.latency, msg_path.tolist(),
