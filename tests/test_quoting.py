@@ -239,3 +239,25 @@ def test_error_lines_show_escape_sequences_not_run_them(tmp_path, capsys):
         cli.build_parser = real
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "h\\x1b]0;pwned\\x07 is down" in err
+
+
+def test_emoji_codes_in_names_printed_as_written(tmp_path, capsys):
+    """rich turned a name's ':fire:' into an emoji: a fabric named 'lab:fire:net' was printed 'lab🔥net'."""
+    from rich.console import Console
+
+    from fabscope.report.tables import print_result
+    from fabscope.result import Result
+
+    assert main(["fabric", "export", "--fabric", "torus:4x4", "--format", "json", "-o", str(tmp_path / "f.json")]) == 0
+    doc = json.loads((tmp_path / "f.json").read_text())
+    doc["name"] = "lab:fire:net"
+    (tmp_path / "f.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    out_json = tmp_path / "r.json"
+    rc, out, err = _run(["simulate", "--fabric", str(tmp_path / "f.json"), "--routing", "dor", "--ppn", "1",
+                         "--pattern", "permutation", "--dynamic", "-o", str(out_json)], capsys)
+    assert rc == 0, err
+    assert out.startswith("lab:fire:net, routing dor") and "\N{FIRE}" not in out
+    buf = io.StringIO()                                   # a caller's own console, emoji codes on
+    print_result(Result.read_json(out_json), Console(file=buf, width=200))
+    assert buf.getvalue().startswith("lab:fire:net, routing dor") and "\N{FIRE}" not in buf.getvalue()

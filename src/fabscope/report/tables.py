@@ -13,10 +13,14 @@ from fabscope.result import ClassSummary, Result
 
 
 def make_console() -> Console:
-    """A console that keeps long lines whole, 120 columns wide when not on a terminal."""
-    con = Console(soft_wrap=True)
+    """A console that keeps long lines whole, 120 columns wide when not on a terminal.
+
+    Emoji codes are left as written: rich would turn a name's ``:fire:`` into
+    an emoji (and loading its table of codes took 2 ms of every run).
+    """
+    con = Console(soft_wrap=True, emoji=False)
     if not con.is_terminal:
-        con = Console(soft_wrap=True, width=120)
+        con = Console(soft_wrap=True, width=120, emoji=False)
     return con
 
 
@@ -58,7 +62,7 @@ def print_result(result: Result, console: Console | None = None,
                  merge: Mapping[str, Sequence[str]] | None = None,
                  seed: Mapping[str, tuple[float, float, float]] | None = None, limits: int = 3) -> None:
     """Print a run's header, its class table and the links that limit each class."""
-    con = console or Console()
+    con = console or Console(emoji=False)
     m = result.meta
     params = {k: v for k, v in (m.get("pattern_params") or {}).items() if k != "seed"}   # said once, below
     pattern = m.get("pattern")
@@ -70,14 +74,14 @@ def print_result(result: Result, console: Console | None = None,
         f"model {m.get('model')}" if m.get("model") else None, pattern,
         f"{m.get('ranks')} ranks" + (f" ({m.get('ppn')} per node)" if m.get("ppn") else ""),
         m.get("size_text"), f"pattern seed {m.get('seed')}" if m.get("seed") is not None else None) if x)
-    con.print(f"[bold]{terminal(head)}[/bold]")
+    con.print(f"[bold]{terminal(head)}[/bold]", emoji=False)     # names as written, ':fire:' too
     con.print(class_table(result.summary(merge=merge), seed=seed))
     lim = result.extra.get("limiting_links") or {}
     if limits and lim:
-        con.print("[dim]links that limit each class (flows held back):[/dim]")
+        con.print("[dim]links that limit each class (flows held back):[/dim]", emoji=False)
         for label, items in lim.items():
             txt = "; ".join(f"{i['name']} ({i['flows']})" for i in items[:limits])
-            con.print(f"  [dim]{terminal(label)}:[/dim] {terminal(txt)}")
+            con.print(f"  [dim]{terminal(label)}:[/dim] {terminal(txt)}", emoji=False)
 
 
 def print_tables(tables: Sequence, console: Console | None = None, title: str = "") -> None:
