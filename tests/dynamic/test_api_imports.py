@@ -29,9 +29,10 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 #: what a generated fabric, its routing and the compiled engine have no use for: file formats and
 #: their checks (json came with fabric.io, shlex and unicodedata with the name checks, fcntl with
 #: atomic writes), building the engine (shutil, with bz2 and lzma, subprocess, tempfile), SciPy,
-#: the pure-Python reference engine (with heapq) that the compiled one replaces
+#: the pure-Python reference engine (with heapq) that the compiled one replaces, the ascii codec
+#: (/proc/meminfo is read as utf-8, the codec Python has loaded)
 UNUSED = ("json", "shlex", "unicodedata", "fcntl", "shutil", "bz2", "lzma", "subprocess", "tempfile", "scipy",
-          "heapq", "fabscope.atomic", "fabscope.names", "fabscope.schemas", "fabscope.textio",
+          "heapq", "encodings.ascii", "fabscope.atomic", "fabscope.names", "fabscope.schemas", "fabscope.textio",
           "fabscope.routing.tables", "fabscope.model.simulate", "fabscope.result", "fabscope.dynamic.engine")
 
 
