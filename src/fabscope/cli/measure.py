@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.measure.runner import execute, plan
 
     require_positive(args, "np", "ppn")
-    con = Console(stderr=True)
+    con = Console(stderr=True, emoji=False)      # an MPI's ':fire:' printed as written, as report.tables' consoles
     rest = split_args(args)
     if "--help" in rest or "-h" in rest:
         # the test's help, from the program's sources: nothing is built, launched or written
