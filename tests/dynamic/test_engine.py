@@ -8,6 +8,7 @@ from-scratch allocation (model.maxmin), which the engine's partial refills
 must reproduce.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -65,9 +66,7 @@ def test_capacity_not_finite_and_positive_refused_by_both_engines(bad, engine):
             run_program(prog, caps, [[0], [0, 1]], [[1.0], [1.0, 1.0]], [np.inf] * 2, [0.0] * 2, [0, 1])
     caps[1] = 5.0                                        # finite: both engines agree, 2 s then 101 s
     if engine == "c":
-        out = fast.run_program(prog, Paths(*[getattr(paths, f) for f in ("src_host", "dst_host", "indptr", "res",
-                                                                            "weight", "cap", "latency", "hops")],
-                                           caps, 2, None), np.array([0, 1]))
+        out = fast.run_program(prog, dataclasses.replace(paths, capacity=caps), np.array([0, 1]))
     else:
         out = run_program(prog, caps, [[0], [0, 1]], [[1.0], [1.0, 1.0]], [np.inf] * 2, [0.0] * 2, [0, 1])
     assert out.msg_end.tolist() == pytest.approx([2.0, 101.0])

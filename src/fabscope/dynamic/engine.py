@@ -59,8 +59,6 @@ SAME_RATE = 1e-12
 START, FLOW, FINISH = 0, 1, 2
 
 
-
-
 def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Sequence[int]],
                 path_w: Sequence[Sequence[float]], path_cap: Sequence[float], path_lat: Sequence[float],
                 msg_path: Sequence[int], observer: Observer | None = None, sharing: str = "maxmin") -> Outcome:
