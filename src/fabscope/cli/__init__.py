@@ -58,27 +58,14 @@ from fabscope.atomic import hold_output_locks  # noqa: E402
 from fabscope.errors import FabscopeError, FabscopeWarning  # noqa: E402
 from fabscope.names import plain  # noqa: E402
 
-# Modules of this package that add a subcommand, in the order ``--help`` lists them.
-COMMAND_MODULES = [
-    "demo",
-    "simulate",
-    "fabric_cmd",
-    "measure",
-    "analyze",
-    "doctor",
-    "mapping",
-    "report",
-    "compare",
-    "testbed",
-    "diagnose",
-    "history",
-]
-
-#: the command words each of ``COMMAND_MODULES`` adds (tests/test_cli_startup.py holds the two together)
+#: each command word and the module of this package that adds it, in the order ``--help`` lists
+#: them (tests/test_cli_one_command.py holds this table to what the modules register)
 COMMANDS = {"demo": "demo", "simulate": "simulate", "fabric": "fabric_cmd", "measure": "measure",
             "analyze": "analyze", "doctor": "doctor", "map": "mapping", "permute": "mapping", "place": "mapping",
             "report": "report", "compare": "compare", "testbed": "testbed", "diagnose": "diagnose",
             "history": "history"}
+#: the modules that add a subcommand, once each, in that order
+COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

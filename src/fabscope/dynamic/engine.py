@@ -48,6 +48,7 @@ import numpy as np
 
 from fabscope.dynamic.outcome import Observer, Outcome, _deadlock
 from fabscope.dynamic.program import Program
+from fabscope.dynamic.resources import check_capacity
 
 #: events closer than this (relative) happen together
 TIME_TOL = 1e-12
@@ -75,8 +76,6 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
     """
     if sharing not in ("maxmin", "count"):
         raise ValueError(f"unknown sharing {sharing!r}; choose from maxmin, count")
-    from fabscope.dynamic.resources import check_capacity
-
     check_capacity(capacity)
     cap_r = [float(c) for c in capacity]
     n_res = len(cap_r)
