@@ -152,6 +152,30 @@ def test_components_give_the_full_programs_figures():
         np.testing.assert_allclose(fast.bandwidth, full.bandwidth, rtol=1e-7)
 
 
+def test_one_pair_components_are_told_apart_by_their_links_and_sizes():
+    """Four pairs, each on its own leaf's host links (a component of one pair each, all of one
+    shape): a pair crossing a cable at half capacity, or sending more bytes, is not given the
+    figure of its healthy twin; the twins share one run.  The one-pair components' keys are built
+    apart from the others' (timemodel._OnePair): a key that left out the size, or the capacities
+    and the latencies (which follow a link's capacity), fails here."""
+    f = load_fabric("fat-tree:k=4,levels=2")
+    cap = f.link_capacity.copy()
+    cap[[0, 1]] *= 0.5                                  # host 0's cable, both ways
+    f = dataclasses.replace(f, link_capacity=cap)
+    hs, hd = np.array([0, 4, 8, 12]), np.array([1, 5, 9, 13])
+    size = np.array([1e6, 1e6, 1e6, 2e6])
+    m = Measured(f, hs, hd, hs, hd, size, np.ones(4), np.zeros(4), np.zeros(4, np.int64), np.ones(4, bool),
+                 np.full(4, "random-pairs"), ("x",), (("x", "random-pairs", 0),), np.full(4, 5), np.full(4, 2))
+    fast = dynamic_bandwidth(m, phases="lockstep")
+    full = dynamic_bandwidth(m, phases="lockstep", fast=False)
+    assert fast.info["components"] == 4 and fast.info["components_reused"] == 1
+    np.testing.assert_allclose(fast.bandwidth, full.bandwidth, rtol=1e-9)
+    bw = fast.bandwidth
+    assert bw[1] == bw[2]
+    assert bw[0] < 0.6 * bw[1]                           # the half-capacity cable
+    assert bw[3] > (1 + 1e-4) * bw[1]                    # more bytes: the latency weighs less
+
+
 def test_pairs_sharing_a_rank_are_one_component():
     """Pairs (0, 1) of 1 MB and (1, 2) of 4 MB share no link, only rank 1, whose steps hold a
     message of each (the benchmark's rounds): pair (0, 1) waits on the larger one; run alone it

@@ -181,3 +181,19 @@ def test_cli_dynamic_bad_input_one_line(argv, msg, capsys, tmp_path):
     err = capsys.readouterr().err
     assert rc != 0 and msg in err and len(err.strip().splitlines()) == 1 and err.startswith("fabscope: error:")
     assert not os.path.exists(out)
+
+
+def test_program_steps_by_counting_equal_the_sort():
+    """Program.from_arrays numbers a program's steps by counting where its (rank, round) keys are
+    dense and by np.unique elsewhere: the same arrays either way, on keys dense, sparse and at
+    the edge between."""
+    from fabscope.dynamic.program import _unique
+
+    rng = np.random.default_rng(5)
+    for n, span in ((1, 1), (7, 3), (1000, 40), (1000, 4000), (1000, 4001), (3000, 10**9)):
+        keys = rng.integers(0, span, n)
+        u, i = _unique(keys)
+        want_u, want_i = np.unique(keys, return_inverse=True)
+        np.testing.assert_array_equal(u, want_u)
+        np.testing.assert_array_equal(i, want_i)
+        assert u.dtype == want_u.dtype and i.dtype == want_i.dtype

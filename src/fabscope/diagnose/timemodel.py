@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from fabscope.csr import gather
 from fabscope.diagnose.measured import Measured, run_iterations
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.programs import with_jitter
@@ -163,8 +164,7 @@ def _components(n_pairs: int, pf: np.ndarray, pr: np.ndarray, paths: Paths, firs
     rows, cols = [], []
     for p in (pf, pr):
         rows.append(np.repeat(np.arange(n_pairs), lens[p]))
-        cols.append(np.concatenate([paths.res[paths.indptr[q]:paths.indptr[q + 1]] for q in p]) if n_pairs
-                    else np.zeros(0, np.int64))
+        cols.append(paths.res[gather(paths.indptr, p)])
     n_res = len(paths.capacity)
     rows += [np.arange(n_pairs)] * 2
     cols += [n_res + first, n_res + second]
@@ -191,13 +191,13 @@ def _component_times(first: np.ndarray, second: np.ndarray, size: np.ndarray, fw
     ranks = np.unique(np.r_[first, second], return_inverse=True)[1]     # in order: the lower rank pings first
     lf, ls = ranks[:k], ranks[k:]
     pids = np.ravel(np.c_[fwd, rev])                # path 2j: pair j's ping, 2j + 1: its pong
-    seg = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in pids]
-    lens = np.array([len(x) for x in seg], np.int64)
-    gres = np.concatenate(seg)
+    at = gather(paths.indptr, pids)
+    lens = (paths.indptr[pids + 1] - paths.indptr[pids]).astype(np.int64)
+    gres = paths.res[at]
     lres = _local(gres)
     cap_res = np.zeros(int(lres.max()) + 1 if len(lres) else 0)
     cap_res[lres] = paths.capacity[gres]
-    weight = np.concatenate([paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in pids])
+    weight = paths.weight[at]
     key = (it, w, sharing, lf.tobytes(), ls.tobytes(), size.tobytes(), lens.tobytes(), lres.tobytes(),
            weight.tobytes(), cap_res.tobytes(), paths.cap[pids].tobytes(), paths.latency[pids].tobytes())
     if key in cache:
@@ -229,12 +229,52 @@ def _fast_set(f, router, hs: np.ndarray, hd: np.ndarray, size: np.ndarray, a: np
     t = np.zeros(n)
     order = np.argsort(comp, kind="stable")
     bounds = np.flatnonzero(np.r_[True, np.diff(comp[order]) != 0, True])
-    for lo, hi in pairwise(bounds):
-        sel = order[lo:hi]
+    one = _OnePair(paths, size, pf, pr, it, w, sharing)
+    for lo, hi in pairwise(bounds.tolist()):
         stats["components"] += 1
+        if hi - lo == 1:                        # most components: one pair, keyed without NumPy
+            j = int(order[lo])
+            key = one.key(j)
+            if key in cache:
+                stats["cached"] += 1
+                t[j] = cache[key]
+                continue
+            sel = order[lo:hi]
+            t[j] = cache[key] = _component_times(first[sel], second[sel], size[sel], pf[sel], pr[sel], paths, it,
+                                                 w, engine, sharing, cache, stats)[0]
+            continue
+        sel = order[lo:hi]
         t[sel] = _component_times(first[sel], second[sel], size[sel], pf[sel], pr[sel], paths, it, w, engine,
                                   sharing, cache, stats)
     return t
+
+
+class _OnePair:
+    """The cache key of a one-pair component, built from Python lists: the same shape as
+    :func:`_component_times`' key (its paths' resources relabelled in order of first use, with
+    their capacities and weights, the paths' caps and latencies, the size), a tuple of its own
+    (a one-pair component's ranks are always 0 and 1).  NumPy's calls on arrays of a few
+    elements cost more than the work: this was a quarter of diagnose's time model, whose sets
+    split into thousands of such components (docs/benchmarks.md, "Diagnose's time model
+    (session 10)")."""
+
+    def __init__(self, paths: Paths, size: np.ndarray, pf: np.ndarray, pr: np.ndarray, it: int, w: int,
+                 sharing: str):
+        self.ind, self.res = paths.indptr.tolist(), paths.res.tolist()
+        self.wt, self.capacity = paths.weight.tolist(), paths.capacity.tolist()
+        self.cap, self.lat = paths.cap.tolist(), paths.latency.tolist()
+        self.size, self.pf, self.pr = size.tolist(), pf.tolist(), pr.tolist()
+        self.head = ("one pair", it, w, sharing)
+
+    def key(self, j: int) -> tuple:
+        ind, res, wt = self.ind, self.res, self.wt
+        f, r = self.pf[j], self.pr[j]
+        seq = res[ind[f]:ind[f + 1]] + res[ind[r]:ind[r + 1]]
+        local: dict[int, int] = {}
+        lres = tuple(local.setdefault(x, len(local)) for x in seq)
+        return (*self.head, self.size[j], ind[f + 1] - ind[f], lres,
+                tuple(wt[ind[f]:ind[f + 1]] + wt[ind[r]:ind[r + 1]]), tuple(self.capacity[x] for x in local),
+                self.cap[f], self.cap[r], self.lat[f], self.lat[r])
 
 
 def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None, engine: str, sharing: str,

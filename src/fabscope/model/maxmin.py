@@ -20,19 +20,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from fabscope.csr import gather as _gather
+
 #: a resource counts as full when less than this share of its capacity is left
 REL_TOL = 1e-9
-
-
-def _gather(indptr: np.ndarray, which: np.ndarray) -> np.ndarray:
-    """Positions of the entries of rows (or columns) ``which`` of a compressed matrix."""
-    starts = indptr[which]
-    lens = indptr[which + 1] - starts
-    total = int(lens.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offs = np.repeat(starts - (np.cumsum(lens) - lens), lens)
-    return offs + np.arange(total)
 
 
 def maxmin(A: csr_matrix, capacity: np.ndarray, flow_cap: np.ndarray | None = None) -> np.ndarray:
