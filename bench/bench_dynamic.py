@@ -9,6 +9,7 @@
     .venv/bin/python bench/bench_dynamic.py --case itasca-pingpong --iterations 1 --no-simgrid \
         --against /work/main/src/fabscope/dynamic/flowsim.c --repeat 3   # the engine alone beside another
     .venv/bin/python bench/bench_dynamic.py --whole itasca-20 --repeat 3   # whole processes beside /work/main
+    .venv/bin/python bench/bench_dynamic.py --diagnose-model --other /work/main/src --repeat 3
     .venv/bin/python bench/bench_dynamic.py --diagnose-model --against /work/main/src/fabscope/dynamic/flowsim.c \
         --repeat 2                                          # diagnose's time model with each engine
 
@@ -33,8 +34,12 @@ the check when the level reached their rate; and the checks that kept a flow as 
 ``--diagnose-model``: the time model of ``bench/bench_diagnose.py --parts nominal --nominal
 fast1`` (109,800 pairs in 100 rounds on the 3-level fat tree k=13, 20 + 2 iterations; its sets
 split into components, shapes already run reused, one process), without the fit that follows it
-there: this tree's ``flowsim.c`` and ``--against``'s run alternately ``--repeat`` times in this
-process, the median CPU and wall time of each and how far their modeled times are apart.
+there.  With ``--against FILE.c``: this tree's ``flowsim.c`` and that one run alternately
+``--repeat`` times in this process, the median CPU and wall time of each and how far their
+modeled times are apart.  Without: this tree's ``src`` and ``--other``'s, alternately, a fresh
+process per run (after one untimed set in it: imports), each run's CPU seconds in all, in the
+compiled engine and outside it (the Python around the engine), and whether the modeled times are
+the same bit for bit.
 
 ``--whole CASE``: the issue's whole-process figures.  ``itasca-20`` is
 ``fabscope simulate --fabric itasca --ppn 8 --pattern random-pairs --seed 7
@@ -144,12 +149,11 @@ def against(prog: Program, run, source: str, repeat: int) -> None:
           f"{b / a:.2f}x; completion times agree to {agree:.0e}", flush=True)
 
 
-def diagnose_model(source: str, repeat: int) -> None:
-    """diagnose's time model (bench_diagnose's nominal case, fast1) with this tree's engine and ``source``'s."""
+def _diagnose_case():
+    """bench_diagnose's nominal case (fast1): 109,800 measured pairs in 100 rounds, 20 + 2 iterations."""
     from fabscope.diagnose.measured import Measured
     from fabscope.diagnose.plan import bench_random_pairs
     from fabscope.diagnose.synthetic import random_faults, synthetic
-    from fabscope.diagnose.timemodel import nominal_model
 
     f = load_fabric("fat-tree:k=13,levels=3")
     n_rounds, iters, seed = 50, 20, 3
@@ -157,9 +161,75 @@ def diagnose_model(source: str, repeat: int) -> None:
     s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, n_rounds)
     faults = random_faults(f, 3, 1, seed=seed)
     syn = synthetic(f, np.r_[s, s2], np.r_[dd, d2], np.r_[r, r2 + n_rounds], faults, 0.05, seed=seed)
-    m = Measured(f, syn.src, syn.dst, syn.hs, syn.hd, syn.bytes, syn.bandwidth, syn.time, syn.scenario, syn.pingpong,
-                 syn.test, syn.sources, syn.scenario_key, np.full(syn.n_pairs, iters), np.full(syn.n_pairs, 2))
-    print(f"diagnose's time model: {m.n_pairs:,} pairs in {m.n_scenarios} rounds on {f.name}, {iters} + 2 "
+    return Measured(f, syn.src, syn.dst, syn.hs, syn.hd, syn.bytes, syn.bandwidth, syn.time, syn.scenario,
+                    syn.pingpong, syn.test, syn.sources, syn.scenario_key, np.full(syn.n_pairs, iters),
+                    np.full(syn.n_pairs, 2))
+
+
+def diagnose_child() -> None:
+    """One run of the case's time model in this process (after one untimed run: imports, the
+    engine's build), printed as one JSON line: CPU in all, in the compiled engine, outside it."""
+    import hashlib
+    import json
+
+    from fabscope.diagnose.timemodel import nominal_model
+
+    m = _diagnose_case()
+    nominal_model(m.subset(np.flatnonzero(m.scenario == 0)), workers=1)
+    engine = [0.0]
+    run = fast.run_program
+
+    def timed(*args, **kw):
+        c0 = time.process_time()
+        try:
+            return run(*args, **kw)
+        finally:
+            engine[0] += time.process_time() - c0
+
+    fast.run_program = timed
+    w0, c0 = time.perf_counter(), time.process_time()
+    bw, info = nominal_model(m, workers=1)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    print(json.dumps({"cpu": cpu, "wall": wall, "engine": engine[0], "events": info["events"],
+                      "modeled": hashlib.sha256(np.ascontiguousarray(bw).tobytes()).hexdigest()[:16]}))
+
+
+def diagnose_trees(other: str, repeat: int) -> None:
+    """The case's time model in fresh processes, this tree's ``src`` and ``other`` alternately: the
+    Python around the engine as well as the engine."""
+    import json
+
+    sides = [("this tree", HERE), ("other", other)]
+    print(f"diagnose's time model, whole (bench_diagnose's nominal case, fast1), a process per run, this tree "
+          f"beside {other}; load average {os.getloadavg()[0]:.1f}", flush=True)
+    got: dict[str, list] = {name: [] for name, _ in sides}
+    for i in range(repeat):
+        for name, src in sides:
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--diagnose-child"],
+                               env={**os.environ, "PYTHONPATH": src}, capture_output=True, text=True, check=False)
+            if p.returncode:
+                raise SystemExit(f"failed with {src}: {p.stderr.strip()[-300:]}")
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            got[name].append(r)
+            print(f"  run {i + 1} {name:9}: cpu {r['cpu']:6.2f} s  engine {r['engine']:6.2f}  outside "
+                  f"{r['cpu'] - r['engine']:5.2f}  {r['events']:,} events  modeled times {r['modeled']} "
+                  f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    med = {n: {k: statistics.median(r[k] if k != "outside" else r["cpu"] - r["engine"] for r in v)
+               for k in ("cpu", "engine", "outside")} for n, v in got.items()}
+    same = len({r["modeled"] for v in got.values() for r in v}) == 1
+    t, o = med["this tree"], med["other"]
+    print(f"  median of {repeat}: this tree cpu {t['cpu']:.2f} s (engine {t['engine']:.2f}, outside "
+          f"{t['outside']:.2f}) | other cpu {o['cpu']:.2f} s (engine {o['engine']:.2f}, outside {o['outside']:.2f}) "
+          f"| other/this: cpu {o['cpu'] / t['cpu']:.2f}x, outside {o['outside'] / t['outside']:.2f}x | modeled "
+          f"times {'equal bit for bit' if same else 'DIFFER'}", flush=True)
+
+
+def diagnose_model(source: str, repeat: int) -> None:
+    """diagnose's time model (bench_diagnose's nominal case, fast1) with this tree's engine and ``source``'s."""
+    from fabscope.diagnose.timemodel import nominal_model
+
+    m = _diagnose_case()
+    print(f"diagnose's time model: {m.n_pairs:,} pairs in {m.n_scenarios} rounds on {m.fabric.name}, 20 + 2 "
           f"iterations, one process; load average {os.getloadavg()[0]:.1f}", flush=True)
     got: dict[str, list] = {"this tree": [], "other": []}
     noms = {}
@@ -222,13 +292,19 @@ def main() -> None:
                     help="whole processes of the CLI, this tree beside --other")
     ap.add_argument("--other", default="/work/main/src", help="--whole: the code to compare with (the landed main)")
     ap.add_argument("--diagnose-model", action="store_true",
-                    help="diagnose's time model (bench_diagnose --parts nominal --nominal fast1) with this tree's "
-                         "engine and --against's, alternately")
+                    help="diagnose's time model (bench_diagnose --parts nominal --nominal fast1): with --against, "
+                         "this tree's engine and --against's in one process; without, this tree's src and --other's, "
+                         "a process per run")
+    ap.add_argument("--diagnose-child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.diagnose_child:
+        diagnose_child()
+        return
     if a.diagnose_model:
-        if not a.against:
-            raise SystemExit("--diagnose-model needs --against FILE.c (the engine to compare with)")
-        diagnose_model(a.against, a.repeat)
+        if a.against:
+            diagnose_model(a.against, a.repeat)
+        else:
+            diagnose_trees(a.other, a.repeat)
         return
     if a.whole:
         for key in a.whole:
