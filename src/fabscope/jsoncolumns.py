@@ -187,10 +187,13 @@ def _float_pieces(dll: Any, a: np.ndarray) -> Iterator[memoryview | bytes]:
         m = dll.jc_texts(c.ctypes.data, len(c), texts.keys.ctypes.data, len(texts.keys),
                          texts.table.ctypes.data, texts.offs.ctypes.data, out.ctypes.data)
         if m < 0:       # a value the sample missed, added; after _MISSES, all the column's distinct values
+            if misses > _MISSES:
+                raise RuntimeError(f"jc_texts missed {a[start - 1 - m]!r}, one of the column's distinct values")
             keys = np.union1d(texts.keys, c[-1 - m:-m])
             misses += 1
             if misses > _MISSES or len(keys) > _FEW:
                 keys = _distinct(bits)
+                misses = _MISSES + 1
             texts = _Texts(keys) if len(keys) <= n // 4 else None
             continue    # this piece again
         yield memoryview(out)[:m]
