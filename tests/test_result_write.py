@@ -42,6 +42,14 @@ COLUMNS = {
     "big-endian floats": np.resize(np.array([1.5, -2.25, np.nan], ">f8"), 10_000),
     "every other": np.resize([0.25, 7.0, 9.5], 20_000)[::2],
     "short ints": np.array([5, -3, I64.max]),
+    "host names": np.array([f"h{i}" for i in range(CHUNK + 9)]),
+    "names, the last piece's name with a quote": np.array([f"h{i}" for i in range(CHUNK + 9)] + ['q"']),
+    "names escaped in every piece": np.resize(np.array(["n1", "naïve", "", "\U0001f525", "x\x00"]), 20_000),
+    **{f"names and one {special!r}": np.array(["h1", "h22"] * 3000 + [special]) for special in
+       ['"', "\\", "\t", "\x1f", "é", "\x7f", "a\x00b", "x\x00", "~ !"]},
+    "empty names": np.full(5000, ""),
+    "big-endian names": np.resize(np.array(["a", "bc"], ">U2"), 5000),
+    "wide names": np.resize(np.array(["w" * 3000, "v"]), 5000),
 }
 
 

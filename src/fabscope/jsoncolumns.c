@@ -70,3 +70,28 @@ int64_t jc_texts(const int64_t *bits, int64_t n, const int64_t *keys, int64_t nk
     }
     return p - out;
 }
+
+/* The strings of a NumPy unicode column (width code points each, padded with NULs) as JSON strings
+ * separated by ',' into out (room for n * (width + 3) bytes).  Returns the bytes written, or -1 when a
+ * string holds what json.dumps escapes (a code point outside ' '..'~', '"' or '\\'; a NUL inside). */
+int64_t jc_strs(const uint32_t *s, int64_t n, int64_t width, char *out)
+{
+    char *p = out;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t *c = s + i * width;
+        int64_t k = 0;
+        if (i)
+            *p++ = ',';
+        *p++ = '"';
+        for (; k < width && c[k]; k++) {
+            if (c[k] < 0x20 || c[k] > 0x7e || c[k] == '"' || c[k] == '\\')
+                return -1;
+            *p++ = (char)c[k];
+        }
+        for (; k < width; k++)
+            if (c[k])
+                return -1;
+        *p++ = '"';
+    }
+    return p - out;
+}

@@ -6,7 +6,8 @@ A result's columns are most of a large result file (7.2 M link rows of a 1M-host
 by :func:`float_column`.  :func:`write_column` writes the same bytes in pieces of
 :data:`CHUNK` items from ``jsoncolumns.c`` (built with the system C compiler on first use,
 :mod:`fabscope.cbuild`): integers formatted there, floats as the texts of their distinct
-values (each encoded once by ``json.dumps``) copied in the column's order.  No string of the
+values (each encoded once by ``json.dumps``) copied in the column's order, strings that need
+no escaping (host names) copied.  No string of the
 whole column is made; without a compiler the reference runs instead (:func:`why_not`).
 
 >>> import io
@@ -114,6 +115,8 @@ def _load() -> tuple[Any, str]:
         dll.jc_ints.restype = dll.jc_texts.restype = i64
         dll.jc_ints.argtypes = [p, i64, ctypes.c_int, p]
         dll.jc_texts.argtypes = [p, i64, p, i64, p, p, p]
+        dll.jc_strs.restype = i64
+        dll.jc_strs.argtypes = [p, i64, i64, p]
     return dll, why
 
 
@@ -131,13 +134,15 @@ def write_column(fh: IO[Any], a: np.ndarray, compiled: bool = True) -> None:
     """Write :func:`column_text` of the 1-D array ``a`` to ``fh`` (binary, or text: standard
     output), in pieces; ``compiled=False``, or no compiled library: the reference, in one piece."""
     binary = isinstance(fh, (io.BufferedIOBase, io.RawIOBase))
-    dll = _load()[0] if compiled and len(a) >= SHORT_COLUMN and a.dtype.kind in "iuf" else None
+    kind = a.dtype.kind
+    dll = _load()[0] if compiled and len(a) >= SHORT_COLUMN and (
+        kind in "iuf" or (kind == "U" and a.dtype.isnative and a.dtype.itemsize)) else None
     if dll is None:
         text = column_text(a)
         fh.write(text.encode() if binary else text)
         return
     fh.write(b"[" if binary else "[")
-    pieces = _float_pieces(dll, a) if a.dtype.kind == "f" else _int_pieces(dll, a)
+    pieces = _float_pieces(dll, a) if kind == "f" else _str_pieces(dll, a) if kind == "U" else _int_pieces(dll, a)
     for i, piece in enumerate(pieces):      # written at once: the next piece reuses the buffer
         if i:
             fh.write(b"," if binary else ",")
@@ -155,6 +160,18 @@ def _int_pieces(dll: Any, a: np.ndarray) -> Iterator[memoryview]:
         c = np.ascontiguousarray(a[start:start + CHUNK], dtype=dtype)
         m = dll.jc_ints(c.ctypes.data, len(c), int(unsigned), out.ctypes.data)
         yield view[:m]
+
+
+def _str_pieces(dll: Any, a: np.ndarray) -> Iterator[memoryview | bytes]:
+    """The items of a unicode column, up to :data:`CHUNK` (or 4 MB) at a time, copied by ``jc_strs``
+    where no string needs escaping (host names), else ``json.dumps`` of the piece."""
+    width = a.dtype.itemsize // 4
+    step = max(1, min(CHUNK, (1 << 22) // (width + 3)))
+    out = np.empty(min(len(a), step) * (width + 3), np.uint8)
+    for start in range(0, len(a), step):
+        c = np.ascontiguousarray(a[start:start + step])
+        m = dll.jc_strs(c.ctypes.data, len(c), width, out.ctypes.data)
+        yield memoryview(out)[:m] if m >= 0 else _dumps(c.tolist())[1:-1].encode()
 
 
 class _Texts:

@@ -129,12 +129,12 @@ class Result:
         }
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
-        # number columns go from their arrays to the file (jsoncolumns.write_column), never through
-        # lists; the schema asks nothing of a pair column's items, and a link column's dtype says
-        # what the schema's item type would (_schema_view)
+        # number and string columns go from their arrays to the file (jsoncolumns.write_column), never
+        # through lists; the schema asks nothing of a pair column's items nor of a link column it does
+        # not name, and for those it names the dtype says what the item type would (_schema_view)
         arrays = {(part, k): v for part, cols in (("pairs", self.pairs), ("links", self.links or {}))
-                  for k, v in cols.items() if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iuf"
-                  and (part == "pairs" or v.dtype.kind in _LINK_ITEMS.get(k, "iuf"))}
+                  for k, v in cols.items() if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iufU"
+                  and (part == "pairs" or k not in _LINK_ITEMS or v.dtype.kind in _LINK_ITEMS[k])}
         doc = self.to_dict(arrays)
         validate(_schema_view(doc, self.links), "result")
         with atomic_open(path, "wb") as fh:
