@@ -7,8 +7,8 @@ by :func:`float_column`.  :func:`write_column` writes the same bytes in pieces o
 :data:`CHUNK` items from ``jsoncolumns.c`` (built with the system C compiler on first use,
 :mod:`fabscope.cbuild`): integers formatted there, floats as the texts of their distinct
 values (each encoded once by ``json.dumps``) copied in the column's order, strings that need
-no escaping (host names) copied.  No string of the
-whole column is made; without a compiler the reference runs instead (:func:`why_not`).
+no escaping (host names) copied.  No string of the whole column is made; without a compiler
+the reference runs instead (:func:`why_not`).
 
 >>> import io
 >>> out = io.BytesIO()
