@@ -9,8 +9,9 @@
 
 Every figure is a whole process, started fresh: Python's start, the imports,
 the fabric, the routing, the program, the engine, the output; the compiled
-engines are built before the timings.  "wall s" is the median of the runs'
-wall clock, "cpu s" the median of their user + system CPU time (this machine
+engines (and the result file's column writer) are built before the timings.
+"wall s" is the median of the runs' wall clock, "cpu s" the median of their
+user + system CPU time (this machine
 is shared: wall time includes waiting for a core), "MB" the largest peak
 resident set of the runs.  Each case runs here (this tree's ``src``, first on
 ``PYTHONPATH``) and in ``--other`` (default ``/work/main/src``, the landed
@@ -184,6 +185,19 @@ leave(main())
 """
 
 
+#: the compiled engine and (where the tree has it) the result file's column writer, built before the timings
+BUILD = """
+from fabscope.dynamic import fast
+assert fast.available(), fast.why_not()
+try:
+    from fabscope import jsoncolumns
+except ImportError:
+    pass
+else:
+    assert jsoncolumns.available(), jsoncolumns.why_not()
+"""
+
+
 #: per code tree: the environment its processes run in (set in main)
 ENV: dict[str, dict[str, str]] = {}
 
@@ -290,7 +304,7 @@ def main() -> None:
     for i, (_, src) in enumerate(sides):
         ENV[src] = environment(src, None if a.cold_bytecode else os.path.join(caches.name, str(i)))
     for _, src in sides:                           # build each side's compiled engine outside the timings
-        run_case(["-c", "from fabscope.dynamic import fast; assert fast.available(), fast.why_not()"], src)
+        run_case(["-c", BUILD], src)
         if not a.cold_bytecode:                    # the big case's modules into the bytecode cache, untimed
             run_case(["-c", MATCHING, "fat-tree:k=2,levels=2", "dmodk"], src)
     if a.split:

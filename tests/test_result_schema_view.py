@@ -54,7 +54,7 @@ def test_float_columns_as_json_dumps_writes_them(values, length):
     """float_column (each distinct value encoded once) is json.dumps's text, byte for byte."""
     import json
 
-    from fabscope.result import float_column
+    from fabscope.jsoncolumns import float_column
 
     a = np.resize(values, length)
     assert float_column(a) == json.dumps(a.tolist(), separators=(",", ":"))

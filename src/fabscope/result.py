@@ -19,6 +19,7 @@ Bandwidths are stored in bytes/s and shown in MB/s (1 MB = 10^6 bytes).
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from fabscope.atomic import atomic_open
 from fabscope.names import csv_cell
 from fabscope.errors import SchemaError
 from fabscope.fabric.model import MB
+from fabscope.jsoncolumns import write_column
 from fabscope.numbers import numbers
 from fabscope.schemas import validate
 from fabscope.textio import load_json
@@ -127,16 +129,17 @@ class Result:
         }
 
     def write_json(self, path: str | os.PathLike[str]) -> None:
-        # float columns go from their arrays to the file (float_column), never through lists; the
-        # schema asks nothing of a pair column's items, and a link column's float dtype is a number's
-        floats = {(part, k): v for part, cols in (("pairs", self.pairs), ("links", self.links or {}))
-                  for k, v in cols.items() if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind == "f"
-                  and (part == "pairs" or "f" in _LINK_ITEMS.get(k, "f"))}
-        doc = self.to_dict(floats)
+        # number and string columns go from their arrays to the file (jsoncolumns.write_column), never
+        # through lists; the schema asks nothing of a pair column's items nor of a link column it does
+        # not name, and for those it names the dtype says what the item type would (_schema_view)
+        arrays = {(part, k): v for part, cols in (("pairs", self.pairs), ("links", self.links or {}))
+                  for k, v in cols.items() if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iufU"
+                  and (part == "pairs" or k not in _LINK_ITEMS or v.dtype.kind in _LINK_ITEMS[k])}
+        doc = self.to_dict(arrays)
         validate(_schema_view(doc, self.links), "result")
-        with atomic_open(path) as fh:
-            _dump_compact(doc, fh, floats=floats)
-            fh.write("\n")
+        with atomic_open(path, "wb") as fh:
+            _dump_compact(doc, fh, arrays=arrays)
+            fh.write(b"\n" if isinstance(fh, (io.BufferedIOBase, io.RawIOBase)) else "\n")
 
     def write_csv(self, path: str | os.PathLike[str]) -> None:
         cols = [c for c in PAIR_COLUMNS if c in self.pairs] + [c for c in self.pairs if c not in PAIR_COLUMNS]
@@ -215,74 +218,43 @@ def _schema_view(doc: dict[str, Any], links: Mapping[str, Any] | None) -> dict[s
     return {**doc, "links": cols}
 
 
-def _dump_compact(doc: Any, fh: IO[str], depth: int = 2, floats: Mapping[tuple[str, str], np.ndarray] | None = None,
-                  key: str = "") -> None:
-    """``json.dump(doc, fh, separators=(",", ":"))``, byte for byte, by the C encoder.
+def _dump_compact(doc: Any, fh: IO[Any], depth: int = 2, arrays: Mapping[tuple[str, str], np.ndarray] | None = None,
+                  key: str = "", compiled: bool = True) -> None:
+    """``json.dump(doc, fh, separators=(",", ":"))``, byte for byte, by the C encoder, to a text
+    or a binary file (the text is ASCII: ``json.dumps`` escapes the rest).
 
     ``json.dump`` to a file encodes in Python, item by item (2.6 of the 2.8 CPU s of
     writing a 16x16x16 torus permutation's result under cProfile); ``json.dumps`` is
     the C encoder but makes one string of the whole.  Here the top two levels are
-    walked and each value below them (a column) is one ``dumps``; a column
-    ``floats[(key, name)]`` gives as a float array is written by :func:`float_column`.
+    walked and each value below them (a column) is one ``dumps``; a column that
+    ``arrays[(key, name)]`` gives as a NumPy array is written from it by
+    :func:`fabscope.jsoncolumns.write_column` (``compiled``: its compiled writer).
 
-    >>> import io
     >>> doc = {"a": [1, 2.5, float("nan")], "b": {"c": ["x", None], "d": {}}, "e": "é"}
     >>> out = io.StringIO(); _dump_compact(doc, out)
     >>> out.getvalue() == json.dumps(doc, separators=(",", ":"))
     True
-    """
-    if depth == 0 or not isinstance(doc, dict) or not doc or not all(isinstance(k, str) for k in doc):
-        fh.write(json.dumps(doc, separators=(",", ":")))
-        return
-    fh.write("{")
-    for i, (k, v) in enumerate(doc.items()):
-        fh.write(("," if i else "") + json.dumps(k) + ":")
-        arr = floats.get((key, k)) if floats and depth == 1 else None
-        if arr is not None:
-            fh.write(float_column(arr))
-        else:
-            _dump_compact(v, fh, depth - 1, floats, k)
-    fh.write("}")
-
-
-#: columns shorter than this are encoded as they are
-_SHORT_COLUMN = 4096
-
-
-def float_column(a: np.ndarray) -> str:
-    """``json.dumps(a.tolist(), separators=(",", ":"))`` of a float array, byte for byte, each
-    distinct value encoded once where they are few.
-
-    A result's float columns repeat a few values (one message size, one link capacity, the
-    loads a symmetric pattern gives: 1 to 238 distinct values in the 447,526 links and 65,536
-    pairs of a 65,536-host fat tree's permutation), and encoding floats is most of writing a
-    large result (12.4 CPU s of a 1M-host run's).  Values are told apart by their bits (0.0 and
-    -0.0 are two values, as their texts are).
-
-    >>> a = np.array([0.1, -0.0, 0.0, np.inf, np.nan, 1e300, 0.1] * 1000)
-    >>> float_column(a) == json.dumps(a.tolist(), separators=(",", ":"))
+    >>> out = io.BytesIO(); _dump_compact({"p": {"x": []}}, out, arrays={("p", "x"): np.arange(5000)})
+    >>> out.getvalue() == json.dumps({"p": {"x": list(range(5000))}}, separators=(",", ":")).encode()
     True
     """
-    a = np.ascontiguousarray(a, dtype=np.float64)      # float32's values, as tolist() gives them
-    n = len(a)
-    if n < _SHORT_COLUMN:
-        return json.dumps(a.tolist(), separators=(",", ":"))
-    sample = np.sort(a[:: n // 1024].view(np.int64))   # about 1,024 values: many distinct, no gain
-    seen = sample[np.r_[True, sample[1:] != sample[:-1]]]
-    if len(seen) > 256:
-        return json.dumps(a.tolist(), separators=(",", ":"))
-    bits = a.view(np.int64)
-    at = np.minimum(np.searchsorted(seen, bits), len(seen) - 1)
-    if np.array_equal(seen[at], bits):                 # every value is one the sample saw: no sort
-        uniq = seen
-    else:
-        s = np.sort(bits)
-        uniq = s[np.r_[True, s[1:] != s[:-1]]]
-        if len(uniq) > n // 4:
-            return json.dumps(a.tolist(), separators=(",", ":"))
-        at = np.searchsorted(uniq, bits)
-    texts = json.dumps(uniq.view(np.float64).tolist(), separators=(",", ":"))[1:-1].split(",")
-    return "[" + ",".join(np.array(texts, dtype=object)[at].tolist()) + "]"
+    binary = isinstance(fh, (io.BufferedIOBase, io.RawIOBase))
+
+    def put(text: str) -> None:
+        fh.write(text.encode() if binary else text)
+
+    if depth == 0 or not isinstance(doc, dict) or not doc or not all(isinstance(k, str) for k in doc):
+        put(json.dumps(doc, separators=(",", ":")))
+        return
+    put("{")
+    for i, (k, v) in enumerate(doc.items()):
+        put(("," if i else "") + json.dumps(k) + ":")
+        arr = arrays.get((key, k)) if arrays and depth == 1 else None
+        if arr is not None:
+            write_column(fh, arr, compiled)
+        else:
+            _dump_compact(v, fh, depth - 1, arrays, k, compiled)
+    put("}")
 
 
 def _plain(v: Any) -> Any:
