@@ -254,9 +254,9 @@ class _OnePair:
     :func:`_component_times`' key (its paths' resources relabelled in order of first use, with
     their capacities and weights, the paths' caps and latencies, the size), a tuple of its own
     (a one-pair component's ranks are always 0 and 1).  NumPy's calls on arrays of a few
-    elements cost more than the work: this was a quarter of diagnose's time model, whose sets
-    split into thousands of such components (docs/benchmarks.md, "Diagnose's time model
-    (session 10)")."""
+    elements cost more than the work, and diagnose's sets split into thousands of such components:
+    with those calls, the Python around the engine was a quarter of its time model
+    (docs/benchmarks.md, "Session 10: where the engine's time goes, and around it")."""
 
     def __init__(self, paths: Paths, size: np.ndarray, pf: np.ndarray, pr: np.ndarray, it: int, w: int,
                  sharing: str):

@@ -525,7 +525,7 @@ int fs_run(int64_t n_res, const double *capacity,
     for (int64_t p = 0; p < n_paths; p++)
         if (used[p]) for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) { on[p_res[k]].cap++; n_slab++; }
     if (n_slab && !(slab = malloc((size_t)n_slab * sizeof *slab))) { rc = -1; goto out; }
-    for (int64_t r = 0, at = 0; r < n_res; r++) { on[r].a = slab + at; at += on[r].cap; }
+    for (int64_t r = 0, at = 0; r < n_res && slab; r++) { on[r].a = slab + at; at += on[r].cap; }
     for (int64_t s = 0; s < n_steps; s++) { step_start[s] = step_end[s] = NAN; pending[s] = step_ptr[s + 1] - step_ptr[s]; }
     for (int64_t i = 0; i < n_first; i++) {
         ev_t e = {step_delay[first_steps[i]], seq++, first_steps[i], 0, START};
