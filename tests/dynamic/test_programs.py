@@ -11,6 +11,7 @@ from fabscope.cli import main
 from fabscope.dynamic import fast
 from fabscope.dynamic import programs as pg
 from fabscope.dynamic.program import DeadlockError, Program
+from fabscope.errors import TrafficError
 from fabscope.dynamic.results import message_result, pingpong_result
 from fabscope.dynamic.run import run_program_on
 from fabscope.fabric import Placement
@@ -197,3 +198,8 @@ def test_program_steps_by_counting_equal_the_sort():
         np.testing.assert_array_equal(u, want_u)
         np.testing.assert_array_equal(i, want_i)
         assert u.dtype == want_u.dtype and i.dtype == want_i.dtype
+
+
+def test_negative_round_refused_in_one_line():
+    with pytest.raises(TrafficError, match="has round -1; rounds count from 0"):
+        Program.from_arrays("x", 2, [0, 1], [1, 0], [8.0, 8.0], [0, -1])

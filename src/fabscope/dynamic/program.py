@@ -124,6 +124,8 @@ class Program:
         for v in (src, dst):
             if v.min() < 0 or v.max() >= n_ranks:
                 raise TrafficError(f"program {name!r} names rank {int(v.max())}; the job has {n_ranks} ranks")
+        if rnd.min() < 0:          # a rank's steps are keyed by rank * rounds + round: none may be negative
+            raise TrafficError(f"program {name!r} has round {int(rnd.min())}; rounds count from 0")
         n_rounds = int(rnd.max()) + 1
         keys = np.r_[src * n_rounds + rnd, dst * n_rounds + rnd]
         uniq, inv = _unique(keys)
