@@ -22,8 +22,9 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import numpy as np
 

@@ -11,9 +11,9 @@ from fabscope.cli import main
 from fabscope.dynamic import fast
 from fabscope.dynamic import programs as pg
 from fabscope.dynamic.program import DeadlockError, Program
-from fabscope.errors import TrafficError
 from fabscope.dynamic.results import message_result, pingpong_result
 from fabscope.dynamic.run import run_program_on
+from fabscope.errors import TrafficError
 from fabscope.fabric import Placement
 from fabscope.fabric.generators import fat_tree, torus
 from fabscope.traffic.patterns import random_pairs
