@@ -28,7 +28,7 @@ from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["CHUNK", "available", "column_text", "float_column", "why_not", "write_column"]
+__all__ = ["CHUNK", "available", "column_text", "float_column", "is_binary", "why_not", "write_column"]
 
 SOURCE = os.path.join(os.path.dirname(__file__), "jsoncolumns.c")
 
@@ -131,10 +131,15 @@ def why_not() -> str:
     return _load()[1]
 
 
+def is_binary(fh: IO[Any]) -> bool:
+    """``fh`` takes bytes (a file opened ``"wb"``), not text (standard output, ``io.StringIO``)."""
+    return isinstance(fh, (io.BufferedIOBase, io.RawIOBase))
+
+
 def write_column(fh: IO[Any], a: np.ndarray, compiled: bool = True) -> None:
     """Write :func:`column_text` of the 1-D array ``a`` to ``fh`` (binary, or text: standard
     output), in pieces; ``compiled=False``, or no compiled library: the reference, in one piece."""
-    binary = isinstance(fh, (io.BufferedIOBase, io.RawIOBase))
+    binary = is_binary(fh)
     kind = a.dtype.kind
     dll = _load()[0] if compiled and len(a) >= SHORT_COLUMN and (
         kind in "iuf" or (kind == "U" and a.dtype.isnative and a.dtype.itemsize)) else None

@@ -19,7 +19,6 @@ Bandwidths are stored in bytes/s and shown in MB/s (1 MB = 10^6 bytes).
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from fabscope.atomic import atomic_open
 from fabscope.names import csv_cell
 from fabscope.errors import SchemaError
 from fabscope.fabric.model import MB
-from fabscope.jsoncolumns import write_column
+from fabscope.jsoncolumns import is_binary, write_column
 from fabscope.numbers import numbers
 from fabscope.schemas import validate
 from fabscope.textio import load_json
@@ -139,7 +138,7 @@ class Result:
         validate(_schema_view(doc, self.links), "result")
         with atomic_open(path, "wb") as fh:
             _dump_compact(doc, fh, arrays=arrays)
-            fh.write(b"\n" if isinstance(fh, (io.BufferedIOBase, io.RawIOBase)) else "\n")
+            fh.write(b"\n" if is_binary(fh) else "\n")
 
     def write_csv(self, path: str | os.PathLike[str]) -> None:
         cols = [c for c in PAIR_COLUMNS if c in self.pairs] + [c for c in self.pairs if c not in PAIR_COLUMNS]
@@ -230,6 +229,7 @@ def _dump_compact(doc: Any, fh: IO[Any], depth: int = 2, arrays: Mapping[tuple[s
     ``arrays[(key, name)]`` gives as a NumPy array is written from it by
     :func:`fabscope.jsoncolumns.write_column` (``compiled``: its compiled writer).
 
+    >>> import io
     >>> doc = {"a": [1, 2.5, float("nan")], "b": {"c": ["x", None], "d": {}}, "e": "é"}
     >>> out = io.StringIO(); _dump_compact(doc, out)
     >>> out.getvalue() == json.dumps(doc, separators=(",", ":"))
@@ -238,7 +238,7 @@ def _dump_compact(doc: Any, fh: IO[Any], depth: int = 2, arrays: Mapping[tuple[s
     >>> out.getvalue() == json.dumps({"p": {"x": list(range(5000))}}, separators=(",", ":")).encode()
     True
     """
-    binary = isinstance(fh, (io.BufferedIOBase, io.RawIOBase))
+    binary = is_binary(fh)
 
     def put(text: str) -> None:
         fh.write(text.encode() if binary else text)
