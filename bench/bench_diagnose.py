@@ -243,7 +243,8 @@ def periodic(iters: int = 60, max_period: int = 15) -> None:
     fabric, run whole for ``iters`` timed iterations; per pair, does the last iteration's time
     repeat one ``p`` iterations earlier (1e-9 relative, some p <= max_period)?  And the sizes of
     the set's independent components (pairs sharing no resource or rank)."""
-    from fabscope.diagnose.timemodel import _components, _program, _ranks, _timed
+    from fabscope.diagnose.benchprogram import bench_program, pair_ranks, timed_seconds
+    from fabscope.diagnose.components import components
     from fabscope.dynamic.resources import build_paths
     from fabscope.dynamic.run import run_program_on
     from fabscope.fabric.placement import Placement
@@ -253,18 +254,18 @@ def periodic(iters: int = 60, max_period: int = 15) -> None:
     for spec in MODEL_FABRICS:
         f = load_fabric(spec)
         m = _bench_measured(f, 1, iters)
-        a, b, host = _ranks(m.src, m.dst, m.hs, m.hd)
+        a, b, host = pair_ranks(m.src, m.dst, m.hs, m.hd)
         first, second = np.minimum(a, b), np.maximum(a, b)
         key = np.r_[host[first] * f.n_hosts + host[second], host[second] * f.n_hosts + host[first]]
         uniq, inv = np.unique(key, return_inverse=True)
         paths = build_paths(f, None, uniq // f.n_hosts, uniq % f.n_hosts)
         n = len(first)
-        comp = _components(n, inv[:n], inv[n:], paths, first, second)
+        comp = components(n, inv[:n], inv[n:], paths, first, second)
         w = 2
-        prog = _program(a, b, m.bytes, iters, w, True, len(host))
+        prog = bench_program(a, b, m.bytes, iters, w, True, len(host))
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
         run = run_program_on(f, pl, prog)
-        ends = np.stack([_timed(prog, run.outcome.step_end, first, 2 * (w + j) - 1, -1) for j in range(iters + 1)], 1)
+        ends = np.stack([timed_seconds(prog, run.outcome.step_end, first, 2 * (w + j) - 1, -1) for j in range(iters + 1)], 1)
         d = np.diff(ends, axis=1)
         ok = np.zeros(n, bool)
         for p in range(1, max_period + 1):

@@ -156,7 +156,7 @@ def test_one_pair_components_are_told_apart_by_their_links_and_sizes():
     """Four pairs, each on its own leaf's host links (a component of one pair each, all of one
     shape): a pair crossing a cable at half capacity, or sending more bytes, is not given the
     figure of its healthy twin; the twins share one run.  The one-pair components' keys are built
-    apart from the others' (timemodel._OnePair): a key that left out the size, or the capacities
+    apart from the others' (components._OnePair): a key that left out the size, or the capacities
     and the latencies (which follow a link's capacity), fails here."""
     f = load_fabric("fat-tree:k=4,levels=2")
     cap = f.link_capacity.copy()

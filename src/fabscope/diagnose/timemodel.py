@@ -37,16 +37,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
-from fabscope.csr import gather
+from fabscope.diagnose.benchprogram import bench_program, pair_ranks, timed_seconds
+from fabscope.diagnose.components import fast_set
 from fabscope.diagnose.measured import Measured, run_iterations
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.programs import with_jitter
-from fabscope.dynamic.resources import Paths, build_paths
 from fabscope.dynamic.run import run_program_on
 from fabscope.fabric.placement import Placement
 from fabscope.routing import make_routing
@@ -94,189 +93,6 @@ class TimePrediction:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _ranks(src: np.ndarray, dst: np.ndarray, hs: np.ndarray, hd: np.ndarray
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Local ranks of the pairs' two ends and the host of each local rank."""
-    ranks = np.r_[src, dst]
-    hosts = np.r_[hs, hd]
-    uniq, inv = np.unique(ranks, return_inverse=True)
-    host = np.full(len(uniq), -1, dtype=np.int64)
-    host[inv] = hosts
-    n = len(src)
-    consistent = (np.all(src != dst) and np.array_equal(host[inv], hosts)
-                  and len(np.unique(src)) == n and len(np.unique(dst)) == n)
-    if consistent:
-        return inv[:n], inv[n:], host
-    return np.arange(n) * 2, np.arange(n) * 2 + 1, np.ravel(np.c_[hs, hd])
-
-
-def _program(a: np.ndarray, b: np.ndarray, size: np.ndarray, it: int, w: int, pingpong: bool,
-             n_ranks: int) -> Program:
-    """fabscope-bench's pair kernel (ping-pong, the lower rank first) or all-pairs' one-way shift."""
-    first, second = np.minimum(a, b), np.maximum(a, b)
-    if pingpong:
-        k = 2 * (it + w)
-        rnd = np.repeat(np.arange(k), len(a))
-        odd = (rnd % 2).astype(bool)
-        f, s = np.tile(first, k), np.tile(second, k)
-        return Program.from_arrays("ping-pong", n_ranks, np.where(odd, s, f), np.where(odd, f, s),
-                                   np.tile(size, k), rnd, iterations=it, warmup=w)
-    k = it + w
-    rnd = np.repeat(np.arange(k), len(a))
-    return Program.from_arrays("one-way", n_ranks, np.tile(a, k), np.tile(b, k), np.tile(size, k), rnd,
-                               iterations=it, warmup=w)
-
-
-def _timed(prog: Program, end: np.ndarray, ranks: np.ndarray, last_round: int, warm_round: int) -> np.ndarray:
-    """Each rank's time from the end of ``warm_round`` (0 if negative) to the end of ``last_round``."""
-    n_rounds = int(prog.step_round.max()) + 1
-    keys = prog.step_rank * n_rounds + prog.step_round
-    t1 = end[np.searchsorted(keys, ranks * n_rounds + last_round)]
-    t0 = np.zeros(len(ranks)) if warm_round < 0 else end[np.searchsorted(keys, ranks * n_rounds + warm_round)]
-    return t1 - t0
-
-
-def _engine_run(prog: Program, paths: Paths, msg_path: np.ndarray, engine: str, sharing: str):
-    """The engine on ready-made paths: the compiled one where it is available (``auto``)."""
-    from fabscope.dynamic import fast
-
-    if engine in ("auto", "c") and fast.available():
-        return fast.run_program(prog, paths, msg_path, sharing), "c"
-    if engine == "c":
-        from fabscope.errors import FabscopeError
-
-        raise FabscopeError(f"the compiled engine is not available: {fast.why_not()}")
-    from fabscope.dynamic.engine import run_program
-
-    res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
-    wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
-    return run_program(prog, paths.capacity, res, wts, paths.cap, paths.latency, msg_path.tolist(),
-                       sharing=sharing), "python"
-
-
-def _components(n_pairs: int, pf: np.ndarray, pr: np.ndarray, paths: Paths, first: np.ndarray,
-                second: np.ndarray) -> np.ndarray:
-    """Each pair's component in the graph "shares a resource (either way) or a rank"."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    lens = np.diff(paths.indptr)
-    rows, cols = [], []
-    for p in (pf, pr):
-        rows.append(np.repeat(np.arange(n_pairs), lens[p]))
-        cols.append(paths.res[gather(paths.indptr, p)])
-    n_res = len(paths.capacity)
-    rows += [np.arange(n_pairs)] * 2
-    cols += [n_res + first, n_res + second]
-    r, c = np.concatenate(rows), np.concatenate(cols)
-    n = n_pairs + n_res + int(max(first.max(), second.max())) + 1
-    g = coo_matrix((np.ones(len(r), np.int8), (r, n_pairs + c)), shape=(n, n))
-    return connected_components(g, directed=False)[1][:n_pairs]
-
-
-def _local(values: np.ndarray) -> np.ndarray:
-    """Relabel ``values`` 0, 1, ... in order of first appearance (the same shape, relabelled alike)."""
-    u, first, inv = np.unique(values, return_index=True, return_inverse=True)
-    rank = np.empty(len(u), np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(u))
-    return rank[inv]
-
-
-def _component_times(first: np.ndarray, second: np.ndarray, size: np.ndarray, fwd: list, rev: list, paths: Paths,
-                     it: int, w: int, engine: str, sharing: str, cache: dict, stats: dict) -> np.ndarray:
-    """Timed seconds per pair of one component, run on its own resources; cached by the component's
-    shape (its ranks, sizes, and its paths' resources relabelled in order of first use, with their
-    capacities, weights, caps and latencies)."""
-    k = len(first)
-    ranks = np.unique(np.r_[first, second], return_inverse=True)[1]     # in order: the lower rank pings first
-    lf, ls = ranks[:k], ranks[k:]
-    pids = np.ravel(np.c_[fwd, rev])                # path 2j: pair j's ping, 2j + 1: its pong
-    at = gather(paths.indptr, pids)
-    lens = (paths.indptr[pids + 1] - paths.indptr[pids]).astype(np.int64)
-    gres = paths.res[at]
-    lres = _local(gres)
-    cap_res = np.zeros(int(lres.max()) + 1 if len(lres) else 0)
-    cap_res[lres] = paths.capacity[gres]
-    weight = paths.weight[at]
-    key = (it, w, sharing, lf.tobytes(), ls.tobytes(), size.tobytes(), lens.tobytes(), lres.tobytes(),
-           weight.tobytes(), cap_res.tobytes(), paths.cap[pids].tobytes(), paths.latency[pids].tobytes())
-    if key in cache:
-        stats["cached"] += 1
-        return cache[key]
-    sub = Paths(paths.src_host[pids], paths.dst_host[pids], np.r_[0, np.cumsum(lens)].astype(np.int64), lres, weight,
-                paths.cap[pids], paths.latency[pids], paths.hops[pids], cap_res, len(cap_res), paths.routing)
-    prog = _program(lf, ls, size, it, w, True, 2 * k)
-    odd = (prog.step_round[prog.send_step] % 2).astype(np.int64)       # a pong: the pair's second path
-    out, used = _engine_run(prog, sub, 2 * np.tile(np.arange(k), 2 * (it + w)) + odd, engine, sharing)
-    stats["events"] += int(out.events)
-    stats["engines"].add(used)
-    t = _timed(prog, out.step_end, lf, 2 * (w + it) - 1, 2 * w - 1)
-    cache[key] = t
-    return t
-
-
-def _fast_set(f, router, hs: np.ndarray, hd: np.ndarray, size: np.ndarray, a: np.ndarray, b: np.ndarray,
-              host: np.ndarray, it: int, w: int, engine: str, sharing: str, cache: dict, stats: dict) -> np.ndarray:
-    """One ping-pong concurrent set, component by component: timed seconds per pair."""
-    first, second = np.minimum(a, b), np.maximum(a, b)
-    h1, h2 = host[first], host[second]
-    key = np.r_[h1 * f.n_hosts + h2, h2 * f.n_hosts + h1]
-    uniq, inv = np.unique(key, return_inverse=True)
-    paths = build_paths(f, router, uniq // f.n_hosts, uniq % f.n_hosts)
-    n = len(first)
-    pf, pr = inv[:n], inv[n:]
-    comp = _components(n, pf, pr, paths, first, second)
-    t = np.zeros(n)
-    order = np.argsort(comp, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, np.diff(comp[order]) != 0, True])
-    one = _OnePair(paths, size, pf, pr, it, w, sharing)
-    for lo, hi in pairwise(bounds.tolist()):
-        stats["components"] += 1
-        if hi - lo == 1:                        # most components: one pair, keyed without NumPy
-            j = int(order[lo])
-            key = one.key(j)
-            if key in cache:
-                stats["cached"] += 1
-                t[j] = cache[key]
-                continue
-            sel = order[lo:hi]
-            t[j] = cache[key] = _component_times(first[sel], second[sel], size[sel], pf[sel], pr[sel], paths, it,
-                                                 w, engine, sharing, cache, stats)[0]
-            continue
-        sel = order[lo:hi]
-        t[sel] = _component_times(first[sel], second[sel], size[sel], pf[sel], pr[sel], paths, it, w, engine,
-                                  sharing, cache, stats)
-    return t
-
-
-class _OnePair:
-    """The cache key of a one-pair component, built from Python lists: the same shape as
-    :func:`_component_times`' key (its paths' resources relabelled in order of first use, with
-    their capacities and weights, the paths' caps and latencies, the size), a tuple of its own
-    (a one-pair component's ranks are always 0 and 1).  NumPy's calls on arrays of a few
-    elements cost more than the work, and diagnose's sets split into thousands of such components:
-    with those calls, the Python around the engine was a quarter of its time model
-    (docs/benchmarks.md, "Session 10: where the engine's time goes, and around it")."""
-
-    def __init__(self, paths: Paths, size: np.ndarray, pf: np.ndarray, pr: np.ndarray, it: int, w: int,
-                 sharing: str):
-        self.ind, self.res = paths.indptr.tolist(), paths.res.tolist()
-        self.wt, self.capacity = paths.weight.tolist(), paths.capacity.tolist()
-        self.cap, self.lat = paths.cap.tolist(), paths.latency.tolist()
-        self.size, self.pf, self.pr = size.tolist(), pf.tolist(), pr.tolist()
-        self.head = ("one pair", it, w, sharing)
-
-    def key(self, j: int) -> tuple:
-        ind, res, wt = self.ind, self.res, self.wt
-        f, r = self.pf[j], self.pr[j]
-        seq = res[ind[f]:ind[f + 1]] + res[ind[r]:ind[r + 1]]
-        local: dict[int, int] = {}
-        lres = tuple(local.setdefault(x, len(local)) for x in seq)
-        return (*self.head, self.size[j], ind[f + 1] - ind[f], lres,
-                tuple(wt[ind[f]:ind[f + 1]] + wt[ind[r]:ind[r + 1]]), tuple(self.capacity[x] for x in local),
-                self.cap[f], self.cap[r], self.lat[f], self.lat[r])
-
-
 def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None, engine: str, sharing: str,
               seed: int, start_offset: float, fast: bool, phases: str = "lockstep",
               draws: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
@@ -298,7 +114,7 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         stats["its"].add(it)
         stats["warms"].add(w)
         pingpong = bool(m.pingpong[sel[0]])
-        a, b, host = _ranks(m.src[sel], m.dst[sel], m.hs[sel], m.hd[sel])
+        a, b, host = pair_ranks(m.src[sel], m.dst[sel], m.hs[sel], m.hd[sel])
         independent = pingpong and phases == "independent" and start_offset <= 0
         if independent:
             # one spread for the set, the median of its pairs': a pair's own fastest round trip carries
@@ -306,11 +122,11 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
             spread = float(np.median(phase_spread(m)[0][sel]))
             independent = spread > 0            # no measured time: nothing to draw within (lock-step)
         if fast and pingpong and start_offset <= 0 and not independent:
-            t = _fast_set(f, router, m.hs[sel], m.hd[sel], m.bytes[sel], a, b, host, it, w, engine, sharing,
+            t = fast_set(f, router, m.hs[sel], m.hd[sel], m.bytes[sel], a, b, host, it, w, engine, sharing,
                           cache, stats)
             bw[sel] = 2.0 * m.bytes[sel] * it / t
             continue
-        prog = _program(a, b, m.bytes[sel], it, w, pingpong, len(host))
+        prog = bench_program(a, b, m.bytes[sel], it, w, pingpong, len(host))
         # the ranks sat where they were measured: no check against the fabric's cores per host
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
         if independent:
@@ -325,10 +141,10 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         stats["engines"].add(run.engine)
         if pingpong:
             first = np.minimum(a, b)
-            t = _timed(prog, run.outcome.step_end, first, 2 * (w + it) - 1, 2 * w - 1)
+            t = timed_seconds(prog, run.outcome.step_end, first, 2 * (w + it) - 1, 2 * w - 1)
             bw[sel] = 2.0 * m.bytes[sel] * it / t
         else:
-            t = _timed(prog, run.outcome.step_end, a, w + it - 1, w - 1)
+            t = timed_seconds(prog, run.outcome.step_end, a, w + it - 1, w - 1)
             bw[sel] = m.bytes[sel] * it / t
     return bw, stats
 
@@ -355,7 +171,7 @@ def _independent_times(f, pl: Placement, prog: Program, router, a: np.ndarray, b
                              sharing=sharing)
         stats["events"] += int(run.outcome.events)
         stats["engines"].add(run.engine)
-        t = _timed(prog, run.outcome.step_end, first, 2 * (w + it) - 1, 2 * w - 1)
+        t = timed_seconds(prog, run.outcome.step_end, first, 2 * (w + it) - 1, 2 * w - 1)
         total += t - (wait if w == 0 else 0.0)       # no warm-up: the wait is not the benchmark's time
     return total / draws
 
