@@ -33,7 +33,10 @@ CPU time beside this tree's ("x": how many times longer).  Its completion
 times are compared with fabscope's ("agree": the largest relative
 difference).  The ``torus-1blas`` row divides the same SimGrid runs by its
 own times (the same flows, with one OpenBLAS thread) when the torus case ran
-first.  The Itasca ping-pong cases are not run in SimGrid: two
+first; so do the ``python`` and ``numpy-floor`` rows (the interpreter alone, and
+with NumPy and ``numpy.random`` imported: what any NumPy process pays before
+fabscope does anything), and a line after them says how much of 40x SimGrid's
+time the floor leaves.  The Itasca ping-pong cases are not run in SimGrid: two
 iterations did not finish in 600 s (docs/dynamic.md).
 
 ``--split``: a CLI case (torus-cli, itasca-20, itasca-100, fat-tree-1m-cli)
@@ -97,6 +100,10 @@ def cases():
            ["-c", MATCHING, "torus:16x16x16", "dor"], 0.5)
     yield ("torus-1blas", "the same API script with OPENBLAS_NUM_THREADS=1 in the environment (as simulate sets it)",
            ["-c", "import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\n" + MATCHING, "torus:16x16x16", "dor"], 0.5)
+    # what any process that uses NumPy pays before fabscope does anything (issue #25: 40x SimGrid on the torus)
+    yield ("python", "the interpreter alone: python -c pass", ["-c", "pass"], None)
+    yield ("numpy-floor", "Python with NumPy and numpy.random imported, one OpenBLAS thread: the torus's floor",
+           ["-c", "import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\nimport numpy, numpy.random"], None)
     yield ("torus-cli", "the CLI: a random permutation on the 16x16x16 torus, DOR, 1 MiB, result written (-o)",
            fab + ["simulate", "--fabric", "torus:16x16x16", "--routing", "dor", "--ppn", "1", "--pattern",
                   "permutation", "--dynamic", "-o", "{tmp}/out.json"], 0.5)
@@ -113,7 +120,8 @@ def cases():
                   "permutation", "--dynamic", "-o", "{tmp}/out.json"], 30.0)
 
 
-DEFAULT = ("help", "simulate-help", "torus", "torus-1blas", "torus-cli", "itasca-20", "itasca-100")
+DEFAULT = ("help", "simulate-help", "torus", "torus-1blas", "python", "numpy-floor", "torus-cli", "itasca-20",
+           "itasca-100")
 
 #: ``--split``: the fabric of the untimed run that lists the modules
 SMALL = {"fat-tree:k=32,levels=4": "fat-tree:k=4,levels=4"}
@@ -285,8 +293,9 @@ def split(key: str, sides: list[tuple[str, str]], repeat: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", action="append", help="one of help, simulate-help, torus, torus-1blas, torus-cli, itasca-20, "
-                                                    "itasca-100, fat-tree-1m, fat-tree-1m-cli (default: all but the fat-tree-1m ones)")
+    ap.add_argument("--case", action="append",
+                    help="one of help, simulate-help, torus, torus-1blas, python, numpy-floor, torus-cli, itasca-20, "
+                         "itasca-100, fat-tree-1m, fat-tree-1m-cli (default: all but the fat-tree-1m ones)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--other", default="/work/main/src", help="the code to compare with (default: the landed main; --split: 'none' for this tree alone)")
     ap.add_argument("--no-simgrid", action="store_true")
@@ -344,16 +353,22 @@ def main() -> None:
                     ours = np.load(ends)
                     agree = float(np.max(np.abs(theirs - ours) / theirs))
                     torus_sg = (sg, agree)
-            elif key == "torus-1blas" and torus_sg is not None:
-                sg, agree = torus_sg           # the same flows: SimGrid's runs of the torus case, ratios to this one
+            elif key in ("torus-1blas", "python", "numpy-floor") and torus_sg is not None:
+                sg, agree = torus_sg           # SimGrid's runs of the torus case, ratios to this row's times
         med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
                       max(r[2] for r in rs)) for name, rs in res.items()}
         (w, c, m), (ow, oc, om) = med["this tree"], med["other"]
-        sgs = (f"{sg[0]:>9.2f} {sg[0] / w:>5.0f}x {sg[1]:>9.2f} {sg[1] / c:>5.0f}x {agree:>7.0e}" if sg is not None
+        agrees = f"{agree:>7.0e}" if key in ("torus", "torus-1blas") else ""     # the floor rows ran no flows
+        sgs = (f"{sg[0]:>9.2f} {sg[0] / w:>5.0f}x {sg[1]:>9.2f} {sg[1] / c:>5.0f}x {agrees:>7}" if sg is not None
                else f"{'':>9} {'':>6} {'':>9} {'':>6} {'':>7}")
-        print(f"{key:14} {w:>8.2f} {c:>7.2f} {m:>6.0f} | {ow:>10.2f} {oc:>7.2f} {om:>6.0f} | "
-              f"{ow / w:>5.1f}x {oc / c:>5.1f}x | {target:>6.1f} | {sgs} | {load0:>4.1f}-{os.getloadavg()[0]:<4.1f}  {what}",
+        tgt = "" if target is None else f"{target:.1f}"
+        print(f"{key:14} {w:>8.3f} {c:>7.3f} {m:>6.0f} | {ow:>10.3f} {oc:>7.3f} {om:>6.0f} | "
+              f"{ow / w:>5.1f}x {oc / c:>5.1f}x | {tgt:>6} | {sgs} | {load0:>4.1f}-{os.getloadavg()[0]:<4.1f}  {what}",
               flush=True)
+        if key == "numpy-floor" and torus_sg is not None:
+            print(f"{'':14} 40x SimGrid's {torus_sg[0][0]:.2f} s wall is {torus_sg[0][0] / 40:.3f} s; this floor "
+                  f"takes {w:.3f} s of it, leaving {torus_sg[0][0] / 40 - w:.3f} s for fabscope's imports and work",
+                  flush=True)
 
 
 if __name__ == "__main__":
