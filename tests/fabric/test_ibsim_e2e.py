@@ -214,6 +214,16 @@ def test_engines_equal_opensm(tmp_path, make, engines, refused):
         assert same < n
 
 
+def test_lmc_1_tables_route_every_pair_by_base_lid(tmp_path):
+    """opensm -l 1: each CA owns 2 LIDs, switches 1, packed after them; every pair routes as OpenSM's tables say."""
+    f = xgft((6, 4, 3), (1, 3, 2))
+    with bring_up(f, tmp_path) as sim:
+        g = check_engine(sim, f, "minhop", ("-l", "1"), samples=8)
+    assert g.lmc == 1 and np.all(g.host_lid % 2 == 0)
+    assert g.params["lft_missing"] == 0
+    assert_engine_equals_opensm(f, g, "minhop")
+
+
 def test_p_form_and_ibroute_read_as_the_default_form_and_the_opensm_dump(tmp_path):
     f = torus((3, 3, 3), capacity=3071e6)               # odd rings, one host per router
     with bring_up(f, tmp_path) as sim:
