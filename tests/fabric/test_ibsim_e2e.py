@@ -363,3 +363,21 @@ def test_ibsim_is_stopped_even_when_the_block_fails(tmp_path):
     with pytest.raises(FabricError, match="ibsim stopped while reading"):
         with IbSim(bad):
             pass
+
+
+def test_shipped_samples_are_what_ibsim_and_opensm_write(tmp_path):
+    """``fabric example``'s files are the real tools' output on the net file they came from (minhop)."""
+    from fabscope.fabric.importers.samples import sample_text
+
+    net = os.path.join(os.path.dirname(__file__), "data", "net.small.fattree-4x4-2spine")
+    with IbSim(net, workdir=str(tmp_path / "sim")) as sim:
+        dump = sim.opensm("minhop")
+        topo, fts = sim.run(["ibnetdiscover"]).stdout, sim.run(["dump_fts"]).stdout
+
+    def body(t):                        # ibnetdiscover's header comments carry the time it ran
+        return [ln for ln in t.splitlines() if not ln.startswith("#")]
+
+    assert body(topo) == body(sample_text("ibnetdiscover.txt"))
+    with open(dump) as fh:
+        assert fh.read() == sample_text("opensm-lfts.dump")
+    assert fts == sample_text("dump_fts.txt")
