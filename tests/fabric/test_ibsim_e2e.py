@@ -261,6 +261,15 @@ def test_link_rates_are_width_times_lane_rate_at_mpis_share(tmp_path):
         assert f'"h{i}" lid ' in text and f"{width}{sp}" in text.split(f'"h{i}" lid ')[1].splitlines()[0]
         cap = g.link_capacity[(g.link_src == g.host_index[f"h{i}"])]
         assert cap.tolist() == pytest.approx([lanes * LANE[sp][0] * 1e9 / 8 * 3071 / 4000])
+    # and back: fabscope's own net file of the imported fabric brings up the same rates
+    write_ibsim(g, tmp_path / "again.net")
+    with IbSim(tmp_path / "again.net", workdir=str(tmp_path / "sim2")) as sim:
+        sim.opensm("minhop")
+        h = build_fabric(parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout))
+    assert cable_set(h) == cable_set(g)
+    for name in g.host_names:
+        assert h.link_capacity[h.link_src == h.host_index[name]] == pytest.approx(
+            g.link_capacity[g.link_src == g.host_index[name]])
 
 
 def test_dump_fts_past_port_127_is_said(tmp_path, capsys):
