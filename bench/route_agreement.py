@@ -13,10 +13,10 @@ Then (``--itasca``) run seed 000's patterns on Itasca's real tables under
 each engine and print the near/far structure beside the seed and fabscope's
 own engines.
 
-    python bench/route_agreement.py --quick    # small versions of the four shapes (about a minute)
+    python bench/route_agreement.py --quick    # small versions of the four shapes (seconds)
     python bench/route_agreement.py            # 648-host 3-level, 576-host 2:1 tree, torus, irregular
     python bench/route_agreement.py --itasca   # plus Itasca under each engine and its near/far figures
-    python bench/route_agreement.py --more     # shapes neither the tests nor the cases above use (about 2 minutes)
+    python bench/route_agreement.py --more     # shapes neither the tests nor the cases above use (under a minute)
 """
 
 from __future__ import annotations
