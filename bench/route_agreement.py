@@ -32,7 +32,7 @@ import numpy as np
 from fabscope.errors import FabricError, RoutingError
 from fabscope.fabric import Placement
 from fabscope.fabric.exporters import write_ibsim
-from fabscope.fabric.generators import dragonfly, fat_tree, hypercube, itasca, mesh, torus, xgft
+from fabscope.fabric.generators import director, dragonfly, fat_tree, hypercube, itasca, mesh, torus, xgft
 from fabscope.fabric.ibtools import IbSim, have_ibsim, parse_ibtracert
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
 from fabscope.routing.agreement import compare_routes, unroutable
@@ -228,6 +228,8 @@ MORE = [
      [("ftree", (), "ftree")]),
     ("2:1 k=6 tree, 2 cables per pair", lambda: fat_tree(k=6, levels=2, up=3, links_per_pair=2),
      [("ftree", (), "ftree")]),
+    ("director, radix 12 (2 cables per pair)", lambda: director(12), [(e, (), e) for e in FOUR]),
+    ("Itasca with 3 leaves of 4 nodes", lambda: itasca(leaves=3, nodes_per_leaf=4), [(e, (), e) for e in FOUR]),
     ("torus 3x3x3", lambda: torus((3, 3, 3), capacity=3071e6),
      [(e, (), e) for e in FOUR] + [("updn", ("r(0,0,0)",), "updn:roots=r(0,0,0)")]),
     ("torus 6x4, 2 hosts/router", lambda: torus((6, 4), hosts_per_router=2, capacity=3071e6),
