@@ -390,3 +390,14 @@ def test_shipped_samples_are_what_ibsim_and_opensm_write(tmp_path):
     with open(dump) as fh:
         assert fh.read() == sample_text("opensm-lfts.dump")
     assert fts == sample_text("dump_fts.txt")
+
+
+@pytest.mark.skipif(bool(os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband")),
+                    reason="this host has an InfiniBand device")
+def test_discover_without_an_hca_says_so(tmp_path):
+    """The real ibnetdiscover, with no HCA and no ibsim preload: the one line docs/real-fabrics.md shows."""
+    from fabscope.fabric.ibtools import discover
+
+    with pytest.raises(FabricError, match=r"^ibnetdiscover: no InfiniBand port to talk through \(can't open MAD "
+                                          r"port\): no HCA on this host"):
+        discover(timeout=20, cwd=str(tmp_path))
