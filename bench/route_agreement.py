@@ -13,9 +13,10 @@ Then (``--itasca``) run seed 000's patterns on Itasca's real tables under
 each engine and print the near/far structure beside the seed and fabscope's
 own engines.
 
-    python bench/route_agreement.py --quick    # small versions of the four shapes (about a minute)
+    python bench/route_agreement.py --quick    # small versions of the four shapes (seconds)
     python bench/route_agreement.py            # 648-host 3-level, 576-host 2:1 tree, torus, irregular
     python bench/route_agreement.py --itasca   # plus Itasca under each engine and its near/far figures
+    python bench/route_agreement.py --more     # shapes neither the tests nor the cases above use (under a minute)
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 from fabscope.errors import FabricError, RoutingError
 from fabscope.fabric import Placement
 from fabscope.fabric.exporters import write_ibsim
-from fabscope.fabric.generators import fat_tree, itasca, torus, xgft
+from fabscope.fabric.generators import director, dragonfly, fat_tree, hypercube, itasca, mesh, torus, xgft
 from fabscope.fabric.ibtools import IbSim, have_ibsim, parse_ibtracert
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
 from fabscope.routing.agreement import compare_routes, unroutable
@@ -66,7 +67,8 @@ def agreement_with_fabscope(f, g, engine: str) -> tuple[int, int]:
     """
     src, dst = all_pairs(f.n_hosts)
     # the imported fabric orders switches its own way: compare paths by node name and port
-    rename = np.array([g.node_index[n] for n in f.node_names])
+    # a switch whose cables were all cut is not discovered: it lies on no path, so it maps nowhere
+    rename = np.array([g.node_index.get(n, -1) for n in f.node_names])
     ok = ~unroutable(g, g.lft, rename[src], rename[dst])
     src, dst = src[ok], dst[ok]
     hs = rename[src]
@@ -197,6 +199,59 @@ QUICK = [
 ]
 
 
+def _cut(make, cables, label):
+    """A generated fabric with ``cables`` cut (a ``node[port]`` or a whole switch)."""
+    return lambda: cut_cables(make(), cables)[0].with_params(generator=label)
+
+
+def _tops(make, prefix):
+    f = make()
+    return tuple(n for n in f.node_names[f.n_hosts:] if n.startswith(prefix))
+
+
+def _with_roots(make, prefix, engines=FOUR, skip=()):
+    roots = tuple(n for n in _tops(make, prefix) if n not in skip)
+    return [(e, (), e) for e in engines] + [("ftree", roots, "ftree:roots=" + "+".join(roots))]
+
+
+#: shapes the tests and CASES do not use: other arities and level counts, 3:1, parallel cables,
+#: odd and 2-D tori, a mesh, a hypercube, a dragonfly, a cut cable at each level, a spine gone
+MORE = [
+    ("2-level k=6 tree (36 hosts)", lambda: fat_tree(k=6, levels=2), [(e, (), e) for e in FOUR]),
+    ("3-level k=3 tree (27 hosts)", lambda: fat_tree(k=3, levels=3), [(e, (), e) for e in FOUR]),
+    ("XGFT m=6,4,3 w=1,3,2 (72 hosts)", lambda: xgft((6, 4, 3), (1, 3, 2)), [(e, (), e) for e in FOUR]),
+    ("3:1 tree, 8 leaves x 12, 4 spines", lambda: xgft((12, 8), (1, 4)), [(e, (), e) for e in FOUR]),
+    ("2-level k=4, 2 cables per pair", lambda: fat_tree(k=4, levels=2, links_per_pair=2),
+     [(e, (), e) for e in FOUR]),
+    ("3-level k=4, 2 cables per pair", lambda: fat_tree(k=4, levels=3, links_per_pair=2), [("ftree", (), "ftree")]),
+    ("XGFT m=4,4,4 w=1,2,2, 2 cables per pair", lambda: xgft((4, 4, 4), (1, 2, 2), links_per_pair=2),
+     [("ftree", (), "ftree")]),
+    ("2:1 k=6 tree, 2 cables per pair", lambda: fat_tree(k=6, levels=2, up=3, links_per_pair=2),
+     [("ftree", (), "ftree")]),
+    ("director, radix 12 (2 cables per pair)", lambda: director(12), [(e, (), e) for e in FOUR]),
+    ("Itasca with 3 leaves of 4 nodes", lambda: itasca(leaves=3, nodes_per_leaf=4), [(e, (), e) for e in FOUR]),
+    ("torus 3x3x3", lambda: torus((3, 3, 3), capacity=3071e6),
+     [(e, (), e) for e in FOUR] + [("updn", ("r(0,0,0)",), "updn:roots=r(0,0,0)")]),
+    ("torus 6x4, 2 hosts/router", lambda: torus((6, 4), hosts_per_router=2, capacity=3071e6),
+     [("dor", (), "dor"), ("dor", (), "dor:tie=opensm"), ("minhop", (), "minhop"),
+      ("updn", ("r(0,0)",), "updn:roots=r(0,0)")]),
+    ("mesh 4x4", lambda: mesh((4, 4), capacity=3071e6), [("dor", (), "dor"), ("minhop", (), "minhop"),
+                                                       ("updn", (), "updn")]),
+    ("hypercube d=4, 2 hosts/router", lambda: hypercube(4, hosts_per_router=2, capacity=3071e6),
+     [("dor", (), "dor"), ("minhop", (), "minhop"), ("updn", (), "updn")]),
+    ("dragonfly a=4,p=2,h=2,g=9", lambda: dragonfly(4, 2, 2, 9),
+     [("minhop", (), "minhop"), ("dor", (), "dor"), ("updn", (), "updn")]),
+    ("2-level k=6, a leaf uplink cut", _cut(lambda: fat_tree(k=6, levels=2), ["s1-0002[8]"], "cut"),
+     _with_roots(lambda: fat_tree(k=6, levels=2), "s2-")),
+    ("XGFT m=6,4,3, a middle uplink cut", _cut(lambda: xgft((6, 4, 3), (1, 3, 2)), ["s2-0003[5]"], "cut"),
+     _with_roots(lambda: xgft((6, 4, 3), (1, 3, 2)), "s3-")),
+    ("3-level k=3, a top cable cut", _cut(lambda: fat_tree(k=3, levels=3), ["s3-0004[2]"], "cut"),
+     _with_roots(lambda: fat_tree(k=3, levels=3), "s3-")),
+    ("3-level k=3, a top switch gone", _cut(lambda: fat_tree(k=3, levels=3), ["s3-0001"], "cut"),
+     _with_roots(lambda: fat_tree(k=3, levels=3), "s3-", skip=("s3-0001",))),
+]
+
+
 def itasca_cases():
     from fabscope.fabric.generators.itasca import itasca as make
 
@@ -320,6 +375,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--itasca", action="store_true", help="also Itasca, and its near/far figures under each engine")
     ap.add_argument("--quick", action="store_true", help="small versions of the four shapes (under a minute)")
+    ap.add_argument("--more", action="store_true", help="only: shapes the tests and the default cases do not use")
     ap.add_argument("--samples", type=int, default=20, help="ibtracert pairs per engine")
     ap.add_argument("--simgrid", action="store_true", help="only: dor's tie rules against SimGrid's torus zone")
     ap.add_argument("--json", help="write the figures as JSON")
@@ -343,7 +399,7 @@ def main() -> int:
           "'imported': on the fabric read back from ibsim")
     print(f"{'fabric':<44}{'opensm engine':<22}{'unroutable':>10}{'vs dump_fts':>16}{'vs ibtracert':>13}  "
           f"{'fabscope engine':<24}{'generated':>18}{'imported':>18}")
-    cases = (QUICK if args.quick else CASES) + ([itasca_cases()] if args.itasca else [])
+    cases = MORE if args.more else (QUICK if args.quick else CASES) + ([itasca_cases()] if args.itasca else [])
     for name, make, engines in cases:
         f = make()
         with tempfile.TemporaryDirectory() as tmp:

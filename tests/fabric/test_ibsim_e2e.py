@@ -17,11 +17,11 @@ import pytest
 from fabscope.errors import FabricError, RoutingError
 from fabscope.fabric import Placement
 from fabscope.fabric.exporters import write_ibsim
-from fabscope.fabric.generators import fat_tree, itasca, torus
+from fabscope.fabric.generators import fat_tree, itasca, torus, xgft
 from fabscope.routing.ftree import FtreeRefused
 from fabscope.fabric.ibtools import IbSim, check_lids, have_ibsim, parse_ibtracert, run_diag
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
-from fabscope.routing.agreement import compare_routes
+from fabscope.routing.agreement import compare_routes, unroutable
 from fabscope.whatif import cut_cables, whatif
 from fabscope.model.simulate import simulate
 from fabscope.routing import make_routing
@@ -195,7 +195,8 @@ def irregular():
 @pytest.mark.parametrize("make, engines, refused", [
     (lambda: fat_tree(k=4, levels=2, up=2), ("minhop", "dor", "ftree", "updn"), ()),    # 2:1 oversubscribed
     (irregular, ("minhop", "dor", "updn"), ("ftree",)),
-], ids=["oversubscribed", "irregular"])
+    (lambda: fat_tree(k=4, levels=2, links_per_pair=2), ("minhop", "dor", "ftree", "updn"), ()),
+], ids=["oversubscribed", "irregular", "two-cables-per-pair"])
 def test_engines_equal_opensm(tmp_path, make, engines, refused):
     f = make()
     with bring_up(f, tmp_path) as sim:
@@ -207,6 +208,95 @@ def test_engines_equal_opensm(tmp_path, make, engines, refused):
                 make_routing(f, e)
     for e, g in got.items():
         assert_engine_equals_opensm(f, g, e)
+    if f.params.get("links_per_pair", 1) > 1:
+        # docs/real-fabrics.md: textbook D-mod-K is not OpenSM's ftree once switches are joined by bundles
+        n, same = agree(named_routes(f, "dmodk"), named_routes(got["ftree"], "tables"))
+        assert same < n
+
+
+def test_lmc_1_tables_route_every_pair_by_base_lid(tmp_path):
+    """opensm -l 1: each CA owns 2 LIDs, switches 1, packed after them; every pair routes as OpenSM's tables say."""
+    f = xgft((6, 4, 3), (1, 3, 2))
+    with bring_up(f, tmp_path) as sim:
+        g = check_engine(sim, f, "minhop", ("-l", "1"), samples=8)
+    assert g.lmc == 1 and np.all(g.host_lid % 2 == 0)
+    assert g.params["lft_missing"] == 0
+    assert_engine_equals_opensm(f, g, "minhop")
+
+
+def test_p_form_and_ibroute_read_as_the_default_form_and_the_opensm_dump(tmp_path):
+    f = torus((3, 3, 3), capacity=3071e6)               # odd rings, one host per router
+    with bring_up(f, tmp_path) as sim:
+        dump = sim.opensm("dor")
+        default, p_form = (sim.run(["ibnetdiscover", *a]).stdout for a in ((), ("-p",)))
+        g = build_fabric(parse_ibnetdiscover(default), read_lfts(dump))
+        ibroute = "".join(sim.run(["ibroute", str(lid)]).stdout for lid in g.switch_lid.tolist())
+    gp = build_fabric(parse_ibnetdiscover(p_form), read_lfts(dump))
+    assert gp.node_names == g.node_names and cable_set(gp) == cable_set(g)
+    assert np.array_equal(np.sort(gp.link_capacity), np.sort(g.link_capacity))
+    assert np.array_equal(gp.lft, g.lft)
+    gr = build_fabric(parse_ibnetdiscover(default), parse_lfts(ibroute, "ibroute"))
+    n = g.n_hosts * (g.n_hosts - 1)
+    assert compare_routes(g, g.lft, gr.lft) == (n, n)
+
+
+#: lane data rates in Gb/s as docs/real-fabrics.md lists them, and ibsim's codes for them
+LANE = {"DDR": (4.0, "s=2"), "QDR": (8.0, "s=4"), "SDR": (2.0, "s=1"), "FDR": (13.64, "s=4 e=1"),
+        "EDR": (25.0, "s=4 e=2"), "HDR": (50.0, "s=4 e=4")}
+
+
+def test_link_rates_are_width_times_lane_rate_at_mpis_share(tmp_path):
+    """A cable's capacity is read from ibnetdiscover's width and speed, for each speed ibsim gives."""
+    cables = [("1x", 1, "w=1", "DDR"), ("4x", 4, "w=2", "FDR"), ("4x", 4, "w=2", "EDR"), ("12x", 12, "w=8", "SDR"),
+              ("4x", 4, "w=2", "QDR"), ("4x", 4, "w=2", "HDR")]
+    net = tmp_path / "rates.net"
+    hosts = "".join(f'Hca\t1\t"h{i}"\n[1]\t"sw"[{i}]\t{w} {LANE[sp][1]}\n\n' for i, (_, _, w, sp) in enumerate(cables, 1))
+    sw = "".join(f'[{i}]\t"h{i}"[1]\t{w} {LANE[sp][1]}\n' for i, (_, _, w, sp) in enumerate(cables, 1))
+    net.write_text(hosts + f'Switch\t{len(cables) + 2}\t"sw"\n' + sw)
+    with IbSim(net, workdir=str(tmp_path / "sim")) as sim:
+        sim.opensm("minhop")
+        text = sim.run(["ibnetdiscover"]).stdout
+    g = build_fabric(parse_ibnetdiscover(text))
+    for i, (width, lanes, _, sp) in enumerate(cables, 1):
+        assert f'"h{i}" lid ' in text and f"{width}{sp}" in text.split(f'"h{i}" lid ')[1].splitlines()[0]
+        cap = g.link_capacity[(g.link_src == g.host_index[f"h{i}"])]
+        assert cap.tolist() == pytest.approx([lanes * LANE[sp][0] * 1e9 / 8 * 3071 / 4000])
+    # and back: fabscope's own net file of the imported fabric brings up the same rates
+    write_ibsim(g, tmp_path / "again.net")
+    with IbSim(tmp_path / "again.net", workdir=str(tmp_path / "sim2")) as sim:
+        sim.opensm("minhop")
+        h = build_fabric(parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout))
+    assert cable_set(h) == cable_set(g)
+    for name in g.host_names:
+        assert h.link_capacity[h.link_src == h.host_index[name]] == pytest.approx(
+            g.link_capacity[g.link_src == g.host_index[name]])
+
+
+def test_dump_fts_past_port_127_is_said(tmp_path, capsys):
+    """dump_fts leaves out entries on ports >= 128: discover says so, and opensm's dump is whole."""
+    from fabscope.cli import main
+    from fabscope.fabric.ibtools import discover
+
+    f = xgft((128, 2), (1, 1))                  # 2 leaves of 128 hosts, their spine cable on port 129
+    with bring_up(f, tmp_path) as sim:
+        dump = sim.opensm("minhop")
+        fab = discover(timeout=60, env=sim.env, cwd=sim.workdir, save_dir=str(tmp_path / "raw"))
+        topo = parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout)
+        whole = build_fabric(topo, read_lfts(dump))
+        ibroute = "".join(sim.run(["ibroute", str(lid)]).stdout for lid in whole.switch_lid.tolist())
+    assert "dump_fts omits ports >= 128 ('s1-0000' has a cable on port 129)" in fab.params["warning"]
+    # exactly the pairs whose route leaves a switch by port 128 or 129: to the other leaf, to a leaf's last host
+    src, dst = (x.ravel() for x in np.meshgrid(np.arange(256), np.arange(256)))
+    src, dst = src[src != dst], dst[src != dst]
+    lost = unroutable(fab, fab.lft, src, dst)
+    assert np.array_equal(lost, (src // 128 != dst // 128) | (dst % 128 == 127))
+    n = len(src)
+    assert compare_routes(whole, whole.lft, build_fabric(topo, parse_lfts(ibroute, "ibroute")).lft) == (n, n)
+    assert whole.params["lft_missing"] == 0
+    with pytest.raises(RoutingError, match="has no route to"):
+        make_routing(fab, "tables").routes(np.array([0]), np.array([200]))
+    assert main(["fabric", "discover", "--from", str(tmp_path / "raw"), "-o", str(tmp_path / "f.json")]) == 0
+    assert "warning: dump_fts omits ports >= 128" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("engine", ["ftree", "updn"])
@@ -282,3 +372,32 @@ def test_ibsim_is_stopped_even_when_the_block_fails(tmp_path):
     with pytest.raises(FabricError, match="ibsim stopped while reading"):
         with IbSim(bad):
             pass
+
+
+def test_shipped_samples_are_what_ibsim_and_opensm_write(tmp_path):
+    """``fabric example``'s files are the real tools' output on the net file they came from (minhop)."""
+    from fabscope.fabric.importers.samples import sample_text
+
+    net = os.path.join(os.path.dirname(__file__), "data", "net.small.fattree-4x4-2spine")
+    with IbSim(net, workdir=str(tmp_path / "sim")) as sim:
+        dump = sim.opensm("minhop")
+        topo, fts = sim.run(["ibnetdiscover"]).stdout, sim.run(["dump_fts"]).stdout
+
+    def body(t):                        # ibnetdiscover's header comments carry the time it ran
+        return [ln for ln in t.splitlines() if not ln.startswith("#")]
+
+    assert body(topo) == body(sample_text("ibnetdiscover.txt"))
+    with open(dump) as fh:
+        assert fh.read() == sample_text("opensm-lfts.dump")
+    assert fts == sample_text("dump_fts.txt")
+
+
+@pytest.mark.skipif(bool(os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband")),
+                    reason="this host has an InfiniBand device")
+def test_discover_without_an_hca_says_so(tmp_path):
+    """The real ibnetdiscover, with no HCA and no ibsim preload: the one line docs/real-fabrics.md shows."""
+    from fabscope.fabric.ibtools import discover
+
+    with pytest.raises(FabricError, match=r"^ibnetdiscover: no InfiniBand port to talk through \(can't open MAD "
+                                          r"port\): no HCA on this host"):
+        discover(timeout=20, cwd=str(tmp_path))

@@ -99,10 +99,12 @@ def _write(fabric, path: str) -> None:
     tables = "with" if fabric.lft is not None else "without"
     print(f"{path}: {fabric.n_hosts} hosts, {fabric.n_switches} switches, {fabric.n_links // 2} cables, "
           f"{tables} forwarding tables", file=sys.stderr)
+    if fabric.params.get("warning"):
+        print(f"warning: {fabric.params['warning']}", file=sys.stderr)
 
 
 def _discover(args: argparse.Namespace) -> int:
-    from fabscope.fabric.ibtools import discover
+    from fabscope.fabric.ibtools import discover, dump_fts_warning
     from fabscope.fabric.importers import import_fabric
 
     check_outputs({"-o/--output": args.output}, inputs=[
@@ -113,6 +115,9 @@ def _discover(args: argparse.Namespace) -> int:
         lfts = next((os.path.join(args.from_dir, n) for n in ("dump_fts.txt", "opensm-lfts.dump")
                      if os.path.exists(os.path.join(args.from_dir, n))), None)
         fabric = import_fabric(topo, None if args.no_tables else lfts, args.hostmap)
+        warning = dump_fts_warning(fabric) if lfts and lfts.endswith("dump_fts.txt") and not args.no_tables else None
+        if warning:
+            fabric = fabric.with_params(warning=warning)
     else:
         fabric = discover(args.timeout, args.hostmap, args.save, not args.no_tables)
     _write(fabric, args.output)

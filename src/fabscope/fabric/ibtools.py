@@ -265,11 +265,27 @@ def discover(timeout: float = 60, hostmap: str | None = None, save_dir: str | No
             with atomic_open(os.path.join(save_dir, fn)) as fh:
                 fh.write(text)
     f = build_fabric(topo, lft, read_hostmap(hostmap) if hostmap else None, name=name)
-    big = [n for n in topo.nodes.values() if n.kind == "SW" and n.n_ports >= 128]
-    if tables and big:
-        f = f.with_params(warning=f"dump_fts omits ports >= 128 ({big[0].desc!r} has {big[0].n_ports}); "
-                                  "use opensm-lfts.dump or ibroute for those switches")
-    return f
+    warning = dump_fts_warning(f) if tables else None
+    return f.with_params(warning=warning) if warning else f
+
+
+def dump_fts_warning(fabric) -> str | None:
+    """What tables read from ``dump_fts`` miss on ``fabric``: it leaves out every entry whose output
+    port is 128 or more, so a switch with a cable there has routes missing.  None if no switch has.
+
+    >>> from fabscope.fabric.generators import xgft
+    >>> dump_fts_warning(xgft((4, 2), (1, 1))) is None
+    True
+    >>> dump_fts_warning(xgft((130, 2), (1, 1)))
+    "dump_fts omits ports >= 128 ('s1-0000' has a cable on port 131); use opensm-lfts.dump or ibroute"
+    """
+    big = (fabric.link_src >= fabric.n_hosts) & (fabric.link_src_port >= 128)
+    if not big.any():
+        return None
+    first = int(fabric.link_src[big].min())
+    port = int(fabric.link_src_port[big & (fabric.link_src == first)].max())
+    return (f"dump_fts omits ports >= 128 ({fabric.node_names[first]!r} has a cable on port {port}); "
+            "use opensm-lfts.dump or ibroute")
 
 
 def check_lids(topo) -> None:

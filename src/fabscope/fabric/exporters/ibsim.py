@@ -4,8 +4,9 @@ The format is ibnetdiscover's, simplified: a header per node and one line
 per connected port, hosts first (ibsim attaches the SM to the first port in
 the file).  Where a link's capacity is an InfiniBand rate (fabscope's QDR is
 4x QDR: 3071 MB/s) the width and speed are written too (``w=`` and ``s=``
-bit masks, set at both ends as ibsim requires), so ibnetdiscover reports
-them and the import gets the same capacities back.
+bit masks, and ``e=`` for FDR, EDR and HDR, set at both ends as ibsim
+requires), so ibnetdiscover reports them and the import gets the same
+capacities back.
 
 >>> from fabscope.fabric.generators import fat_tree
 >>> to_ibsim(fat_tree(k=2, levels=2)).splitlines()[:3]
@@ -25,7 +26,9 @@ from fabscope.fabric.model import Fabric
 from fabscope.names import check_switch_name
 
 _WIDTH_MASK = {1: 1, 4: 2, 8: 4, 12: 8}
-_SPEED_MASK = {"SDR": 1, "DDR": 2, "QDR": 4}
+#: ibsim's speed fields: ``s=`` the speed mask, ``e=`` the extended speed (FDR, EDR and HDR, as
+#: ibnetdiscover reports them under ibsim 0.10)
+_SPEED = {"SDR": "s=1", "DDR": "s=2", "QDR": "s=4", "FDR": "s=4 e=1", "EDR": "s=4 e=2", "HDR": "s=4 e=4"}
 #: largest port number ibsim and InfiniBand switches take
 MAX_PORT = 254
 
@@ -33,11 +36,11 @@ MAX_PORT = 254
 def ib_rate(capacity: float) -> tuple[int, str] | None:
     """(width, speed) whose MPI rate is ``capacity`` (0.5% tolerance), or None.
 
-    >>> ib_rate(3071e6), ib_rate(425e6)
-    ((4, 'QDR'), None)
+    >>> ib_rate(3071e6), ib_rate(425e6), ib_rate(9596.88e6)
+    ((4, 'QDR'), None, (4, 'EDR'))
     """
     for w in (4, 1, 8, 12):
-        for sp in ("QDR", "DDR", "SDR"):
+        for sp in ("QDR", "DDR", "SDR", "FDR", "EDR", "HDR"):
             if abs(link_rate(w, sp) - capacity) <= 0.005 * capacity:
                 return w, sp
     return None
@@ -71,7 +74,7 @@ def to_ibsim(fabric: Fabric) -> str:
     n_odd = 0
     for c in np.unique(fabric.link_capacity):
         r = ib_rate(float(c))
-        rate[float(c)] = "" if r is None else f"\tw={_WIDTH_MASK[r[0]]} s={_SPEED_MASK[r[1]]}"
+        rate[float(c)] = "" if r is None else f"\tw={_WIDTH_MASK[r[0]]} {_SPEED[r[1]]}"
         n_odd += r is None
     rev = np.arange(fabric.n_links) ^ 1
     indptr, order = fabric.out_links

@@ -151,7 +151,9 @@ def tables_to_lft(fabric: Fabric, tables: Tables, switch_of_guid: dict[int, int]
     owner = np.full(top, -1, np.int64)               # host index, or -2 - switch, or -1 none
     for k in range(span):
         owner[fabric.host_lid[fabric.host_lid > 0] + k] = np.flatnonzero(fabric.host_lid > 0)
-        owner[fabric.switch_lid[fabric.switch_lid > 0] + k] = -2 - np.flatnonzero(fabric.switch_lid > 0)
+    # a switch's port 0 has one LID whatever the CAs' LMC (ibnetdiscover: "lmc 0"), and OpenSM packs
+    # switch LIDs right after a CA's block: spreading them by the LMC took the next CA's base LID
+    owner[fabric.switch_lid[fabric.switch_lid > 0]] = -2 - np.flatnonzero(fabric.switch_lid > 0)
     base = np.zeros(top, bool)
     base[fabric.host_lid[fabric.host_lid > 0]] = True
     # out-link of each (switch, port)
