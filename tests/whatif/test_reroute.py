@@ -36,6 +36,26 @@ def test_an_engine_that_still_routes_the_cut_fabric_keeps_routing():
     assert w.routing_after == "minhop" and w.after.meta["rerouted_by"] == "minhop"
 
 
+def test_dmodk_hands_every_cut_to_ftree_even_one_it_could_still_compute():
+    """A whole top switch gone leaves a tree textbook D-mod-K still routes, but no subnet manager
+    computes D-mod-K: OpenSM reruns ftree, which routes the 2-level tree without a spine (pure) and
+    falls back to min-hop on the 3-level k=3 tree without s3-0001 (bench/route_agreement.py --more:
+    OpenSM's ftree falls back there too, and D-mod-K's routes agree with ftree's on 648 of 702 pairs
+    once ftree is given the roots)."""
+    g, _ = cut_cables(load_fabric("fat-tree:k=4,levels=2"), ["s2-0000"])
+    make_routing(g, "dmodk")                                   # the textbook rule would route it
+    r, label = reroute(g, "dmodk", (np.arange(16), np.arange(16)[::-1]))
+    assert r.name == "ftree" and label.startswith("ftree (the subnet manager's counterpart of dmodk")
+    g, _ = cut_cables(load_fabric("fat-tree:k=3,levels=3"), ["s3-0001"])
+    make_routing(g, "dmodk")
+    r, label = reroute(g, "dmodk")
+    assert r.name == "minhop"
+    assert label.startswith("minhop (OpenSM's ftree, the subnet manager's counterpart of dmodk, falls back to "
+                            "minhop: not a pure fat tree")
+    # an uncut tree is dmodk's own
+    assert reroute(load_fabric("fat-tree:k=4,levels=2"), "dmodk")[0].name == "dmodk"
+
+
 def test_kept_routes_move_only_the_flows_of_the_cut_cable():
     f = load_fabric("fat-tree:k=4,levels=3")
     g, gone = cut_cables(f, ["s2-0000[5]"])

@@ -209,8 +209,9 @@ def reroute(fabric: Fabric, name: str, check: tuple[np.ndarray, np.ndarray] | No
     """The routing OpenSM's engine ``name`` gives the (cut) fabric, and a label saying which it is.
 
     ``check``: (source hosts, destination hosts) the routing must route.  An engine that cannot
-    route the cut fabric hands over as a subnet manager would: D-mod-K (computed, on whole trees
-    only) to OpenSM's ftree, and ftree, on what is no longer a pure fat tree, to min-hop.
+    route the cut fabric hands over as a subnet manager would: ftree, on what is no longer a pure
+    fat tree, to min-hop.  D-mod-K is computed, not run by a subnet manager: a cut fabric is
+    rerouted by its counterpart, OpenSM's ftree, even where the textbook rule could still route it.
 
     >>> from fabscope.fabric.generators import fat_tree
     >>> g, _ = cut_cables(fat_tree(k=4, levels=2), ["s1-0000[5]"])
@@ -219,6 +220,9 @@ def reroute(fabric: Fabric, name: str, check: tuple[np.ndarray, np.ndarray] | No
     ('minhop', 'minhop')
     >>> print(label)
     minhop (dmodk cannot route the cut fabric, and OpenSM's ftree, its subnet-manager counterpart, falls back to minhop: switch s2-0000 has no route to h0000 (from h0015); not a pure fat tree: s1-0001 has 4 up port groups where s1-0000 has 3)
+    >>> g, _ = cut_cables(fat_tree(k=4, levels=2), ["s2-0000"])      # a whole top switch: still a pure tree
+    >>> print(reroute(g, "dmodk")[1])
+    ftree (the subnet manager's counterpart of dmodk, which reroutes the cut fabric)
     """
     from fabscope.errors import RoutingError
     from fabscope.routing import make_routing, parse_engine
@@ -228,7 +232,6 @@ def reroute(fabric: Fabric, name: str, check: tuple[np.ndarray, np.ndarray] | No
         r = make_routing(fabric, name)
         if check is not None:
             r.routes(*check)
-        return r, name
     except FtreeRefused as err:
         return make_routing(fabric, "minhop"), f"minhop (OpenSM's ftree falls back: {err.why})"
     except RoutingError as err:
@@ -243,6 +246,17 @@ def reroute(fabric: Fabric, name: str, check: tuple[np.ndarray, np.ndarray] | No
             return r, f"{nxt} (the subnet manager's counterpart of {base}, which cannot route the cut fabric: {why})"
         return r, (f"{r.name} ({base} cannot route the cut fabric, and OpenSM's {nxt}, its subnet-manager "
                    f"counterpart, falls back to {r.name}: {why}; " + label.split(": ", 1)[-1].rstrip(")") + ")")
+    base = parse_engine(name)[0]
+    nxt = SM_COUNTERPART.get(base)
+    if nxt is None or not fabric.params.get("cut"):
+        return r, name
+    # The textbook rule can still compute what some cuts leave (a whole top switch gone), but no subnet
+    # manager runs it: OpenSM reroutes with its own engine, whose routes differ there or which falls back.
+    r, label = reroute(fabric, nxt, check)
+    if r.name == nxt:
+        return r, f"{nxt} (the subnet manager's counterpart of {base}, which reroutes the cut fabric)"
+    return r, (f"{r.name} (OpenSM's {nxt}, the subnet manager's counterpart of {base}, falls back to {r.name}: "
+               + label.split(": ", 1)[-1].rstrip(")") + ")")
 
 
 def short_label(label: str) -> str:
