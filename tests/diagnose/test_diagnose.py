@@ -138,3 +138,16 @@ def test_plan_cli_writes_a_script_whose_pairs_cover_every_cable(tmp_path, capsys
 def test_diagnose_needs_measurements(capsys, tmp_path):
     assert main(["diagnose", "--fabric", SPEC]) == 1
     assert "needs measured runs" in capsys.readouterr().err
+
+
+def test_plans_of_the_docs_table(itasca_fabric):
+    """docs/diagnose.md, "Planned": the 2-level k=4 tree's plan (budget 10 min, 1 MiB x 20) is 5 jobs,
+    24 rounds, 96 pairs, about 20 s; Itasca's plan leaves out exactly the 72 cables no min-hop route
+    crosses (line switches 17 and 18 of each director) and otherwise covers every cable."""
+    small = make_plan(load_fabric(SPEC), budget=600.0).summary()
+    assert (small["jobs"], small["rounds"], small["pairs"]) == (5, 24, 96)
+    assert 19 < small["estimated_seconds"] < 22
+    big = make_plan(itasca_fabric, budget=600.0).summary()
+    assert itasca_fabric.n_links // 2 == 2256 and big["unrouted_cables"] == 72
+    assert big["uncovered"] == [] and big["never_at_line_rate"] == 0
+    assert (big["jobs"], big["rounds"], big["pairs"]) == (68, 376, 60032)

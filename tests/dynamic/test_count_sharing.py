@@ -114,3 +114,21 @@ def test_count_rates_at_every_event_are_the_static_rule(fi, n_msgs, seed):
         assert np.all(A @ r <= paths.capacity * (1 + 1e-9)), f"over capacity at t={t}"
         assert np.allclose(r, congestion_count(A, paths.capacity, paths.cap[mp[flows]]), rtol=1e-12)
     assert np.allclose(run.outcome.delivered, size, rtol=1e-9)
+
+
+def test_itasca_leaf_pairs_equal_under_both_sharings(tmp_path, capsys):
+    """docs/dynamic.md, "Seed 000's tables in time": Itasca's leaf-pair matrix at one rank per node
+    is the same under max-min and congestion sharing (equal flows, one a node), and not flat: the far
+    pairs spread below the near-set blocks, so the equality is not that of a uniform rate."""
+    from fabscope.result import Result
+
+    bw = {}
+    for model in ("maxmin", "congestion"):
+        out = tmp_path / f"{model}.json"
+        assert main(["simulate", "--fabric", "itasca", "--ppn", "1", "--pattern", "leaf-pairs", "--dynamic",
+                     "--iterations", "1", "--model", model, "-o", str(out)]) == 0
+        bw[model] = np.asarray(Result.read_json(out).pairs["bandwidth"])
+    capsys.readouterr()
+    assert len(bw["maxmin"]) == 17688
+    assert bw["maxmin"].min() < 0.8 * bw["maxmin"].max()
+    np.testing.assert_allclose(bw["congestion"], bw["maxmin"], rtol=1e-9)

@@ -133,3 +133,15 @@ def test_partner_hops_in_bench_order_are_the_pairs_hops_ran(bench, dims, spec, h
     half = t.n_flows // 2
     assert sorted(zip(t.src[:half].tolist(), t.dst[:half].tolist())) == measured
     assert measured
+
+
+@pytest.mark.parametrize("how", [["--list-pairs", "4"], ["--list-pairs=4"]])
+def test_measure_refuses_list_pairs_before_any_job(how, tmp_path, capsys):
+    """``--list-pairs`` is the program's own (it prints and exits, no MPI): through ``fabscope measure`` it
+    was launched as a job, printed no run, and the output was refused as 'no fabscope-bench header
+    line'.  Now one line says where the option goes, and nothing is written."""
+    out = tmp_path / "rp.jsonl"
+    assert main(["measure", "--np", "2", "random-pairs", *how, "--out", str(out)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--list-pairs runs no job" in err[0] and "fabscope-bench TEST --list-pairs N" in err[0]
+    assert list(tmp_path.iterdir()) == []

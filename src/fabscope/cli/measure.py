@@ -89,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
         # the test's help, from the program's sources: nothing is built, launched or written
         print(help_of_test(args.test))
         return 0
+    if any(w == "--list-pairs" or w.startswith("--list-pairs=") for w in rest):
+        # the program prints the schedule and exits without MPI; run as a job, it wrote no run to read
+        raise MeasureError("--list-pairs runs no job: give it to the program itself, 'fabscope-bench TEST "
+                           "--list-pairs N' (fabscope doctor prints its path), or model the draws with "
+                           "'fabscope simulate --pattern random-pairs:rounds=R --seed S'")
     if args.timeout is not None and not args.timeout > 0:
         raise MeasureError(f"--timeout must be positive, got {args.timeout:g}")
     out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
