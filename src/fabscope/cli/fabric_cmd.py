@@ -99,8 +99,10 @@ def _write(fabric, path: str) -> None:
     tables = "with" if fabric.lft is not None else "without"
     print(f"{path}: {fabric.n_hosts} hosts, {fabric.n_switches} switches, {fabric.n_links // 2} cables, "
           f"{tables} forwarding tables", file=sys.stderr)
-    if fabric.params.get("warning"):
-        print(f"warning: {fabric.params['warning']}", file=sys.stderr)
+    if fabric.params.get("warning"):                 # names a switch: text from the fabric, escaped
+        from fabscope.names import plain
+
+        print(f"warning: {plain(fabric.params['warning'])}", file=sys.stderr)
 
 
 def _discover(args: argparse.Namespace) -> int:
