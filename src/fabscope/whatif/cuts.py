@@ -228,6 +228,8 @@ def reroute(fabric: Fabric, name: str, check: tuple[np.ndarray, np.ndarray] | No
     from fabscope.routing import make_routing, parse_engine
     from fabscope.routing.ftree import FtreeRefused
 
+    base = parse_engine(name)[0]
+    nxt = SM_COUNTERPART.get(base)
     try:
         r = make_routing(fabric, name)
         if check is not None:
@@ -235,28 +237,26 @@ def reroute(fabric: Fabric, name: str, check: tuple[np.ndarray, np.ndarray] | No
     except FtreeRefused as err:
         return make_routing(fabric, "minhop"), f"minhop (OpenSM's ftree falls back: {err.why})"
     except RoutingError as err:
-        base = parse_engine(name)[0]
         why = str(err).removeprefix(f"{base}: ")
-        nxt = SM_COUNTERPART.get(base)
         if nxt is None:
             return make_routing(fabric, "minhop"), (f"minhop (standing in for the subnet manager: {base} "
                                                     f"cannot route the cut fabric: {why})")
-        r, label = reroute(fabric, nxt, check)
-        if r.name == nxt:
-            return r, f"{nxt} (the subnet manager's counterpart of {base}, which cannot route the cut fabric: {why})"
-        return r, (f"{r.name} ({base} cannot route the cut fabric, and OpenSM's {nxt}, its subnet-manager "
-                   f"counterpart, falls back to {r.name}: {why}; " + label.split(": ", 1)[-1].rstrip(")") + ")")
-    base = parse_engine(name)[0]
-    nxt = SM_COUNTERPART.get(base)
-    if nxt is None or not fabric.params.get("cut"):
-        return r, name
-    # The textbook rule can still compute what some cuts leave (a whole top switch gone), but no subnet
-    # manager runs it: OpenSM reroutes with its own engine, whose routes differ there or which falls back.
+    else:
+        # The textbook rule may still compute what a cut leaves (a whole top switch gone), but no subnet
+        # manager runs it: OpenSM reroutes with its own engine, whose routes differ there or which falls back.
+        if nxt is None or not fabric.params.get("cut"):
+            return r, name
+        why = None
     r, label = reroute(fabric, nxt, check)
     if r.name == nxt:
-        return r, f"{nxt} (the subnet manager's counterpart of {base}, which reroutes the cut fabric)"
-    return r, (f"{r.name} (OpenSM's {nxt}, the subnet manager's counterpart of {base}, falls back to {r.name}: "
-               + label.split(": ", 1)[-1].rstrip(")") + ")")
+        return r, (f"{nxt} (the subnet manager's counterpart of {base}, which "
+                   + ("reroutes the cut fabric)" if why is None else f"cannot route the cut fabric: {why})"))
+    fallback = label.split(": ", 1)[-1].rstrip(")") + ")"
+    if why is None:
+        return r, (f"{r.name} (OpenSM's {nxt}, the subnet manager's counterpart of {base}, falls back to "
+                   f"{r.name}: {fallback}")
+    return r, (f"{r.name} ({base} cannot route the cut fabric, and OpenSM's {nxt}, its subnet-manager "
+               f"counterpart, falls back to {r.name}: {why}; {fallback}")
 
 
 def short_label(label: str) -> str:
