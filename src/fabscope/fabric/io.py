@@ -8,17 +8,21 @@ A spec is a generator name with parameters, a preset, or a JSON file::
     mesh:4x4                     hypercube:d=6
     dragonfly:a=8,p=4,h=4,g=33   director:radix=36
     bgp  xt3  redstorm           fabric.json
+    fat-tree:k=8,levels=2,rate=NDR                (link rates by name: fabscope.fabric.rates)
 
 >>> load_fabric("fat-tree:k=4,levels=2").n_hosts
 16
 >>> load_fabric("torus:8x8x16").dims
 (8, 8, 16)
+>>> round(float(load_fabric("fat-tree:k=2,levels=2,rate=4xHDR").link_capacity[0]) / 1e9, 2)
+24.25
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import re
 import typing
 from typing import Any, Callable
 
@@ -27,6 +31,7 @@ import numpy as np
 from fabscope.errors import FabricError, SchemaError
 from fabscope.fabric import generators as gen
 from fabscope.fabric.model import MAX_CORES, Fabric, Level
+from fabscope.fabric.rates import named_rate
 from fabscope.numbers import number
 
 # What only files need (JSON, the schema, name checks, atomic writes) is imported by the
@@ -109,6 +114,8 @@ def _parse_params(name: str, fn: Callable[..., Fabric], arg: str) -> dict[str, A
             else:
                 raise FabricError(f"fabric {name!r}: parameter {part!r} should be key=value")
         key = key.strip().replace("-", "_")
+        if key == "rate" and "capacity" in sig.parameters:   # rate=NDR: the links' rate by name or number
+            key = "capacity"
         if key not in sig.parameters:
             raise FabricError(f"fabric {name!r} has no parameter {key!r} (takes: {', '.join(sig.parameters)})")
         out[key] = _convert(name, key, value.strip(), hints.get(key, str))
@@ -142,6 +149,8 @@ def _convert(name: str, key: str, value: str, hint: Any) -> Any:
         if "int" in text and "float" not in text:
             return int(value)
         if "float" in text:
+            if key in _RATES and not _NUMBER.fullmatch(value):
+                return named_rate(value)          # capacity=NDR, global_capacity=200GbE
             return float(value)
     except ValueError:
         kind = "a list like 8x8x16" if ("Sequence" in text or "tuple" in text) else (
@@ -149,6 +158,10 @@ def _convert(name: str, key: str, value: str, hint: Any) -> Any:
         raise FabricError(f"fabric {name!r}: {key}={value!r} is not {kind}") from None
     return value
 
+
+#: parameters that take a link rate by name as well as bytes/s
+_RATES = ("capacity", "global_capacity")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
 
 #: bounds of the generators' number parameters: (lowest, open at the lowest, highest)
 _RANGES: dict[str, tuple[float, bool, float | None]] = {

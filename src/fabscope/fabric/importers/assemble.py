@@ -19,7 +19,8 @@ import numpy as np
 from fabscope.errors import FabricError
 from fabscope.fabric.generators.trees import SWITCH_LATENCY_S
 from fabscope.fabric.importers.hostmap import MAX_CORES, HostMap
-from fabscope.fabric.importers.ibnetdiscover import Topology, link_rate
+from fabscope.fabric.importers.ibnetdiscover import Topology
+from fabscope.fabric.rates import link_rate
 from fabscope.fabric.importers.infer import infer_hierarchy
 from fabscope.fabric.importers.lfts import Tables, check_lft, tables_to_lft
 from fabscope.fabric.model import Fabric
