@@ -131,38 +131,132 @@ def xgft_size(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1, **
 
 
 def fat_tree_size(k: int, levels: int = 2, *, up: int | None = None, links_per_pair: int = 1,
-                  **_: object) -> Size:
+                  rails: int = 1, rail_optimised: bool = False, **_: object) -> Size:
     """What :func:`fat_tree` would build.
 
     >>> fat_tree_size(4, 3).links == fat_tree(k=4, levels=3).n_links
     True
     >>> fat_tree_size(1000, 5).hosts
     1000000000000000
+    >>> [fat_tree_size(4, 2, rails=2, rail_optimised=o).switches == fat_tree(4, 2, rails=2, rail_optimised=o).n_switches
+    ...  for o in (False, True)]
+    [True, True]
     """
     k, levels = int(k), max(int(levels), 0)
     up = k if up is None else int(up)
-    return xgft_size((k,) * levels, (1,) + (up,) * (levels - 1) if levels else (), links_per_pair=links_per_pair)
+    rails = max(int(rails), 1)
+    m = (k,) * levels
+    w = (1,) + (up,) * (levels - 1) if levels else ()
+    if rails == 1:
+        return xgft_size(m, w, links_per_pair=links_per_pair)
+    if rail_optimised:                   # the top level's children multiplied by the rails
+        s = xgft_size(m[:-1] + (m[-1] * rails,), w, links_per_pair=links_per_pair)
+        return Size(s.hosts // rails, s.switches, s.links, bytes_per_link=s.bytes_per_link,
+                    bytes_per_node=s.bytes_per_node, seconds_per_link=s.seconds_per_link)
+    s = xgft_size(m, w, links_per_pair=links_per_pair)
+    return Size(s.hosts, s.switches * rails, s.links * rails, bytes_per_link=s.bytes_per_link,
+                bytes_per_node=s.bytes_per_node, seconds_per_link=s.seconds_per_link)
 
 
 def fat_tree(k: int, levels: int = 2, *, up: int | None = None, links_per_pair: int = 1,
              capacity: float = QDR_BYTES_PER_S, latency: float = SWITCH_LATENCY_S,
-             cores: int = 8, sockets: int = 2) -> Fabric:
+             cores: int = 8, sockets: int = 2, rails: int = 1, rail_optimised: bool = False) -> Fabric:
     """k-ary n-tree (Petrini): k^n hosts, n k^(n-1) switches of 2k ports.
 
     ``up`` parents per switch below the top (default k, non-blocking);
     fewer gives an oversubscribed tree (k:up at every level).
+
+    ``rails=R`` gives every host R ports, port r on rail r.  By default the
+    rails are independent planes (R copies of the tree, switches named
+    ``rail1-s1-0000``...; dual-rail clusters).  ``rail_optimised=1`` gives each
+    rail its own leaves (and levels below the top) and joins all rails at the
+    top level, whose switches get R times the children: the rail-optimised
+    design of GPU pods, where port r of every host of a leaf group hangs off
+    that group's rail-r leaf.  Pairs classify as on one rail.
 
     >>> f = fat_tree(k=4, levels=3)
     >>> f.n_hosts, f.n_switches, f.n_links // 2      # n k^n cables
     (64, 48, 192)
     >>> fat_tree(k=4, levels=2, up=2).n_switches     # 4 leaves, 2 spines
     6
+    >>> f = fat_tree(k=2, levels=2, rails=2)         # two planes of 4 switches
+    >>> f.n_switches, [f.node_names[int(f.terminal_switch[t])] for t in (0, 1)]
+    (8, ['s1-0000', 'rail1-s1-0000'])
+    >>> f = fat_tree(k=2, levels=2, rails=2, rail_optimised=True)   # 4 rail leaves, 2 shared spines
+    >>> f.n_switches, [f.node_names[int(f.terminal_switch[t])] for t in (0, 1)]
+    (6, ['s1-0000', 's1-0002'])
     """
     if k < 1 or levels < 1:
         raise FabricError(f"fat-tree needs k >= 1 and levels >= 1, got k={k} levels={levels}")
+    if rails < 1:
+        raise FabricError(f"fat-tree needs rails >= 1, got rails={rails}")
     up = k if up is None else up
+    m = (k,) * levels
+    w = (1,) + (up,) * (levels - 1)
+    name = f"fat-tree(k={k},levels={levels}" + (f",up={up}" if up != k else "")
+    params: dict = {"generator": "fat-tree", "k": k, "levels": levels, "up": up}
+    if rails > 1:
+        name += f",rails={rails}" + (",rail_optimised=1" if rail_optimised else "")
+        params.update(rails=rails, rail_optimised=bool(rail_optimised))
     # the parameters go in at once: a second Fabric (with_params) checks a million-host tree again
-    return xgft((k,) * levels, (1,) + (up,) * (levels - 1), links_per_pair=links_per_pair,
-                capacity=capacity, latency=latency, cores=cores, sockets=sockets,
-                name=f"fat-tree(k={k},levels={levels}" + (f",up={up}" if up != k else "") + ")",
-                _params={"generator": "fat-tree", "k": k, "levels": levels, "up": up})
+    one = xgft(m, w, links_per_pair=links_per_pair, capacity=capacity, latency=latency, cores=cores,
+               sockets=sockets, name=name + ")", _params=params)
+    if rails == 1:
+        return one
+    if rail_optimised:
+        ports = xgft(m[:-1] + (m[-1] * rails,), w, links_per_pair=links_per_pair, capacity=capacity,
+                     latency=latency, cores=cores, sockets=sockets)
+    else:
+        ports = _planes(one, rails)
+    return _ports_to_hosts(ports, one, rails)
+
+
+def _planes(one: Fabric, rails: int) -> Fabric:
+    """``rails`` copies of ``one`` side by side, each host once per plane, plane-major (a fabric of
+    single-port endpoints; :func:`_ports_to_hosts` merges them into hosts)."""
+    h, s, n = one.n_hosts, one.n_switches, one.n_links
+    r = np.repeat(np.arange(rails, dtype=np.int64), n)
+
+    def shift(node: np.ndarray) -> np.ndarray:
+        node = np.tile(node.astype(np.int64), rails)
+        return np.where(node < h, node + r * h, node - h + rails * h + r * s)
+
+    names = [f"{nm}" if p == 0 else f"p{p}{nm}" for p in range(rails) for nm in one.host_names]
+    names += [nm if p == 0 else f"rail{p}-{nm}" for p in range(rails) for nm in one.node_names[h:]]
+    # plane-major cables keep both directions of a cable side by side (n is even)
+    return Fabric(name=one.name, node_names=tuple(names), n_hosts=h * rails,
+                  link_src=shift(one.link_src), link_dst=shift(one.link_dst),
+                  link_capacity=np.tile(one.link_capacity, rails), link_latency=np.tile(one.link_latency, rails),
+                  link_src_port=np.tile(one.link_src_port, rails), link_dst_port=np.tile(one.link_dst_port, rails),
+                  switch_level=np.tile(one.switch_level, rails))
+
+
+def _ports_to_hosts(ports: Fabric, one: Fabric, rails: int) -> Fabric:
+    """Endpoint ``r * H + h`` of ``ports`` becomes port r of host h of ``one`` (its names, groups,
+    cores and parameters); the host cables are ordered host by host, rail by rail (port order)."""
+    h = one.n_hosts
+    x_src, x_dst = ports.link_src.astype(np.int64), ports.link_dst.astype(np.int64)
+    n_ep = ports.n_hosts
+
+    def node(x: np.ndarray) -> np.ndarray:
+        return np.where(x < n_ep, x % h, x - n_ep + h)
+
+    # cables re-ordered so that host h's ports come in rail order: host cables first by (host, rail)
+    cable = np.arange(ports.n_links // 2)
+    ep = np.minimum(x_src[0::2], x_dst[0::2])
+    is_host = ep < n_ep
+    key = np.where(is_host, (ep % h) * rails + ep // h, n_ep + cable)
+    order = np.argsort(key, kind="stable")
+    links = np.empty(2 * len(order), np.int64)
+    links[0::2], links[1::2] = 2 * order, 2 * order + 1
+    src, dst = node(x_src[links]), node(x_dst[links])
+    sp, dp = ports.link_src_port[links].copy(), ports.link_dst_port[links].copy()
+    host_end = src < h
+    sp[host_end] = (x_src[links][host_end] // h) + 1          # a host's port number is its rail, 1-based
+    host_end = dst < h
+    dp[host_end] = (x_dst[links][host_end] // h) + 1
+    return Fabric(name=one.name, node_names=one.host_names + ports.node_names[n_ep:], n_hosts=h,
+                  link_src=src, link_dst=dst, link_capacity=ports.link_capacity[links],
+                  link_latency=ports.link_latency[links], link_src_port=sp, link_dst_port=dp,
+                  switch_level=ports.switch_level, host_cores=one.host_cores, host_sockets=one.host_sockets,
+                  groups=one.groups, levels=one.levels, far_label=one.far_label, params=one.params)
