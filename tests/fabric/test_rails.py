@@ -1,0 +1,63 @@
+"""Rails: independent planes, rail-optimised leaves, and the GPU pod preset."""
+
+import numpy as np
+import pytest
+
+from fabscope.dynamic.programs import allreduce_ring
+from fabscope.dynamic.run import run_program_on
+from fabscope.fabric.generators import xgft, xgft_size
+from fabscope.fabric.io import load_fabric, read_json, write_json
+from fabscope.fabric.placement import Placement
+from fabscope.model.simulate import simulate
+from fabscope.traffic.patterns import shift
+
+
+def test_gpu_pod_preset_is_the_reference_designs_shape():
+    f = load_fabric("gpu-pod")
+    assert (f.n_hosts, f.n_terminals, f.n_switches) == (128, 1024, 48)
+    assert set(f.host_n_ports.tolist()) == {8}
+    # every NIC r of a scalable unit's 32 nodes on one leaf, and that leaf is rail r's
+    leaf = f.terminal_switch.reshape(128, 8)
+    for r in range(8):
+        assert len(np.unique(leaf[:, r])) == 4
+    assert not np.intersect1d(leaf[:, 0], leaf[:, 1]).size
+    # 16 spines of 64 ports: 2 cables to each of the 32 leaves
+    spines = np.flatnonzero(f.switch_level == 2) + f.n_hosts
+    assert len(spines) == 16 and all(np.sum(f.link_src == s) == 64 for s in spines)
+
+
+def test_rail_aligned_shift_on_the_pod_runs_every_pair_at_the_nic_rate():
+    f = load_fabric("gpu-pod")
+    n = 8 * f.n_hosts
+    r = simulate(f, Placement.block(f, n, ppn=8), shift(n, 1 << 24, k=8))
+    assert np.allclose(r.pairs["bandwidth"], 48e9)
+
+
+@pytest.mark.parametrize("size", [1 << 20, 1 << 24])
+def test_flat_ring_allreduce_on_eight_nics_is_never_slower_than_on_one(size):
+    """Every route used to end on the destination's first NIC: 8 NICs per host made the ring 2.6x slower."""
+    spec = dict(links_per_pair=2, capacity=48e9, cores=8, copy_rate=450e9, memory_bw=3.6e12)
+    eight = xgft((4, 4), (1, 4), rails=8, rail_optimised=True, **spec)
+    one = xgft((4, 4), (1, 4), **spec)
+    t = []
+    for f in (eight, one):
+        n = 8 * f.n_hosts
+        t.append(run_program_on(f, Placement.block(f, n, ppn=8), allreduce_ring(n, size)).outcome.makespan)
+    assert t[0] <= t[1] * (1 + 1e-9)
+
+
+def test_railed_fabric_survives_json(tmp_path):
+    f = xgft((4, 2), (1, 2), rails=2)
+    write_json(f, tmp_path / "f.json")
+    g = read_json(tmp_path / "f.json")
+    assert g.n_terminals == 16 and np.array_equal(g.terminal_switch, f.terminal_switch)
+    assert [g.terminal_name(t) for t in range(3)] == ["h0000[1]", "h0000[2]", "h0001[1]"]
+
+
+def test_rails_spec_is_counted_before_it_is_built():
+    from fabscope.errors import FabricError
+
+    s = xgft_size((64, 64, 64), (1, 64, 64), rails=8, rail_optimised=True)
+    assert s.hosts == 64 ** 3
+    with pytest.raises(FabricError, match="links"):
+        load_fabric("fat-tree:k=200,levels=4,rails=8")
