@@ -61,3 +61,24 @@ def test_rails_spec_is_counted_before_it_is_built():
     assert s.hosts == 64 ** 3
     with pytest.raises(FabricError, match="links"):
         load_fabric("fat-tree:k=200,levels=4,rails=8")
+
+
+@pytest.mark.parametrize("spec", ["itasca:leaves=18,host_ports=2", "director:radix=12,host_ports=2"])
+def test_dual_port_hosts_on_director_style_fabrics_stripe_over_both_links(spec):
+    f = load_fabric(spec)
+    assert set(f.host_n_ports.tolist()) == {2}
+    # the two ports of a host on two switches
+    assert np.all(f.terminal_switch[0::2] != f.terminal_switch[1::2])
+    n = f.n_hosts
+    pl = Placement.block(f, n, ppn=1)
+    one = simulate(f, pl, shift(n, 1 << 20, k=1), ports="rank").pairs["bandwidth"]
+    two = simulate(f, pl, shift(n, 1 << 20, k=1), ports="stripe").pairs["bandwidth"]
+    link = f.link_capacity[0]
+    assert np.allclose(one, link) and np.all(two > 1.5 * link) and np.all(two <= 2 * link * (1 + 1e-9))
+
+
+def test_host_ports_must_split_the_switches_evenly():
+    from fabscope.errors import FabricError
+
+    with pytest.raises(FabricError, match="the 67 leaves do not split into groups of 2"):
+        load_fabric("itasca:host_ports=2")
