@@ -204,9 +204,12 @@ def to_dict(f: Fabric) -> dict[str, Any]:
     if f.host_lid is not None or f.switch_lid is not None:
         doc["lids"] = {"host": None if f.host_lid is None else f.host_lid.tolist(),
                        "switch": None if f.switch_lid is None else f.switch_lid.tolist(), "lmc": int(f.lmc)}
+        if not f.single_port and f.terminal_lid is not None:
+            doc["lids"]["port"] = f.terminal_lid.tolist()      # every host port's, in host then port order
     if f.lft is not None:
+        about = "host" if f.single_port else "host port (hosts in order, each one's ports in port order)"
         doc["tables"] = {"lft": f.lft.tolist(),
-                         "about": "lft[switch][host] = directed link id (cable k is links 2k and 2k+1), -1 none"}
+                         "about": f"lft[switch][{about}] = directed link id (cable k is links 2k and 2k+1), -1 none"}
     return doc
 
 
@@ -291,9 +294,11 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
             coords=doc.get("coords"), dims=tuple(doc["dims"]) if doc.get("dims") else None,
             periodic=tuple(doc["periodic"]) if doc.get("periodic") else None,
             params=doc.get("params", {}),
-            lft=np.asarray(doc["tables"]["lft"], dtype=np.int32).reshape(len(switches["name"]), len(hosts["name"]))
+            lft=np.asarray(doc["tables"]["lft"], dtype=np.int32).reshape(
+                len(switches["name"]), int(np.sum(src < len(hosts["name"]))))     # one column per host port
             if doc.get("tables") else None,
             host_lid=(doc.get("lids") or {}).get("host"), switch_lid=(doc.get("lids") or {}).get("switch"),
+            terminal_lid=(doc.get("lids") or {}).get("port"),
             lmc=int((doc.get("lids") or {}).get("lmc", 0)),
         )
     except KeyError as err:

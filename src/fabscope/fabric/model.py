@@ -117,6 +117,9 @@ class Fabric:
     switch_lid: np.ndarray | None = None
     #: LID mask control: each host port answers to 2**lmc LIDs from its base LID
     lmc: int = 0
+    #: base LID of every host port (terminal), as each CA port has its own; where hosts have one
+    #: port it is ``host_lid`` (given either way)
+    terminal_lid: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -173,7 +176,12 @@ class Fabric:
 
     def _check_tables(self) -> None:
         set_ = object.__setattr__
-        for name, size in (("host_lid", self.n_hosts), ("switch_lid", self.n_switches)):
+        if self.terminal_lid is None and self.host_lid is not None and self.single_port:
+            set_(self, "terminal_lid", self.host_lid)
+        if self.host_lid is None and self.terminal_lid is not None and len(self.terminal_lid) == self.n_terminals:
+            set_(self, "host_lid", np.asarray(self.terminal_lid)[self.host_uplinks[0][:-1]])
+        for name, size in (("host_lid", self.n_hosts), ("switch_lid", self.n_switches),
+                           ("terminal_lid", self.n_terminals)):
             v = getattr(self, name)
             if v is not None:
                 arr = _ro(v, np.int32)
@@ -363,6 +371,18 @@ class Fabric:
             raise FabricError(f"fabric {self.name!r}: host {self.node_names[int(h.flat[i])]!r} has no port "
                               f"{int(p.flat[i])} (it has {int(self.host_n_ports[h.flat[i]])})")
         return self.host_uplinks[0][h] + p
+
+    def host_pair_terminals(self, src: Any, dst: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The port pair of each host pair where no port policy says (host-indexed routing):
+        the source's port ``dst mod its ports`` and the destination's port of the same index
+        (mod its ports), on one rail.  Identity (int64) where every host has one port."""
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        if self.single_port:
+            return src, dst
+        n_ports = self.host_n_ports
+        p = dst % n_ports[src]
+        return self.terminal(src, p), self.terminal(dst, p % n_ports[dst])
 
     def terminal_name(self, t: int) -> str:
         """``"node0001[2]"``: the host and its port number (the cable's port, else index + 1).

@@ -60,13 +60,7 @@ def host_terminals(fabric: Fabric, src, dst) -> tuple[np.ndarray, np.ndarray]:
     >>> [t.tolist() for t in host_terminals(f, [0, 0], [1, 2])]
     [[1, 0], [3, 4]]
     """
-    src = np.asarray(src, dtype=np.int64)
-    dst = np.asarray(dst, dtype=np.int64)
-    if fabric.single_port:
-        return src, dst
-    n_ports = fabric.host_n_ports
-    p = dst % n_ports[src]
-    return fabric.terminal(src, p), fabric.terminal(dst, p % n_ports[dst])
+    return fabric.host_pair_terminals(src, dst)
 
 
 def first_links(fabric: Fabric, src: np.ndarray, dst: np.ndarray, *, terminals: bool = False) -> np.ndarray:

@@ -113,13 +113,17 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
     sw_cab = new_of_tmp[np.array(cab, np.int64).reshape(-1, 2)] if cab else np.zeros((0, 2), np.int64)
     _, groups, levels, far = infer_hierarchy(len(sws), new_of_tmp[host_sw], sw_cab)
     hc = np.array([hostmap.cores.get(host_name[c.guid], cores) if hostmap else cores for c in host_order])
+    # every CA port's own LID, host by host in port order (the cables are sorted so)
+    at_host = c[:, 0] < nh
+    port_lid = [host_order[int(h)].port_lid.get(int(p), host_order[int(h)].lid)
+                for h, p in zip(c[at_host, 0], c[at_host, 1])]
     fabric = Fabric(
         name=name or "imported", node_names=tuple(names), n_hosts=nh,
         link_src=src, link_dst=dst, link_capacity=np.r_[cap, cap].reshape(2, -1).T.ravel(),
         link_latency=np.full(2 * n, latency), link_src_port=sp, link_dst_port=dp,
         switch_level=sw_level, host_cores=hc, host_sockets=np.ones(nh),
         groups=groups, levels=levels, far_label=far,
-        host_lid=np.array([c.lid for c in host_order]),
+        host_lid=np.array([c.lid for c in host_order]), terminal_lid=np.array(port_lid, np.int64),
         switch_lid=np.array([sws[i].lid for i in sw_order]),
         lmc=max((c.lmc for c in cas), default=0),
         params={"source": topo.source},
