@@ -70,6 +70,7 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
     # order: hosts by name, switches by (level, name) with levels from the graph
     sw_tmp = {s.guid: i for i, s in enumerate(sws)}
     host_sw_tmp: dict[int, int] = {}
+    port_sw_tmp: list[int] = []          # the switch of every CA port: a leaf with second ports only is a leaf
     cab = []
     for ln in topo.links:
         ka, kb = topo.nodes[ln.a].kind, topo.nodes[ln.b].kind
@@ -80,12 +81,12 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
         else:
             ca, sw = (ln.a, ln.b) if ka == "CA" else (ln.b, ln.a)
             host_sw_tmp.setdefault(ca, sw_tmp[sw])
+            port_sw_tmp.append(sw_tmp[sw])
     lost = [ca for ca in cas if ca.guid not in host_sw_tmp]
     if lost:
         raise FabricError(f"{topo.where(lost[0].line)}: CA {lost[0].desc!r} has no active port (port down?)")
     host_order = sorted(cas, key=lambda c: natural_key(host_name[c.guid]))
-    hsw = np.array([host_sw_tmp[c.guid] for c in host_order], np.int64)
-    level, _, _, _ = infer_hierarchy(len(sws), hsw, np.array(cab, np.int64).reshape(-1, 2))
+    level, _, _, _ = infer_hierarchy(len(sws), np.array(port_sw_tmp, np.int64), np.array(cab, np.int64).reshape(-1, 2))
     sw_order = sorted(range(len(sws)), key=lambda i: (int(level[i]) or 99, natural_key(sw_name[sws[i].guid])))
     nh = len(cas)
     index = {c.guid: i for i, c in enumerate(host_order)}
