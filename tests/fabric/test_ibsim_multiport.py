@@ -96,3 +96,16 @@ def test_multiport_fabrics_route_as_opensm_port_for_port(tmp_path, shape):
             ours = terminal_paths(fabric, e)
             same = sum(ours[k] == theirs[k] for k in theirs)
             assert same == n, (shape, e, "imported" if fabric is ge else "generated", n - same)
+
+
+def test_lmc_2_on_dual_port_hosts_routes_every_port_by_its_base_lid(tmp_path):
+    """opensm -l 2: each CA port owns 4 LIDs; the tables import one column per port, by its base LID."""
+    f = director(radix=12, host_ports=2)
+    net = tmp_path / "fabric.net"
+    write_ibsim(f, net)
+    with IbSim(net, workdir=str(tmp_path / "sim")) as sim:
+        dump = sim.opensm("minhop", ("-l", "2"))
+        g = build_fabric(parse_ibnetdiscover(sim.run(["ibnetdiscover"]).stdout), read_lfts(dump))
+    assert g.lmc == 2 and np.all(g.terminal_lid % 4 == 0) and g.params["lft_missing"] == 0
+    n = g.n_terminals * (g.n_terminals - 2)
+    assert compare_routes(g, g.lft, make_routing(g, "minhop").lft) == (n, n)

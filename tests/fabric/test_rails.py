@@ -82,3 +82,18 @@ def test_host_ports_must_split_the_switches_evenly():
 
     with pytest.raises(FabricError, match="the 67 leaves do not split into groups of 2"):
         load_fabric("itasca:host_ports=2")
+
+
+def test_per_port_tables_and_lids_survive_json(tmp_path):
+    from dataclasses import replace
+
+    from fabscope.routing import make_routing
+
+    f = xgft((4, 2), (1, 2), rails=2, rail_optimised=True)
+    lft = make_routing(f, "minhop").lft
+    f = replace(f, lft=lft, terminal_lid=2 * np.arange(f.n_terminals) + 1, switch_lid=np.arange(f.n_switches) + 100)
+    assert f.host_lid.tolist() == (2 * f.host_uplinks[0][:-1] + 1).tolist()      # a host's first port's LID
+    write_json(f, tmp_path / "f.json")
+    g = read_json(tmp_path / "f.json")
+    assert np.array_equal(g.lft, lft) and np.array_equal(g.terminal_lid, f.terminal_lid)
+    assert make_routing(g).name == "tables"

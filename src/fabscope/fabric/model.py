@@ -118,7 +118,7 @@ class Fabric:
     #: LID mask control: each host port answers to 2**lmc LIDs from its base LID
     lmc: int = 0
     #: base LID of every host port (terminal), as each CA port has its own; where hosts have one
-    #: port it is ``host_lid`` (given either way)
+    #: port it is ``host_lid``; where given without ``host_lid``, that is each host's first port's
     terminal_lid: np.ndarray | None = None
 
     def __post_init__(self) -> None:
@@ -176,7 +176,7 @@ class Fabric:
 
     def _check_tables(self) -> None:
         set_ = object.__setattr__
-        if self.terminal_lid is None and self.host_lid is not None and self.single_port:
+        if self.host_lid is not None and self.single_port:       # one port: the host's LID is its port's
             set_(self, "terminal_lid", self.host_lid)
         if self.host_lid is None and self.terminal_lid is not None and len(self.terminal_lid) == self.n_terminals:
             set_(self, "host_lid", np.asarray(self.terminal_lid)[self.host_uplinks[0][:-1]])
