@@ -41,3 +41,27 @@ def test_python_and_compiled_engines_agree_on_striped_collectives():
     b = run_program_on(f, pl, prog, engine="c", ports="stripe")
     assert np.allclose(a.outcome.msg_end, b.outcome.msg_end, rtol=1e-9)
     assert a.outcome.makespan == pytest.approx(b.outcome.makespan, rel=1e-9)
+
+
+def test_striped_messages_end_as_in_simgrid():
+    """SimGrid gets one endpoint per (rank, port) so that each port pair has its own route; a
+    striped message ends when its last part does, there as here."""
+    from fabscope.dynamic import peer
+
+    if peer.why_unavailable() is not None:
+        pytest.skip(f"SimGrid unavailable: {peer.why_unavailable()}")
+    f = fat_tree(k=4, levels=2, rails=2, rail_optimised=True)
+    n = 2 * f.n_hosts
+    pl = Placement.block(f, n, ppn=2)
+    rng = np.random.default_rng(7)
+    perm = rng.permutation(n)
+    src, dst = np.r_[perm[0::2], perm[1::2]], np.r_[perm[1::2], perm[0::2]]
+    size = 2 * np.round(rng.choice([2e3, 5e4, 1e6, 4e6], len(src)) * rng.uniform(0.5, 2.0, len(src)) / 2)
+    prog = Program.from_arrays("matching", n, src, dst, size, np.zeros(len(src), int))
+    run = run_program_on(f, pl, prog, latency=False, ports="stripe")
+    sub = run.sub
+    assert sub is not None and sub.n > len(src)                      # some messages were striped
+    nt = f.n_terminals
+    ends_s, ends_d = src[sub.flow] * nt + sub.src, dst[sub.flow] * nt + sub.dst
+    theirs, _ = peer.run(peer.problem(run.paths, run.msg_path, ends_s, ends_d, sub.bytes, np.repeat(pl.host, nt)))
+    np.testing.assert_allclose(run.outcome.msg_end, sub.most(np.asarray(theirs)), rtol=1e-6)
