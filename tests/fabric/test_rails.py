@@ -97,3 +97,21 @@ def test_per_port_tables_and_lids_survive_json(tmp_path):
     g = read_json(tmp_path / "f.json")
     assert np.array_equal(g.lft, lft) and np.array_equal(g.terminal_lid, f.terminal_lid)
     assert make_routing(g).name == "tables"
+
+
+def test_cutting_one_port_of_a_dual_port_host_keeps_its_other_port_routed():
+    from dataclasses import replace
+
+    from fabscope.routing import make_routing
+    from fabscope.whatif import cut_cables
+
+    f = load_fabric("director:radix=12,host_ports=2")
+    f = replace(f, lft=make_routing(f, "minhop").lft, terminal_lid=np.arange(f.n_terminals) + 1,
+                switch_lid=np.arange(f.n_switches) + 100)
+    g, gone = cut_cables(f, ["h0000[2]"])
+    assert gone and g.n_terminals == f.n_terminals - 1 and g.lft.shape == (g.n_switches, g.n_terminals)
+    assert g.terminal_lid.tolist() == [1] + list(range(3, f.n_terminals + 1))
+    n = g.n_hosts
+    r = simulate(g, Placement.block(g, n, ppn=1), shift(n, 1 << 20, k=1), "tables", ports="stripe")
+    bw = dict(zip(r.pairs["src_host"].tolist(), r.pairs["bandwidth"].tolist()))
+    assert bw["h0000"] == pytest.approx(g.link_capacity[0]) and bw["h0001"] == pytest.approx(2 * g.link_capacity[0])

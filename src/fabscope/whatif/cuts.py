@@ -82,13 +82,16 @@ def cut_cables(fabric: Fabric, cuts: Sequence[str]) -> tuple[Fabric, list[str]]:
     gone = [_cable_name(fabric, 2 * int(c)) for c in np.flatnonzero(drop)]
     new_id = np.full(fabric.n_links, -1, np.int64)
     new_id[keep] = np.arange(len(keep))
+    # a host port whose cable is cut is no destination any more: its table column and LID go
+    ports_left = ~drop[fabric.terminal_uplink // 2]
     lft = None
     if fabric.lft is not None:
-        lft = np.where(fabric.lft >= 0, new_id[np.maximum(fabric.lft, 0)], -1).astype(np.int32)
+        lft = np.where(fabric.lft >= 0, new_id[np.maximum(fabric.lft, 0)], -1).astype(np.int32)[:, ports_left]
+    tlid = None if fabric.terminal_lid is None or fabric.single_port else fabric.terminal_lid[ports_left]
     g = replace(fabric, link_src=fabric.link_src[keep], link_dst=fabric.link_dst[keep],
                 link_capacity=fabric.link_capacity[keep], link_latency=fabric.link_latency[keep],
                 link_src_port=fabric.link_src_port[keep], link_dst_port=fabric.link_dst_port[keep],
-                lft=lft, params={**fabric.params, "cut": list(gone)})
+                lft=lft, terminal_lid=tlid, params={**fabric.params, "cut": list(gone)})
     return g, gone
 
 
