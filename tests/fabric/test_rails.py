@@ -115,3 +115,24 @@ def test_cutting_one_port_of_a_dual_port_host_keeps_its_other_port_routed():
     r = simulate(g, Placement.block(g, n, ppn=1), shift(n, 1 << 20, k=1), "tables", ports="stripe")
     bw = dict(zip(r.pairs["src_host"].tolist(), r.pairs["bandwidth"].tolist()))
     assert bw["h0000"] == pytest.approx(g.link_capacity[0]) and bw["h0001"] == pytest.approx(2 * g.link_capacity[0])
+
+
+def test_kept_routes_between_ports_of_a_cut_multiport_fabric_are_routes_of_it(capsys):
+    """The cut fabric's ports are numbered anew: kept routes find each in the fabric before by its cable
+    (port ids were taken for host ids, and the sweep of `fabric critical` failed on a railed tree)."""
+    from fabscope.cli import main
+    from fabscope.routing import check_routes, make_routing, terminal_routes
+    from fabscope.whatif import cut_cables
+    from fabscope.whatif.cuts import KeptRoutes, link_map
+
+    f = load_fabric("director:radix=12,host_ports=2")
+    g, _ = cut_cables(f, ["h0000[2]", "dir-line01[1]"])
+    t = np.arange(g.n_terminals)
+    s, d = (x.ravel() for x in np.meshgrid(t, t))
+    keep = g.terminal_host[s] != g.terminal_host[d]
+    s, d = s[keep], d[keep]
+    kept = KeptRoutes(make_routing(f, "minhop"), make_routing(g, "minhop"), link_map(f, g))
+    check_routes(g, s, d, terminal_routes(kept, s, d), terminals=True)
+    assert main(["fabric", "critical", "--fabric", "fat-tree:k=2,levels=2,rails=2,rail_optimised=1", "--ppn", "1",
+                 "--pattern", "shift:k=1"]) == 0
+    assert "h0001[2]" in capsys.readouterr().out

@@ -95,7 +95,7 @@ def build_paths(fabric: Fabric, routing: Routing | str | None, src_host, dst_hos
     hd = np.asarray(dst_host, dtype=np.int64)
     n = len(hs)
     if terminals:
-        routes = terminal_routes(router, hs, hd)
+        routes = terminal_routes(router, hs, hd, fabric)
         if not fabric.single_port:
             hs, hd = fabric.terminal_host[hs], fabric.terminal_host[hd]
     else:

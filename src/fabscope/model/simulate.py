@@ -49,7 +49,7 @@ def simulate(fabric: Fabric, placement: Placement, traffic: Traffic, routing: Ro
     hd = placement.host[traffic.dst].astype(np.int64)
     # sub-flows: one per flow, or one per port pair of a flow striped over its hosts' ports
     sub = split_flows(fabric, placement, traffic.src, traffic.dst, traffic.bytes, ports)
-    routes = terminal_routes(router, sub.src, sub.dst)
+    routes = terminal_routes(router, sub.src, sub.dst, fabric)
     sh = hs if sub.identity else fabric.terminal_host[sub.src]
     dh = hd if sub.identity else fabric.terminal_host[sub.dst]
     n_l, n_f, n_s = fabric.n_links, traffic.n_flows, sub.n

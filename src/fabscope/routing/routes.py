@@ -71,13 +71,14 @@ def first_links(fabric: Fabric, src: np.ndarray, dst: np.ndarray, *, terminals: 
     return fabric.terminal_uplink[np.asarray(src, dtype=np.int64)]
 
 
-def terminal_routes(router, src, dst) -> Routes:
+def terminal_routes(router, src, dst, fabric: Fabric | None = None) -> Routes:
     """``router``'s routes between terminals: its ``terminal_routes`` where it has one; an engine
-    that routes hosts only routes fabrics whose hosts have one port (terminal = host)."""
+    that routes hosts only routes fabrics whose hosts have one port (terminal = host): ``fabric``
+    (default: the router's own) says whether they do."""
     fn = getattr(router, "terminal_routes", None)
     if fn is not None:
         return fn(src, dst)
-    fabric = getattr(router, "fabric", None)
+    fabric = fabric if fabric is not None else getattr(router, "fabric", None)
     if fabric is not None and not fabric.single_port:
         raise RoutingError(f"routing {router.name!r} routes hosts with one port only; "
                            f"fabric {fabric.name!r} has hosts with several")

@@ -294,11 +294,32 @@ class KeptRoutes:
         self.name = f"{after.name} for the cut cables' flows, the rest as before"
 
     def routes(self, src: np.ndarray, dst: np.ndarray):
-        from fabscope.routing.routes import Routes
+        return self._kept(src, dst, False)
+
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray):
+        """Between host ports of the cut fabric (``after``'s), each found in ``before``'s by its cable."""
+        return self._kept(src, dst, True)
+
+    def _before_terminals(self, t: np.ndarray) -> np.ndarray:
+        fb, fa = self.before.fabric, self.after.fabric
+        if fb.single_port and fa.single_port:
+            return t
+        ok = self.new_id >= 0
+        old = np.full(fa.n_links, -1, np.int64)
+        old[self.new_id[ok]] = np.flatnonzero(ok)
+        term_of = np.full(fb.n_links, -1, np.int64)
+        term_of[fb.terminal_uplink] = np.arange(fb.n_terminals)
+        return term_of[old[fa.terminal_uplink[t]]]
+
+    def _kept(self, src: np.ndarray, dst: np.ndarray, terminals: bool):
+        from fabscope.routing.routes import Routes, terminal_routes
 
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        rb = self.before.routes(src, dst)
+        if terminals:
+            rb = terminal_routes(self.before, self._before_terminals(src), self._before_terminals(dst))
+        else:
+            rb = self.before.routes(src, dst)
         nl = self.new_id[rb.link]
         hit = np.zeros(len(src), bool)
         hit[rb.flow[nl < 0]] = True
@@ -307,7 +328,8 @@ class KeptRoutes:
         flow, link, weight = [rb.flow[keep]], [nl[keep]], [rb.weight[keep]]
         hops = np.asarray(rb.hops, dtype=float).copy()
         if len(moved):
-            ra = self.after.routes(src[moved], dst[moved])
+            ra = (terminal_routes(self.after, src[moved], dst[moved]) if terminals
+                  else self.after.routes(src[moved], dst[moved]))
             flow.append(moved[ra.flow])
             link.append(ra.link)
             weight.append(ra.weight)
