@@ -130,3 +130,16 @@ def test_rails_estimators_count_what_is_built():
         f = fat_tree(k=4, levels=3, **kw)
         s = fat_tree_size(4, 3, **kw)
         assert (s.hosts, s.switches, s.links) == (f.n_hosts, f.n_switches, f.n_links)
+
+
+@pytest.mark.parametrize("shape", RAILED)
+def test_dmodk_on_rails_keeps_shifts_free_of_contention(shape):
+    """D-mod-K numbers ports rail by rail where hosts have several: on each rail a shift is what it is
+    on the one-rail tree, every pair at the link's rate (3-level trees, 1 and 2 ranks per node)."""
+    f = fat_tree(k=4, levels=3, **RAILED[shape])
+    for ppn in (1, 2):
+        n = f.n_hosts * ppn
+        pl = Placement.block(f, n, ppn=ppn)
+        for k in (1, 3, 4, 5, 16, 17, 33):
+            bw = simulate(f, pl, shift(n, 1 << 20, k=k * ppn), "dmodk").pairs["bandwidth"]
+            assert np.allclose(bw, f.link_capacity[0]), (ppn, k)
