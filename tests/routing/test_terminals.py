@@ -111,6 +111,11 @@ def test_dual_port_hosts_on_one_leaf_route_each_port():
     lft = make_routing(f, "minhop").lft
     assert lft.shape == (2, 4)
     assert [f.link_name(int(l)) for l in lft[0]] == ["L[1] -> a[1]", "L[2] -> a[2]", "L[3] -> b[1]", "L[4] -> b[2]"]
+    # tables that deliver b[2]'s packets to b[1] reach the host by the wrong port: refused, named
+    bad = lft.copy()
+    bad[0, 3] = lft[0, 2]
+    with pytest.raises(RoutingError, match=r"route a\[1\] -> b\[2\] reaches its host by another port \(L\[3\] -> b\[1\]\)"):
+        terminal_routes(make_routing(f, "tables", lft=bad), np.array([0]), np.array([3]))
 
 
 def test_terminal_api_refuses_ports_a_host_does_not_have():
