@@ -106,6 +106,7 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
         for prog, scenario in progs:
             task = bar.add_task(f"simulating {prog.name}", total=prog.n_messages)
             run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
+                                 ports=getattr(args, "ports", None),
                                  sharing=sharing, progress=lambda done, t, task=task: bar.update(task, completed=done))
             bar.remove_task(task)
             meta = {"pattern": pattern, "model": args.model, "ppn": args.ppn or None, "size": size,

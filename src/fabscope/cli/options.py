@@ -137,6 +137,14 @@ def add_routing(p: argparse.ArgumentParser) -> None:
                         "updn:roots=S1+S2 (default: the fabric's own)")
 
 
+def add_ports(p: argparse.ArgumentParser) -> None:
+    """``--ports``: how MPI uses hosts with several ports (fabscope.fabric.ports)."""
+    p.add_argument("--ports", default="rank", metavar="POLICY",
+                   help="how ranks use hosts with several ports: rank (one port per rank, local rank "
+                        "round-robin; rank i on NIC i) or stripe[:THRESHOLD] (a message from THRESHOLD bytes, "
+                        "default 500000 as IBM HPS, split over all port pairs p->p); one-port hosts: no effect")
+
+
 def add_seed(p: argparse.ArgumentParser, default: int = 0, what: str = "random patterns and routing choices") -> None:
     p.add_argument("--seed", type=int, default=default,
                    help=f"seed of {what}: the same seed, the same choices (default: {default})")

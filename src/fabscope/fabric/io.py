@@ -57,6 +57,13 @@ PRESETS = {
     "bgp": "torus:8x8x16,capacity=425e6,cores=4",            # Blue Gene/P partition of seed 002
     "xt3": "torus:11x12x16,capacity=3.8e9,cores=2",          # PSC BigBen, seed 002
     "redstorm": "torus:27x20x24,periodic=0x0x1,capacity=2.04e9,cores=2",  # seed 004
+    # a rail-optimised GPU pod as NVIDIA's DGX SuperPOD reference architecture (DGX H100, 4 scalable units)
+    # describes its compute fabric: 32 nodes per unit, 8 NDR 400 Gb/s NICs per node, NIC r of a unit's
+    # nodes on that unit's rail-r leaf (32 down, 32 up), 16 spines of 64 ports (2 cables to each leaf);
+    # 48 GB/s per NIC: NDR's 50 GB/s less MPI's overhead; 8 ranks per node, one per GPU; on-node copies
+    # over NVLink 4 (450 GB/s each way per GPU, 8 GPUs on the node's NVSwitches) (docs/multirail.md)
+    "gpu-pod": "xgft:m=32x4,w=1x16,links_per_pair=2,rails=8,rail_optimised=1,capacity=48e9,cores=8,"
+               "copy_rate=450e9,memory_bw=3.6e12",
 }
 
 #: what each generator would build, counted from its parameters before it runs
@@ -210,9 +217,12 @@ def to_dict(f: Fabric) -> dict[str, Any]:
     if f.host_lid is not None or f.switch_lid is not None:
         doc["lids"] = {"host": None if f.host_lid is None else f.host_lid.tolist(),
                        "switch": None if f.switch_lid is None else f.switch_lid.tolist(), "lmc": int(f.lmc)}
+        if not f.single_port and f.terminal_lid is not None:
+            doc["lids"]["port"] = f.terminal_lid.tolist()      # every host port's, in host then port order
     if f.lft is not None:
+        about = "host" if f.single_port else "host port (hosts in order, each one's ports in port order)"
         doc["tables"] = {"lft": f.lft.tolist(),
-                         "about": "lft[switch][host] = directed link id (cable k is links 2k and 2k+1), -1 none"}
+                         "about": f"lft[switch][{about}] = directed link id (cable k is links 2k and 2k+1), -1 none"}
     return doc
 
 
@@ -297,9 +307,11 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
             coords=doc.get("coords"), dims=tuple(doc["dims"]) if doc.get("dims") else None,
             periodic=tuple(doc["periodic"]) if doc.get("periodic") else None,
             params=doc.get("params", {}),
-            lft=np.asarray(doc["tables"]["lft"], dtype=np.int32).reshape(len(switches["name"]), len(hosts["name"]))
+            lft=np.asarray(doc["tables"]["lft"], dtype=np.int32).reshape(
+                len(switches["name"]), int(np.sum(src < len(hosts["name"]))))     # one column per host port
             if doc.get("tables") else None,
             host_lid=(doc.get("lids") or {}).get("host"), switch_lid=(doc.get("lids") or {}).get("switch"),
+            terminal_lid=(doc.get("lids") or {}).get("port"),
             lmc=int((doc.get("lids") or {}).get("lmc", 0)),
         )
     except KeyError as err:

@@ -82,13 +82,16 @@ def cut_cables(fabric: Fabric, cuts: Sequence[str]) -> tuple[Fabric, list[str]]:
     gone = [_cable_name(fabric, 2 * int(c)) for c in np.flatnonzero(drop)]
     new_id = np.full(fabric.n_links, -1, np.int64)
     new_id[keep] = np.arange(len(keep))
+    # a host port whose cable is cut is no destination any more: its table column and LID go
+    ports_left = ~drop[fabric.terminal_uplink // 2]
     lft = None
     if fabric.lft is not None:
-        lft = np.where(fabric.lft >= 0, new_id[np.maximum(fabric.lft, 0)], -1).astype(np.int32)
+        lft = np.where(fabric.lft >= 0, new_id[np.maximum(fabric.lft, 0)], -1).astype(np.int32)[:, ports_left]
+    tlid = None if fabric.terminal_lid is None or fabric.single_port else fabric.terminal_lid[ports_left]
     g = replace(fabric, link_src=fabric.link_src[keep], link_dst=fabric.link_dst[keep],
                 link_capacity=fabric.link_capacity[keep], link_latency=fabric.link_latency[keep],
                 link_src_port=fabric.link_src_port[keep], link_dst_port=fabric.link_dst_port[keep],
-                lft=lft, params={**fabric.params, "cut": list(gone)})
+                lft=lft, terminal_lid=tlid, params={**fabric.params, "cut": list(gone)})
     return g, gone
 
 
@@ -291,11 +294,32 @@ class KeptRoutes:
         self.name = f"{after.name} for the cut cables' flows, the rest as before"
 
     def routes(self, src: np.ndarray, dst: np.ndarray):
-        from fabscope.routing.routes import Routes
+        return self._kept(src, dst, False)
+
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray):
+        """Between host ports of the cut fabric (``after``'s), each found in ``before``'s by its cable."""
+        return self._kept(src, dst, True)
+
+    def _before_terminals(self, t: np.ndarray) -> np.ndarray:
+        fb, fa = self.before.fabric, self.after.fabric
+        if fb.single_port and fa.single_port:
+            return t
+        ok = self.new_id >= 0
+        old = np.full(fa.n_links, -1, np.int64)
+        old[self.new_id[ok]] = np.flatnonzero(ok)
+        term_of = np.full(fb.n_links, -1, np.int64)
+        term_of[fb.terminal_uplink] = np.arange(fb.n_terminals)
+        return term_of[old[fa.terminal_uplink[t]]]
+
+    def _kept(self, src: np.ndarray, dst: np.ndarray, terminals: bool):
+        from fabscope.routing.routes import Routes, terminal_routes
 
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        rb = self.before.routes(src, dst)
+        if terminals:
+            rb = terminal_routes(self.before, self._before_terminals(src), self._before_terminals(dst))
+        else:
+            rb = self.before.routes(src, dst)
         nl = self.new_id[rb.link]
         hit = np.zeros(len(src), bool)
         hit[rb.flow[nl < 0]] = True
@@ -304,7 +328,8 @@ class KeptRoutes:
         flow, link, weight = [rb.flow[keep]], [nl[keep]], [rb.weight[keep]]
         hops = np.asarray(rb.hops, dtype=float).copy()
         if len(moved):
-            ra = self.after.routes(src[moved], dst[moved])
+            ra = (terminal_routes(self.after, src[moved], dst[moved]) if terminals
+                  else self.after.routes(src[moved], dst[moved]))
             flow.append(moved[ra.flow])
             link.append(ra.link)
             weight.append(ra.weight)
