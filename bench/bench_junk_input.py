@@ -101,7 +101,7 @@ def file_rows(d: str, mb: int) -> list[tuple[str, str, Callable[[str], Any]]]:
     from fabscope.fabric.importers import read_ibnetdiscover, read_lfts
     from fabscope.fabric.importers.hostmap import read_hostmap
     from fabscope.fabric.io import read_json
-    from fabscope.mapping.commfiles import read_comm_file
+    from fabscope.traffic.commfiles import read_comm_file
     from fabscope.mapping.targets import read_nodes
     from fabscope.measure.parse import read_run
     from fabscope.report.inputs import read_input

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from fabscope.cli import main
-from fabscope.mapping.commfiles import read_app_comm, read_comm_file
+from fabscope.traffic.commfiles import read_app_comm, read_comm_file
 from fabscope.measure.apps import app_runs
 from fabscope.measure.parse import read_run, to_result
 

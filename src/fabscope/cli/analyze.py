@@ -87,7 +87,7 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
 
 def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
     """Seed 000's all-pairs summary: the per-leaf-pair minima over near-set and far pairs, and the map."""
-    from fabscope.leafmatrix import leaf_matrix
+    from fabscope.report.leafmatrix import leaf_matrix
 
     m = leaf_matrix(result, fabric)
     out = ["leaf pairs, min of the node pairs between two leaves [MB/sec]:"]
