@@ -1,4 +1,4 @@
-"""The generators as they were before they were vectorised (session 6), kept as the reference.
+"""Cable-by-cable generators of the torus and the XGFT, kept as the reference for the vectorised ones.
 
 tests/fabric/test_vectorised.py holds the vectorised generators equal to these,
 array by array.  They build cable by cable (torus) or sort the cables (xgft).
