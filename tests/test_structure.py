@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import networkx as nx
 import pytest
@@ -113,3 +114,44 @@ def test_library_never_imports_cli():
     g = import_graph()
     bad = [(a, b) for a, b in g.edges if not a.startswith("fabscope.cli") and b.startswith("fabscope.cli")]
     assert not bad, bad
+
+
+#: what a line says when it speaks of how the project was made rather than of what it does:
+#: rounds of work, who ran what, issue numbers, designs "as they were before"
+HOW_MADE = re.compile(r"session \d|\bthe helper\b|helpers?.{0,12}(branch|worktree|run at)|\bissue #?\d+|"
+                      r"\bthe issue('s)?\b|\bround of work|\bas (it|they) (was|were) before|\bfirst written\b",
+                      re.IGNORECASE)
+#: a day of work (in prose: docs, README, bench); a timestamp with its time (2026-11-08T02:00Z) is data
+DAY = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b(?!T)")
+
+
+def _project_text():
+    root = SRC.parent
+    for top in ("src", "tests", "bench", "docs"):
+        for path in sorted((root / top).rglob("*")):
+            if path.suffix in (".py", ".md", ".c", ".h", ".txt", ".toml", ".cfg", ".sh", ".j2", ".html") \
+                    and path.is_file() and path != pathlib.Path(__file__).resolve():
+                yield path
+    yield root / "README.md"
+
+
+def test_nothing_speaks_of_how_the_project_was_made():
+    """Docs, comments and tests say what the code does now; history goes to git and CHANGELOG.md."""
+    bad = []
+    for path in _project_text():
+        rel = path.relative_to(SRC.parent)
+        prose = rel.parts[0] in ("docs", "bench") or rel.name == "README.md"
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if HOW_MADE.search(line) or (prose and DAY.search(line)):
+                bad.append(f"{rel}:{n}: {line.strip()[:100]}")
+    assert not bad, "lines that speak of how the project was made:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("line,flagged", [("(docs/dynamic.md, \"The refill, session 7\")", True),
+                                          ("the generators as they were before they were vectorised", True),
+                                          ("rerun on 2026-11-24 at load 1", True),
+                                          ("# ---- issue 19: --out written", True),
+                                          ("slow since run 8 (2026-11-08T02:00:00Z)", False),
+                                          ("a session of the test run takes down its testbeds", False)])
+def test_how_made_patterns(line, flagged):
+    assert bool(HOW_MADE.search(line) or DAY.search(line)) is flagged
