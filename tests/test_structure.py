@@ -118,7 +118,8 @@ def test_library_never_imports_cli():
 
 #: what a line says when it speaks of how the project was made rather than of what it does:
 #: rounds of work, who ran what, issue numbers, designs "as they were before"
-HOW_MADE = re.compile(r"session \d|\bthe helper\b|helpers?.{0,12}(branch|worktree|run at)|\bissue #?\d+|"
+#: (each pattern split where it would match its own line)
+HOW_MADE = re.compile(r"ses" r"sion \d|\bthe help" r"er\b|help" r"ers?.{0,12}(branch|worktree|run at)|\bissue #?\d+|"
                       r"\bthe issue('s)?\b|\bround of work|\bas (it|they) (was|were) before|\bfirst written\b",
                       re.IGNORECASE)
 #: a day of work (in prose: docs, README, bench); a timestamp with its time (2026-11-08T02:00Z) is data
@@ -147,7 +148,7 @@ def test_nothing_speaks_of_how_the_project_was_made():
     assert not bad, "lines that speak of how the project was made:\n" + "\n".join(bad)
 
 
-@pytest.mark.parametrize("line,flagged", [("(docs/dynamic.md, \"The refill, session 7\")", True),
+@pytest.mark.parametrize("line,flagged", [("(docs/dynamic.md, \"The refill, ses" "sion 7\")", True),
                                           ("the generators as they were before they were vectorised", True),
                                           ("rerun on 2026-11-24 at load 1", True),
                                           ("# ---- issue 19: --out written", True),
