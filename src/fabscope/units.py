@@ -6,6 +6,8 @@
 '1 MiB'
 >>> plural(1, "pair"), plural(24, "pair"), plural(1, "concurrent set"), plural(2, "CPU")
 ('1 pair', '24 pairs', '1 concurrent set', '2 CPUs')
+>>> format_rate(3.07e9), format_rate(2.5e6), format_rate(512e3), format_rate(25e9)
+('3070 MB/s', '2.50 MB/s', '512 kB/s', '25.0 GB/s')
 """
 
 from __future__ import annotations
@@ -59,3 +61,22 @@ def format_size(n: int) -> str:
         if n >= f and n % f == 0:
             return f"{n // f} {unit}"
     return f"{n} B"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """A rate for people: kB/s below 1 MB/s (a testbed's links), MB/s to 10 GB/s (InfiniBand's links,
+    as fabscope-bench prints them), GB/s above; three significant digits, so that no figure rounds to 0.
+
+    >>> format_rate(0), format_rate(850), format_rate(40e3), format_rate(999.6e3), format_rate(4.2e6)
+    ('0 B/s', '850 B/s', '40.0 kB/s', '1000 kB/s', '4.20 MB/s')
+    """
+    v = float(bytes_per_s)
+    for unit, f in (("GB/s", 1e10), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if abs(v) >= f:
+            v /= 1e9 if unit == "GB/s" else f
+            break
+    else:
+        unit = "B/s"
+    if v == 0 or abs(v) >= 100 or unit == "B/s":
+        return f"{v:.0f} {unit}"
+    return f"{v:.{2 if abs(v) < 10 else 1}f} {unit}"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabscope.cli.options import examples
 from fabscope.names import plain
-from fabscope.units import plural
+from fabscope.units import format_rate, plural
 
 if TYPE_CHECKING:
     from fabscope.measure.parse import BenchRun
@@ -68,11 +68,11 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
                 out += ["latency model alpha + m/beta per regime:", an.format_model(fit)]
         elif test == "stream":
             for x in recs:
-                out.append(f"stream {x['mode']:>6} {x['host']}: {x['ranks']} ranks, {x['bandwidth'] / MB:.0f} MB/s")
+                out.append(f"stream {x['mode']:>6} {x['host']}: {x['ranks']} ranks, {format_rate(x['bandwidth'])}")
         elif test in HEADLINE:
             key = HEADLINE[test]
             pts = ", ".join(f"{x['bytes']} B{'/' + str(x['ranks']) + 'r' if 'ranks' in x and test in ('alltoall', 'allreduce') else ''}: "
-                            + (f"{x[key] * 1e6:.2f} us" if key == "latency" else f"{x[key] / MB:.1f} MB/s")
+                            + (f"{x[key] * 1e6:.2f} us" if key == "latency" else format_rate(x[key]))
                             for x in recs[:: max(1, len(recs) // 6)])
             out.append(f"{test}: {pts}")
     from fabscope.measure.apps import app_runs, app_table

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from fabscope.errors import MeasureError
-from fabscope.units import plural
+from fabscope.units import format_rate, plural
 from fabscope.fabric.model import MB, Fabric
 from fabscope.measure.classes import PLAIN_LABELS, classify  # noqa: F401  (classify: re-exported)
 from fabscope.names import launcher_host, plain
@@ -329,7 +329,7 @@ def format_model(fit: LatencyModel) -> str:
         lines.append("no kink found: one regime explains the whole sweep")
     for k, kind, a, b in zip(fit.kinks, fit.kink_kinds(), fit.regimes, fit.regimes[1:]):
         lines.append(f"kink at {k} B: {kind} (start-up {a.alpha * 1e6:.2f} -> {b.alpha * 1e6:.2f} us, "
-                     f"bandwidth {a.beta / MB:.0f} -> {b.beta / MB:.0f} MB/s)")
+                     f"bandwidth {format_rate(a.beta)} -> {format_rate(b.beta)})")
     quality = "poor" if fit.poor else "good" if fit.rms_rel_error < 0.05 else "fair"
     lines.append(f"fit quality: rms relative error {fit.rms_rel_error:.1%} ({quality})")
     if fit.poor:

@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fabscope.units import plural
+from fabscope.units import format_rate, plural
 from fabscope.errors import FabricError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
@@ -164,8 +164,8 @@ class WhatIf:
         for i in np.argsort(-loss, kind="stable")[:top]:
             if loss[i] <= 1e-6:
                 break
-            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: {self.bw_before[i] / 1e6:.0f} -> "
-                       f"{self.bw_after[i] / 1e6:.0f} MB/s (-{100 * loss[i]:.0f}%)")
+            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: {format_rate(self.bw_before[i])} -> "
+                       f"{format_rate(self.bw_after[i])} (-{100 * loss[i]:.0f}%)")
         return out
 
 
@@ -341,8 +341,9 @@ def whatif(fabric: Fabric, cuts: Sequence[str], placement: Placement, traffic: T
                                                                   "no fabscope engine reproduces these tables)")
             else:
                 router, label = reroute(after_f, engine)
-                if not reroute_with:
-                    label += " (the engine that reproduces the imported tables)"
+                if not reroute_with:         # the engine may have handed over (ftree to min-hop): say whose tables
+                    label += (" (the engine that reproduces the imported tables)" if router.name == engine
+                              else f"; {engine} reproduces the imported tables")
     else:
         check = (placement.host[traffic.src].astype(np.int64), placement.host[traffic.dst].astype(np.int64))
         router, label = reroute(after_f, name, check)
