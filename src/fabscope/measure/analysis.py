@@ -344,18 +344,41 @@ CBR_TESTS = {"latency": ("pingpong", "latency"), "bandwidth": ("bw", "bandwidth"
              "bi-bandwidth": ("bibw", "bandwidth"), "multi-pair bandwidth": ("mbw", "bandwidth")}
 
 
-def cbr(intra: "BenchRun", inter: "BenchRun") -> dict[str, dict[int, float]]:
-    """CBR-x = x_intra / x_inter for each metric and message size both runs measured.
+def cbr(intra: "BenchRun | dict[str, BenchRun]", inter: "BenchRun | dict[str, BenchRun]") -> dict[str, dict[int, float]]:
+    """CBR-x = x_intra / x_inter for each metric and message size both sides measured.
 
-    1 means balanced: ranks sensitive to x can go anywhere.
+    A side is one run, or the run of each test (:func:`cbr_sides`: the tests may sit in separate
+    files).  1 means balanced: ranks sensitive to x can go anywhere.
     """
+    def of(side, test):
+        run = side.get(test) if isinstance(side, dict) else side
+        return run.of(test, "size") if run is not None else []
+
     out: dict[str, dict[int, float]] = {}
     for metric, (test, field) in CBR_TESTS.items():
-        a = {r["bytes"]: r[field] for r in intra.of(test, "size") if r.get(field)}
-        b = {r["bytes"]: r[field] for r in inter.of(test, "size") if r.get(field)}
+        a = {r["bytes"]: r[field] for r in of(intra, test) if r.get(field)}
+        b = {r["bytes"]: r[field] for r in of(inter, test) if r.get(field)}
         common = sorted(set(a) & set(b))
         if common:
             out[metric] = {s: a[s] / b[s] for s in common}
+    return out
+
+
+def cbr_sides(runs: Sequence["BenchRun"]) -> dict[str, dict[str, "BenchRun"]]:
+    """Per side, ``intra`` (ranks on one host) or ``inter`` (on two), the run that measured each test
+    of :data:`CBR_TESTS` there, judged by the pair of its first size record (pingpong's 0 and 1,
+    mbw's 0 and n/2), so that ``analyze intra.jsonl inter.jsonl intra-mbw.jsonl inter-mbw.jsonl``
+    pairs each test with its own files."""
+    out: dict[str, dict[str, BenchRun]] = {}
+    for run in runs:
+        for test, _ in CBR_TESTS.values():
+            recs = run.of(test, "size")
+            if recs:
+                kind = pair_kind(run, int(recs[0].get("src", 0)), int(recs[0].get("dst", 1)))
+                side = "inter" if kind == "Inter-node" else "intra" if kind in ("Intra-socket", "Inter-socket") \
+                    else None
+                if side:
+                    out.setdefault(side, {}).setdefault(test, run)
     return out
 
 
