@@ -38,7 +38,8 @@ class PlacementReport:
     tiers: dict[int, int]
     #: class label -> (random MB/s per node, nearest-neighbour MB/s per node), averages
     bandwidth: dict[str, tuple[float | None, float | None]]
-    overall: tuple[float, float]
+    #: (random, nearest-neighbour) MB/s per node over all pairs; None for a one-node job (no fabric traffic)
+    overall: tuple[float | None, float | None]
     warnings: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -48,6 +49,9 @@ class PlacementReport:
         for tier, k in sorted(self.tiers.items()):
             out.append(f"  switches of tier {tier} crossed: {k}")
         out.append("")
+        if self.n_nodes < 2:
+            out.append("  no fabric traffic: the ranks of a one-node job talk on the node")
+            return out + [f"warning: {w}" for w in self.warnings]
         out.append(f"  {'bandwidth per node [MB/s]':<28} {'random pairs':>14} {'nearest neighbour':>18}")
         for label, (r, nn) in self.bandwidth.items():
             out.append(f"  {label:<28} {_f(r):>14} {_f(nn):>18}")
@@ -82,7 +86,7 @@ def placement_report(fabric: Fabric, nodes: Sequence[int], size: float = 1 << 20
         if used > need:
             warnings.append(f"fragmented: {n} nodes span {used} {lv.key} groups; {need} would hold them")
     bw: dict[str, list[float | None]] = {lab: [None, None] for lab in fabric.class_labels[1:]}
-    overall = [0.0, 0.0]
+    overall: list[float | None] = [None, None]
     tiers: dict[int, int] = {}
     if n >= 2:
         pl = Placement.from_hosts(fabric, nodes)
