@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 
 from fabscope.cli.analyze import report
 from fabscope.atomic import check_outputs
 from fabscope.cli.options import examples
-from fabscope.errors import MeasureError
+from fabscope.errors import FabscopeWarning, MeasureError
 from fabscope.measure.benchhelp import help_of_test, options_help, tests_help
 from fabscope.cli.names import OVERSUBSCRIBE_FACTOR
 from fabscope.names import plain
@@ -128,8 +129,11 @@ def run(args: argparse.Namespace) -> int:
         args.np = args.np or np_all
         oversubscribe = True  # every emulated host is a namespace of this machine; its ranks wait on shaped links
     args.np = args.np or 2
-    job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
-               ppn=args.ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
+    with warnings.catch_warnings():
+        if args.testbed:        # the testbed's machine file lists a host once per run of ranks, in rank order
+            warnings.filterwarnings("ignore", message=".*is listed again", category=FabscopeWarning)
+        job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
+                   ppn=args.ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
     con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
     watch = None
     if args.testbed:
