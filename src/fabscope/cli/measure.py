@@ -74,6 +74,10 @@ def split_args(args: argparse.Namespace) -> list[str]:
     return rest
 
 
+#: a run expected to take longer than this says so before it starts (seconds)
+ESTIMATE_ABOVE = 60.0
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -135,6 +139,15 @@ def run(args: argparse.Namespace) -> int:
         job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
                    ppn=args.ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
     con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
+    if fabric is not None:      # the sweeps' time at the host links' rate, before a long run starts
+        from fabscope.measure.estimate import FABRIC_LATENCY, TESTBED_LATENCY, estimate_line
+
+        rate = float(fabric.link_capacity[fabric.link_src < fabric.n_hosts].min())
+        where = f"testbed {args.testbed}'s host links" if args.testbed else f"{fabric.name}'s host links"
+        line = estimate_line(args.test.split(","), rest, rate, TESTBED_LATENCY if args.testbed else FABRIC_LATENCY,
+                             where, min_seconds=ESTIMATE_ABOVE)
+        if line:
+            con.print(plain(f"fabscope: {line}"), highlight=False, markup=False, soft_wrap=True)
     watch = None
     if args.testbed:
         from fabscope.testbed.linkbound import Watch
