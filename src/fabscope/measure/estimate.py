@@ -22,7 +22,7 @@ from typing import Sequence
 
 from fabscope.units import parse_size
 
-__all__ = ["SWEEPS", "Sweep", "estimate_line", "sweep_seconds"]
+__all__ = ["FABRIC_LATENCY", "SWEEPS", "Sweep", "TESTBED_LATENCY", "duration", "estimate_line", "sizes", "sweep_seconds"]
 
 
 @dataclass(frozen=True)
