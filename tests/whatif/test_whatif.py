@@ -145,3 +145,15 @@ def test_whatif_pair_lines_scale_units_at_testbed_rates():
     assert pairs, slow.lines()
     assert not any(" -> 0 MB/s" in ln or ": 0 -> " in ln for ln in pairs), pairs
     assert all(ln.count("kB/s") == 2 for ln in pairs), pairs
+
+
+def test_whatif_class_table_takes_the_unit_of_its_figures():
+    """On 0.5 MB/s links (a 4 Mbit testbed) the class table reads in kB/s, every cell above 0."""
+    from fabscope.fabric.generators import fat_tree as ft
+
+    f = ft(k=4, levels=2, capacity=5e5)
+    p = Placement.block(f, 16, ppn=1)
+    lines = whatif(f, ["s1-0000[5]"], p, make_traffic("shift:k=4", f, p, 1e6)).lines()
+    assert "Max/Avg/Min kB/s" in lines[1]
+    cells = [float(x) for ln in lines[2:] if ln.split()[0] in ("Overall", "Same", "Diff") for x in ln.split()[-6:]]
+    assert cells and min(cells) > 0, lines[:6]
