@@ -119,7 +119,7 @@ def pattern_names(dynamic: bool = False) -> list[str]:
 
 def library_pattern_names() -> list[str]:
     """What the registries themselves say --dynamic adds to the static patterns (for the test)."""
-    from fabscope.cli.dynamic import PROGRAM_ONLY
+    from fabscope.cli.names import PROGRAM_ONLY
     from fabscope.dynamic.programs import COLLECTIVES
 
     names = []

@@ -105,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
     if traffic.name == "leaf-pairs":
         print_leaf_matrix(con, result, fabric, args.matrix)
     if traffic.name == "bisection":
-        ebb = float(result.pairs["bandwidth"].mean()) / 1e6
-        con.print(f"effective bisection bandwidth: {ebb:.1f} MB/s per node pair, mean over "
+        from fabscope.units import format_rate
+
+        ebb = float(result.pairs["bandwidth"].mean())
+        con.print(f"effective bisection bandwidth: {format_rate(ebb)} per node pair, mean over "
                   f"{traffic.n_scenarios} random bisections")
     if args.report:
         from fabscope.cli.report import report_results

@@ -113,16 +113,30 @@ def job(name: str, out: str | os.PathLike[str], ppn: int | None = None, hostfile
 
     The hosts are the testbed's, in order, or those of ``hostfile`` in its order (named as on the
     testbed, ``fstb-NAME-h<i>``, or as in the fabric it was built from), ``ppn`` ranks each (default 1).
+    Without ``ppn``, a host file that lists a host per rank (a cyclic placement from ``fabscope map
+    -o`` repeats hosts) puts rank *i* on its line *i*.
     Checks that the testbed is up and whole, and that the MPI found is MPICH (Hydra).
     """
-    from fabscope.measure.hostlists import read_hostfile
+    from itertools import groupby
+
+    from fabscope.measure.hostlists import hostfile_ranks, read_hostfile
+    from fabscope.textio import read_lines
 
     st, fabric = ready(name)
-    hosts = list(fabric.host_names)
-    if hostfile:
-        hosts = [host_on_testbed(name, fabric, h, f"--hostfile {hostfile}") for h, _ in read_hostfile(hostfile)]
-    ppn = ppn or st.ppn
+    where = f"--hostfile {hostfile}"
+    given = hostfile_ranks((ln for _, ln in read_lines(hostfile, "host file", TestbedError)), where) \
+        if hostfile and not ppn else None
+    if given is not None and len(set(given)) == len(given):
+        given = None                # each host once: the testbed's ranks per host, as without a host file
+    if given is not None:           # Hydra's machine file: host:count runs in rank order
+        ranks = [host_on_testbed(name, fabric, h, where) for h in given]
+        runs = [(h, len(list(g))) for h, g in groupby(ranks)]
+    else:
+        hosts = list(fabric.host_names)
+        if hostfile:
+            hosts = [host_on_testbed(name, fabric, h, where) for h, _ in read_hostfile(hostfile)]
+        runs = [(h, ppn or st.ppn) for h in hosts]
     path = Path(f"{os.fspath(out)}.hosts")
     with atomic_open(path) as fh:
-        fh.write("".join(f"{h}:{ppn}\n" for h in hosts))
-    return fabric, str(path), hydra_args(name), ppn * len(hosts)
+        fh.write("".join(f"{h}:{k}\n" for h, k in runs))
+    return fabric, str(path), hydra_args(name), sum(k for _, k in runs)

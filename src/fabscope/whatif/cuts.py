@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fabscope.units import plural
+from fabscope.units import format_rate, plural, rate_digits, rate_unit
 from fabscope.errors import FabricError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
@@ -147,11 +147,14 @@ class WhatIf:
 
     def lines(self, top: int = 15) -> list[str]:
         """A plain-text report: summaries by class before and after, then the pairs that lose most."""
+        rows = list(zip(self.before.summary(scale=1.0), self.after.summary(scale=1.0)))
+        unit, size = rate_unit(max((r.max for pair in rows for r in pair), default=0.0))   # one unit a table
         out = [f"cut: {', '.join(self.cut)}   routing after: {self.routing_after}",
-               f"{'class':<14}{'pairs':>7}  {'before Max/Avg/Min MB/s':>26}  {'after Max/Avg/Min MB/s':>26}"]
-        for b, a in zip(self.before.summary(), self.after.summary()):
-            out.append(f"{b.label:<14}{b.count:>7}  {b.max:8.0f} {b.avg:8.0f} {b.min:8.0f}  "
-                       f"{a.max:8.0f} {a.avg:8.0f} {a.min:8.0f}")
+               f"{'class':<14}{'pairs':>7}  {f'before Max/Avg/Min {unit}':>26}  {f'after Max/Avg/Min {unit}':>26}"]
+        for b, a in rows:
+            out.append(f"{b.label:<14}{b.count:>7}  "
+                       + " ".join(f"{rate_digits(x / size):>8}" for x in (b.max, b.avg, b.min)) + "  "
+                       + " ".join(f"{rate_digits(x / size):>8}" for x in (a.max, a.avg, a.min)))
         loss = self.loss
         out.append(f"{self.n_losing} of {plural(len(loss), 'pair')} lose"
                    + ("s" if len(loss) == 1 else "") + " bandwidth"
@@ -167,8 +170,8 @@ class WhatIf:
         for i in np.argsort(-loss, kind="stable")[:top]:
             if loss[i] <= 1e-6:
                 break
-            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: {self.bw_before[i] / 1e6:.0f} -> "
-                       f"{self.bw_after[i] / 1e6:.0f} MB/s (-{100 * loss[i]:.0f}%)")
+            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: {format_rate(self.bw_before[i])} -> "
+                       f"{format_rate(self.bw_after[i])} (-{100 * loss[i]:.0f}%)")
         return out
 
 
@@ -366,8 +369,9 @@ def whatif(fabric: Fabric, cuts: Sequence[str], placement: Placement, traffic: T
                                                                   "no fabscope engine reproduces these tables)")
             else:
                 router, label = reroute(after_f, engine)
-                if not reroute_with:
-                    label += " (the engine that reproduces the imported tables)"
+                if not reroute_with:         # the engine may have handed over (ftree to min-hop): say whose tables
+                    label += (" (the engine that reproduces the imported tables)" if router.name == engine
+                              else f"; {engine} reproduces the imported tables")
     else:
         check = (placement.host[traffic.src].astype(np.int64), placement.host[traffic.dst].astype(np.int64))
         router, label = reroute(after_f, name, check)

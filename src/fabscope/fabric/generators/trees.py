@@ -122,7 +122,8 @@ def xgft(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 1,
         key, label, _ = _LEVEL_LABELS.get(l, (f"level{l}", f"Same Level-{l} Subtree", ""))
         groups[key] = np.arange(n_hosts) // P
         levels.append(Level(key, label))
-    far = _LEVEL_LABELS.get(h - 1, ("", "", f"Diff Level-{h - 1} Subtrees"))[2] if h > 1 else "Diff Switches"
+    # one level of switches: every host reaches every other through one switch
+    far = _LEVEL_LABELS.get(h - 1, ("", "", f"Diff Level-{h - 1} Subtrees"))[2] if h > 1 else "Same Switch"
     sw_level = np.repeat(np.arange(1, h + 1), n_at[1:])
     return Fabric(
         name=name or f"xgft(m={','.join(map(str, m))};w={','.join(map(str, w))})",
