@@ -170,7 +170,7 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
 
 
 def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed: int = 0,
-              io_ranks: Sequence[int] = (), time_limit: float = 30.0, objective: str = "busiest-link",
+              io_ranks: Sequence[int] = (), objective: str = "busiest-link",
               scotch_seeds: int = 5) -> Mapping:
     """Map the graph's ranks onto the target's slots with ``algorithm`` (see the module docstring).
 
@@ -207,13 +207,13 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
     for r in refs:
         if r == "swap":
             known = scores._link.get(id(m))
-            m = refine_hops(m, graph, seed=seed, time_limit=time_limit / 2, link_tolerance=TOLERANCE,
+            m = refine_hops(m, graph, seed=seed, link_tolerance=TOLERANCE,
                             start_link=known)
         elif r == "anneal":
-            m = anneal(m, graph, seed=seed, time_limit=time_limit / 2, link_tolerance=TOLERANCE,
+            m = anneal(m, graph, seed=seed, link_tolerance=TOLERANCE,
                        start_link=scores._link.get(id(m)))
         else:
-            m = refine_links(m, graph, seed=seed, time_limit=time_limit / 2, hop_slack=TOLERANCE,
+            m = refine_links(m, graph, seed=seed, hop_slack=TOLERANCE,
                              tries=2000 if graph.n <= 20000 else 300)
         if m is not stages[-1] and not np.array_equal(m.slot, stages[-1].slot):
             stages.append(m)
