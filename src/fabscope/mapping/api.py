@@ -55,7 +55,7 @@ from fabscope.mapping.targets import Mapping, Target
 
 __all__ = ["ALGORITHMS", "OBJECTIVES", "map_ranks", "compare"]
 
-ALGORITHMS = ("block", "cyclic", "random", "hier", "fold", "tile", "topo", "scotch")
+ALGORITHMS = ("block", "cyclic", "random", "hier", "fold", "tile", "ml", "topo", "scotch")
 REFINEMENTS = ("swap", "links", "anneal")
 OBJECTIVES = ("hop-bytes", "busiest-link", "time")
 
@@ -140,6 +140,10 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
         return torus_fold(graph, target, seed=seed)
     if name == "tile":
         return tree_tile(graph, target, seed=seed)
+    if name == "ml":
+        from fabscope.mapping.algorithms.multilevel import multilevel
+
+        return multilevel(graph, target, seed)
     if name == "scotch":
         from fabscope.mapping.algorithms.scotch import scotch
 
@@ -148,16 +152,20 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
         t0 = time.perf_counter()
         cands = []
         f = target.fabric
-        tries = (["fold"] if f.coords is not None and graph.grid else []) + \
-                (["tile"] if f.levels and graph.grid else []) + ["hier"]
-        if not graph.grid:
-            from fabscope.mapping.algorithms.scotch import available
-
-            if available():
-                tries.append("scotch")   # no grid to fold or tile: Scotch's mapping (one seed) is a start too
+        if graph.grid:
+            tries = (["fold"] if f.coords is not None else []) + (["tile"] if f.levels else []) + ["hier"]
+        else:
+            # no grid to fold or tile: multilevel annealing from scratch, or (where nodes hold several
+            # ranks or the fabric has levels: a partitioning problem first) of METIS' partition
+            tries = ["hier+ml"] if f.levels or int(target.slots_per_node.max()) > 1 else ["ml"]
         for alg in tries:
             try:
-                cands.append(_base(alg, graph, target, seed, scores, scotch_seeds=1))
+                if alg == "hier+ml":
+                    from fabscope.mapping.algorithms.multilevel import multilevel
+
+                    cands.append(multilevel(graph, target, seed, start=hierarchical(graph, target, seed)))
+                else:
+                    cands.append(_base(alg, graph, target, seed, scores, scotch_seeds=1))
             except MappingError:
                 continue
             if alg == "fold":
@@ -189,7 +197,7 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
     topo = name == "topo" and not refs
     if topo:
         # without a process grid (no fold or tile to start from) annealing comes first
-        refs = (["swap"] if graph.grid else ["anneal", "swap"]) + ["links"]
+        refs = (["swap"] if graph.grid else []) + ["links"]   # the multilevel loop has swapped already
     full = target
     io = np.unique(np.asarray(io_ranks, dtype=np.int64))
     if len(io):
