@@ -155,17 +155,10 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
         if graph.grid:
             tries = (["fold"] if f.coords is not None else []) + (["tile"] if f.levels else []) + ["hier"]
         else:
-            # no grid to fold or tile: multilevel annealing from scratch, or (where nodes hold several
-            # ranks or the fabric has levels: a partitioning problem first) of METIS' partition
-            tries = ["hier+ml"] if f.levels or int(target.slots_per_node.max()) > 1 else ["ml"]
+            tries = ["ml"]                # no grid to fold or tile: multilevel annealing
         for alg in tries:
             try:
-                if alg == "hier+ml":
-                    from fabscope.mapping.algorithms.multilevel import multilevel
-
-                    cands.append(multilevel(graph, target, seed, start=hierarchical(graph, target, seed)))
-                else:
-                    cands.append(_base(alg, graph, target, seed, scores, scotch_seeds=1))
+                cands.append(_base(alg, graph, target, seed, scores, scotch_seeds=1))
             except MappingError:
                 continue
             if alg == "fold":

@@ -56,26 +56,42 @@ typedef struct {
     int64_t n_sw;
 } Hops;
 
-static inline double hops(const Hops *h, int64_t a, int64_t b)
+/* Where a vertex sits, as the hop count needs it: its host, and its router's coordinates (torus)
+ * or its switch (key[0]).  Kept per vertex so that a neighbour costs one lookup, not three. */
+typedef struct { int32_t host; int16_t key[6]; } Spot;
+
+static inline Spot spot_of(const Hops *h, int64_t host)
 {
-    if (a == b) return 0.0;
+    Spot s;
+    s.host = (int32_t)host;
+    memset(s.key, 0, sizeof s.key);
+    if (h->mode == 0)
+        for (int k = 0; k < h->ndim; k++) s.key[k] = (int16_t)h->coords[host * h->ndim + k];
+    else
+        s.key[0] = (int16_t)h->sw[host];
+    return s;
+}
+
+static inline double hops(const Hops *h, const Spot *a, const Spot *b)
+{
+    if (a->host == b->host) return 0.0;
     if (h->mode == 0) {
-        int64_t s = 0;
-        const int32_t *ca = h->coords + a * h->ndim, *cb = h->coords + b * h->ndim;
+        int32_t s = 0;
         for (int k = 0; k < h->ndim; k++) {
-            int32_t d = ca[k] - cb[k];
+            int32_t d = a->key[k] - b->key[k];
             if (d < 0) d = -d;
             if (h->periodic[k] && h->dims[k] - d < d) d = h->dims[k] - d;
             s += d;
         }
         return (double)s;
     }
-    return (double)h->swdist[(int64_t)h->sw[a] * h->n_sw + h->sw[b]] + 2.0;
+    return (double)h->swdist[(int64_t)a->key[0] * h->n_sw + b->key[0]] + 2.0;
 }
 
 /* Anneal a level: vertices 0..q-1 are movable, each at a place 0..q-1 (place[], occ[] its inverse);
  * vertices q..nv-1 (the tail, at most one) sit at fixed places.  host[p] is the host that stands for
- * place p.  A step picks a movable vertex u, a base place (a random neighbour's, three times in
+ * place p.  Vertices are best numbered in the order of their places (neighbours then sit
+ * close in memory).  A step takes the next movable vertex u in turn, a base place (a random neighbour's, three times in
  * four, else u's own), and a place near it: base ^ k for k < 8 (its siblings in the order's
  * blocks), base + k for |k| <= reach, or (half the steps, when near_ptr is given) the place holding
  * a slot of the base's node or of a node next to it on the fabric (near[], by node; place_of_slot
@@ -92,22 +108,26 @@ double fm_anneal(int64_t q, int64_t nv, const int64_t *indptr, const int32_t *nb
                  uint64_t seed)
 {
     Hops h = {mode, ndim, coords, dims, periodic, sw, swdist, n_sw};
+    if (mode == 0 && ndim > 6) return -2.0;
     uint64_t rng = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
     if (!rng) rng = 1;
+    Spot *ps = malloc(sizeof(Spot) * (size_t)nv), *vs = malloc(sizeof(Spot) * (size_t)nv);
+    int64_t *keep = malloc(sizeof(int64_t) * (size_t)(q > 0 ? q : 1));
+    if (!ps || !vs || !keep) { free(ps); free(vs); free(keep); return -1.0; }
+    for (int64_t p = 0; p < nv; p++) ps[p] = spot_of(&h, host[p]);
+    for (int64_t u = 0; u < nv; u++) vs[u] = ps[place[u]];
     double cost = 0.0;
     for (int64_t u = 0; u < nv; u++)
         for (int64_t e = indptr[u]; e < indptr[u + 1]; e++)
-            cost += w[e] * hops(&h, host[place[u]], host[place[nbr[e]]]);
+            cost += w[e] * hops(&h, &vs[u], &vs[nbr[e]]);
     cost *= 0.5;
-    if (q < 2 || steps <= 0) return cost;
+    if (q < 2 || steps <= 0) { free(ps); free(vs); free(keep); return cost; }
     double best = cost;
-    int64_t *keep = malloc(sizeof(int64_t) * (size_t)q);
-    if (!keep) return -1.0;
     memcpy(keep, place, sizeof(int64_t) * (size_t)q);
     const int64_t block = 1000;
     double cool = steps > block ? pow(t1 / t0, (double)block / (double)steps) : 1.0, t = t0;
     int64_t span = 2 * reach + 1;
-    int64_t to_cool = block, to_check = q;
+    int64_t to_cool = block, to_check = q, sweep = 0;
     for (int64_t it = 0; it < steps; it++) {
         if (--to_cool == 0) { t *= cool; to_cool = block; }
         if (--to_check == 0) {
@@ -117,7 +137,8 @@ double fm_anneal(int64_t q, int64_t nv, const int64_t *indptr, const int32_t *nb
                 memcpy(keep, place, sizeof(int64_t) * (size_t)q);
             }
         }
-        int64_t u = (int64_t)below(next(&rng), (uint64_t)q);
+        int64_t u = sweep;                       /* vertices in turn: their data is read in order */
+        if (++sweep == q) sweep = 0;
         int64_t deg = indptr[u + 1] - indptr[u];
         uint64_t r = next(&rng);
         int64_t base = place[u];
@@ -138,20 +159,18 @@ double fm_anneal(int64_t q, int64_t nv, const int64_t *indptr, const int32_t *nb
         int64_t pu = place[u];
         if (p < 0 || p >= q || p == pu) continue;
         int64_t v = occ[p];
-        int64_t a = host[pu], b = host[p];
+        const Spot *a = &ps[pu], *b = &ps[p];
         double delta = 0.0;
-        if (a != b) {
+        if (a->host != b->host) {
             for (int64_t e = indptr[u]; e < indptr[u + 1]; e++) {
                 int64_t x = nbr[e];
                 if (x == v) continue;
-                int64_t c = host[place[x]];
-                delta += w[e] * (hops(&h, b, c) - hops(&h, a, c));
+                delta += w[e] * (hops(&h, b, &vs[x]) - hops(&h, a, &vs[x]));
             }
             for (int64_t e = indptr[v]; e < indptr[v + 1]; e++) {
                 int64_t x = nbr[e];
                 if (x == u) continue;
-                int64_t c = host[place[x]];
-                delta += w[e] * (hops(&h, a, c) - hops(&h, b, c));
+                delta += w[e] * (hops(&h, a, &vs[x]) - hops(&h, b, &vs[x]));
             }
         }
         if (delta <= 0.0 || unit(&rng) < exp(-delta / t)) {
@@ -159,6 +178,8 @@ double fm_anneal(int64_t q, int64_t nv, const int64_t *indptr, const int32_t *nb
             place[v] = pu;
             occ[p] = u;
             occ[pu] = v;
+            vs[u] = *b;
+            vs[v] = *a;
             cost += delta;
         }
     }
@@ -169,5 +190,7 @@ double fm_anneal(int64_t q, int64_t nv, const int64_t *indptr, const int32_t *nb
         for (int64_t i = 0; i < q; i++) occ[place[i]] = i;
     }
     free(keep);
+    free(ps);
+    free(vs);
     return best;
 }

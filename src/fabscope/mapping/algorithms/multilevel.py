@@ -53,13 +53,13 @@ __all__ = ["multilevel", "slot_order", "STEPS_PER_VERTEX"]
 
 SOURCE = os.path.join(os.path.dirname(__file__), "multilevel.c")
 #: annealing steps per vertex at every level
-STEPS_PER_VERTEX = 400
+STEPS_PER_VERTEX = 200
 #: the start temperature (in bytes of the level's mean edge per hop), on levels of at most COARSE
 #: places and on the others; the end temperature
 T_COARSE, T_FINE, T_END = 3.0, 0.3, 0.01
 COARSE = 64
 #: steps per vertex on levels of at most COARSE places (they are cheap and set the large scale)
-STEPS_COARSE = 5000
+STEPS_COARSE = 1000
 #: a step looks this far along the order (besides the place's siblings)
 REACH = 8
 _MASK = (1 << 64) - 1
@@ -208,18 +208,69 @@ def _place_slots(order: np.ndarray, level: int, q: int, tail: bool) -> np.ndarra
     return order[np.minimum(mids, s - 1)]
 
 
+def node_parts(graph: CommGraph, target: Target, seed: int = 0, order: np.ndarray | None = None) -> Mapping:
+    """The ranks cut by METIS (recursive bisection) into one part per node, each the size of the
+    node's ranks, the parts laid on the nodes in :func:`slot_order` (the ``parts`` start).
+
+    >>> from fabscope.fabric.generators import torus
+    >>> from fabscope.mapping.commgraph import stencil
+    >>> m = node_parts(stencil((8, 8), halo=1), Target.whole(torus((4, 4), cores=4), 64, 4))
+    >>> sorted(m.slot.tolist()) == list(range(64)), m.algorithm
+    (True, 'parts')
+    """
+    from fabscope.mapping.algorithms.hierarchical import _fill, partition_sizes
+
+    t0 = time.perf_counter()
+    order = slot_order(target) if order is None else order
+    spn = np.asarray(target.slots_per_node, np.int64)
+    node_seq = _nodes_in_order(target, order)
+    take = _fill(spn[node_seq], graph.n)
+    used = np.flatnonzero(take > 0)
+    part = partition_sizes(graph.adjacency.tocsr(), take[used], seed, recursive=True)
+    first = np.cumsum(spn) - spn
+    o = np.argsort(part, kind="stable")
+    within = np.arange(graph.n) - np.searchsorted(part[o], part[o])
+    slot = np.empty(graph.n, np.int64)
+    slot[o] = first[node_seq[used][part[o]]] + within
+    return Mapping(target, slot, "parts", time.perf_counter() - t0)
+
+
+def _nodes_in_order(target: Target, order: np.ndarray) -> np.ndarray:
+    """The job's nodes (indices) in the order their slots first appear in ``order``."""
+    nos = target.node_of_slot[order]
+    _, first = np.unique(nos, return_index=True)
+    return nos[np.sort(first)]
+
+
+def _auto_start(graph: CommGraph, target: Target, seed: int, order: np.ndarray) -> Mapping | None:
+    """What the levels start from: METIS along the fabric's levels on trees (``hier``), METIS' parts
+    of one node each where nodes hold several ranks (``parts``), else nothing (matching alone)."""
+    if target.fabric.levels:
+        from fabscope.mapping.algorithms.hierarchical import hierarchical
+
+        return hierarchical(graph, target, seed)
+    if int(np.max(target.slots_per_node)) > 1:
+        return node_parts(graph, target, seed, order)
+    return None
+
+
 def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex: int = STEPS_PER_VERTEX,
-               start: Mapping | None = None) -> Mapping:
+               start: "Mapping | str | None" = "auto") -> Mapping:
     """Map by multilevel annealing (see the module docstring).
 
     With ``start`` (a mapping of the same graph and target) the levels are not matched but hold
-    that mapping: sibling places pair up, and every level refines it on the way back.
+    that mapping: sibling places pair up, and every level refines it on the way back.  ``"auto"``:
+    METIS' partition along the fabric's levels (``hier``) on trees, METIS' parts of one node each
+    where nodes hold several ranks (``parts``), heavy-edge matching alone elsewhere (one rank per
+    node of a torus: there the matching does better than either start).
     """
     t0 = time.perf_counter()
     target.check_fits(graph.n)
     dll, why = _load()
     if dll is None:
         raise MappingError(f"the multilevel mapper needs a C compiler: {why}")
+    if isinstance(start, str):
+        start = _auto_start(graph, target, seed, slot_order(target)) if start == "auto" else None
     rng = np.random.default_rng(seed)
     s = target.n_slots
     a = graph.adjacency.tocsr()
@@ -265,8 +316,16 @@ def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex
                 place[lv.odd] = lv.q - 1
             if lv.tail:
                 place[lv.q] = lv.q
+        # the level renumbered in the order of the places: neighbours sit close in memory
         occ = np.empty(lv.nv, np.int64)
         occ[place] = np.arange(lv.nv)
+        deg = np.diff(lv.indptr)[occ]
+        indptr = np.r_[0, np.cumsum(deg)].astype(np.int64)
+        pos = np.repeat(lv.indptr[occ] - indptr[:-1], deg) + np.arange(indptr[-1])
+        nbr, w = place[lv.nbr[pos]].astype(np.int32), lv.w[pos]
+        renum = place
+        place = np.arange(lv.nv, dtype=np.int64)
+        occ = place.copy()
         rep = _place_slots(order, depth, lv.q, lv.tail)
         host = slot_host[rep].astype(np.int64)
         node_of_place = target.node_of_slot[rep].astype(np.int32)
@@ -277,12 +336,15 @@ def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex
         coarse = lv.q <= COARSE
         steps = (STEPS_COARSE if coarse else steps_per_vertex) * lv.q
         t_start = (T_COARSE if coarse else T_FINE) * unit
-        cost = dll.fm_anneal(lv.q, lv.nv, _ptr(lv.indptr), _ptr(lv.nbr), _ptr(lv.w), _ptr(host), *hop_args,
+        cost = dll.fm_anneal(lv.q, lv.nv, _ptr(indptr), _ptr(nbr), _ptr(w), _ptr(host), *hop_args,
                              _ptr(node_of_place), *near_args, _ptr(first), _ptr(n_slots), _ptr(place_of_slot),
                              depth, _ptr(place), _ptr(occ), t_start, T_END * unit, steps, REACH,
                              (seed * 1000003 + depth) & _MASK)
+        if cost == -2.0:
+            raise MappingError("the multilevel mapper takes tori of at most 6 dimensions")
         if cost < 0:
             raise MemoryError("multilevel: out of memory")
+        place = place[renum]                             # back to the level's own numbering
     slot = order[place[: graph.n]]
     name = "ml" if start is None else f"{start.algorithm}+ml"
     return Mapping(target, slot, name, time.perf_counter() - t0,
