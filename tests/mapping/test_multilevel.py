@@ -1,0 +1,92 @@
+"""Multilevel mapping (ml, topo's start for graphs without a process grid): every rank gets a slot of
+its own whatever the slot count (free slots, a tail block); the levels hold a start mapping exactly;
+the same seed gives the same mapping; and it is no worse than Scotch on the shapes of the bench."""
+
+import numpy as np
+import pytest
+
+import fabscope.mapping.algorithms.multilevel as ml
+from fabscope.fabric.generators import fat_tree, itasca, torus
+from fabscope.mapping.algorithms.baselines import random
+from fabscope.mapping.api import map_ranks
+from fabscope.mapping.commgraph import geometric, random_sparse
+from fabscope.mapping.metrics import evaluate
+from fabscope.mapping.targets import Target
+
+needs_cc = pytest.mark.skipif(ml._load()[0] is None, reason=f"multilevel.c not built: {ml._load()[1]}")
+
+
+@needs_cc
+@pytest.mark.parametrize("fabric, n, ppn", [
+    (lambda: torus((4, 4, 4), cores=1), 64, 1),          # every slot full, 2**6 places
+    (lambda: torus((3, 5, 2), cores=1), 30, 1),          # a tail at most levels, odd dimensions
+    (lambda: torus((4, 4), cores=3), 41, 3),             # 48 slots, 7 free
+    (lambda: fat_tree(k=4, levels=3), 50, 4),            # 64 slots, 14 free
+    (lambda: itasca(), 200, 8),
+])
+def test_every_rank_gets_its_own_slot(fabric, n, ppn):
+    t = Target.whole(fabric(), n, ppn)
+    g = random_sparse(n, degree=4, seed=2)
+    for start in ("auto", None):
+        m = ml.multilevel(g, t, seed=3, start=start)
+        assert len(np.unique(m.slot)) == n
+        assert m.slot.min() >= 0 and m.slot.max() < t.n_slots
+
+
+@needs_cc
+@pytest.mark.parametrize("fabric, n, ppn", [(lambda: torus((3, 5, 2), cores=2), 55, 2),
+                                            (lambda: fat_tree(k=4, levels=3), 50, 4)])
+def test_the_levels_hold_the_start_mapping(monkeypatch, fabric, n, ppn):
+    """With no annealing steps, coarsening along the start's sibling places and projecting back
+    gives the start itself: the levels represent it exactly, tail and free slots included."""
+    monkeypatch.setattr(ml, "STEPS_COARSE", 0)
+    t = Target.whole(fabric(), n, ppn)
+    g = random_sparse(n, degree=4, seed=1)
+    start = random(n, t, seed=5)
+    m = ml.multilevel(g, t, seed=0, steps_per_vertex=0, start=start)
+    assert np.array_equal(m.slot, start.slot)
+    assert m.algorithm == "random+ml"
+
+
+@needs_cc
+def test_same_seed_same_mapping_and_the_seed_matters():
+    t = Target.whole(torus((8, 8, 8), cores=1), 512)
+    g = geometric(512, degree=8, seed=4)
+    a, b, c = (ml.multilevel(g, t, seed=s) for s in (1, 1, 2))
+    assert np.array_equal(a.slot, b.slot)
+    assert not np.array_equal(a.slot, c.slot)
+
+
+@needs_cc
+def test_annealing_each_level_lowers_hop_bytes():
+    t = Target.whole(torus((8, 8, 8), cores=1), 512)
+    g = geometric(512, degree=8, seed=4)
+    start = random(512, t, seed=0)
+    m = ml.multilevel(g, t, seed=0, start=start)
+    assert evaluate(m, g, links=False).hop_bytes < 0.5 * evaluate(start, g, links=False).hop_bytes
+
+
+def test_morton_order_keeps_blocks_together():
+    t = Target.whole(torus((4, 4, 4), cores=1), 64)
+    order = ml.slot_order(t)
+    c = t.fabric.coords[t.slot_host[order]]
+    for size in (2, 4, 8):        # every aligned block of the order is a box of that many routers
+        blocks = c.reshape(64 // size, size, 3)
+        ext = blocks.max(axis=1) - blocks.min(axis=1) + 1
+        assert (ext.prod(axis=1) == size).all()
+
+
+@needs_cc
+@pytest.mark.parametrize("fabric, n, ppn", [(lambda: torus((8, 8, 8), cores=1), 512, 1),
+                                            (lambda: torus((4, 4, 4), cores=8), 512, 8),
+                                            (lambda: fat_tree(k=8, levels=3), 512, 4)])
+def test_topo_no_worse_than_scotch_on_hop_bytes(fabric, n, ppn):
+    from fabscope.mapping.algorithms.scotch import available
+
+    if not available():
+        pytest.skip("pyscotch not installed")
+    t = Target.whole(fabric(), n, ppn)
+    g = geometric(n, degree=10, seed=1)
+    ours = evaluate(map_ranks(g, t, "topo", objective="hop-bytes"), g, links=False).hop_bytes
+    theirs = evaluate(map_ranks(g, t, "scotch", scotch_seeds=1), g, links=False).hop_bytes
+    assert ours <= theirs
