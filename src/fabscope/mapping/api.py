@@ -9,11 +9,11 @@ random     a seeded random permutation
 hier       recursive METIS partitioning along the fabric's levels
 fold       tile and fold the process grid onto a torus box (Rubik-like)
 tile       nested grid blocks per node and per leaf on trees, leaves by METIS
-topo       the best of fold / tile / hier (and Scotch with one seed for graphs
-           without a process grid, when pyscotch is installed), then (without a
-           process grid) simulated annealing of hop-bytes, swaps for hop-bytes,
-           swaps for the busiest routed link; returns the best of these
-           stages under the declared objective (the default)
+ml         multilevel annealing: the graph coarsened alongside blocks of slots, refined level by
+           level (from hier's partition on trees, from METIS' node parts on multi-rank nodes)
+topo       for graphs with a process grid, the best of fold / tile / hier, then swaps for
+           hop-bytes; without one, ml; then swaps for the busiest routed link; returns the best
+           of these stages under the declared objective (the default)
 scotch     Scotch's static mapping (pyscotch), best of ``scotch_seeds`` seeds
 ========== ===============================================================
 
@@ -179,6 +179,8 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
     fabric order); the other ranks are mapped onto the remaining nodes.
     ``topo`` returns the best of its stages (base, ``+swap``, ``+links``)
     under ``objective``; ``info["stages"]`` says what each refinement did.
+    Every step is bounded by counts, never by the clock: the mapping depends
+    only on the inputs and ``seed``.
     """
     name, *refs = algorithm.strip().lower().split("+")
     for r in refs:
