@@ -141,7 +141,7 @@ def test_one_blas_thread_changes_no_result(tmp_path, args):
 
 def test_help_reads_the_benchmarks_tests_only_for_measure():
     """``fabscope --help`` builds every command's parser; fabscope-bench's table of tests (read from
-    csrc/main.c for ``measure --help``) was a third of its start-up and is read only when printed."""
+    csrc/main.c for ``measure --help``) is read, and its module imported, only when that help is printed."""
     code = ("import sys\nfrom fabscope.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print('benchhelp' if 'fabscope.measure.benchhelp' in sys.modules else 'none', file=sys.stderr)")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

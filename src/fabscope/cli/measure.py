@@ -38,7 +38,8 @@ def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
 def _with_bench_help(p: argparse.ArgumentParser):
     """``p.format_help`` that puts fabscope-bench's tests and options (read from csrc/main.c) before
     the examples of its epilog when help is printed, not when the parser is built: ``fabscope --help``
-    builds every parser, and reading them was a third of its start-up (bench/bench_startup.py)."""
+    builds every parser, and need not read csrc/main.c nor import the build module for it
+    (bench/bench_startup.py prints each command's start-up)."""
     plain_format = p.format_help
     done = []
 
