@@ -139,3 +139,12 @@ def test_sparse_rebalancing_chooses_as_the_dense_one_did():
         assert np.array_equal(_rebalance(A, part, sizes), _rebalance_dense(A, part, sizes))
         checked += 1
     assert checked > 30
+
+
+def test_topo_without_a_compiler_falls_back_to_metis(monkeypatch):
+    monkeypatch.setattr(ml, "_load", lambda: (None, "no C compiler"))
+    t = Target.whole(torus((4, 4, 4), cores=1), 64)
+    g = random_sparse(64, degree=4, seed=2)
+    m = map_ranks(g, t, "topo")
+    assert m.algorithm.startswith("hier") and len(np.unique(m.slot)) == 64
+    assert m.info["stages"][0] == {"step": "ml", "kept": False, "why": "not compiled"}

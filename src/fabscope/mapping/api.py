@@ -163,6 +163,10 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
                 continue
             if alg == "fold":
                 break                    # a fold that fits beats partitioning on a torus
+        if not cands:                    # ml without a C compiler: METIS' partition alone
+            m = _base("hier", graph, target, seed, scores)
+            cands.append(Mapping(target, m.slot, m.algorithm, m.seconds,
+                                 {"stages": [{"step": "ml", "kept": False, "why": "not compiled"}]}))
         best = scores.best(cands) if scores is not None and len(cands) > 1 else \
             min(cands, key=lambda m: _hop_bytes(m, graph))
         return Mapping(target, best.slot, best.algorithm, time.perf_counter() - t0, best.info)
