@@ -133,6 +133,9 @@ class _Hops:
 
             self.mode, self.ndim = 1, 0
             self.coords, self.dims, self.periodic = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(1, np.uint8)
+            if fabric.n_switches > 32767:       # the C side keeps a switch index in 16 bits
+                raise MappingError(f"the multilevel mapper takes at most 32,767 switches; {fabric.name!r} has "
+                                   f"{fabric.n_switches:,}")
             d = switch_distances(fabric)
             if (d < 0).any():
                 raise MappingError(f"fabric {fabric.name!r} has switches that cannot reach each other")
