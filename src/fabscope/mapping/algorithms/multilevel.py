@@ -272,20 +272,20 @@ def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex
     dll, why = _load()
     if dll is None:
         raise MappingError(f"the multilevel mapper needs a C compiler: {why}")
+    order = slot_order(target)
+    place_of_slot = np.empty(target.n_slots, np.int64)
+    place_of_slot[order] = np.arange(target.n_slots)
     if isinstance(start, str):
-        start = _auto_start(graph, target, seed, slot_order(target)) if start == "auto" else None
+        start = _auto_start(graph, target, seed, order) if start == "auto" else None
     rng = np.random.default_rng(seed)
     s = target.n_slots
     a = graph.adjacency.tocsr()
     a.sort_indices()
     indptr = np.r_[a.indptr, np.full(s - graph.n, a.indptr[-1])].astype(np.int64)
     levels = [_Level(indptr, a.indices.astype(np.int32), a.data.astype(np.float64), s, False)]
-    order = slot_order(target)
     occ = None
     if start is not None:                      # ranks where start put them, the free places in order
-        place_of = np.empty(s, np.int64)
-        place_of[order] = np.arange(s)
-        p0 = place_of[start.slot]
+        p0 = place_of_slot[start.slot]
         free = np.setdiff1d(np.arange(s), p0)
         occ = np.empty(s, np.int64)
         occ[p0] = np.arange(graph.n)
@@ -297,14 +297,13 @@ def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex
     hops = _Hops(target.fabric)
     hop_args = hops.args()
     slot_host = target.slot_host
-    place_of_slot = np.empty(s, np.int64)
-    place_of_slot[order] = np.arange(s)
     near_ptr, near = near_nodes(target)
     spn = np.asarray(target.slots_per_node, np.int64)
     first = np.cumsum(spn) - spn
     n_slots = spn.astype(np.int32)
-    near_args = [None, None] if near_ptr is None else [_ptr(near_ptr := near_ptr.astype(np.int64)),
-                                                       _ptr(near := near.astype(np.int32))]
+    if near_ptr is not None:                 # kept in these names: C reads them while annealing
+        near_ptr, near = near_ptr.astype(np.int64), near.astype(np.int32)
+    near_args = [None, None] if near_ptr is None else [_ptr(near_ptr), _ptr(near)]
     top = levels[-1]
     place = np.arange(top.nv, dtype=np.int64)
     for depth in range(len(levels) - 1, -1, -1):
