@@ -164,7 +164,7 @@ def part_anneal(steps_py: int = 200_000) -> None:
     for engine, steps in (("c", 20_000 * g.n), ("c", steps_py), ("python", steps_py)):
         c0 = time.process_time()
         if engine == "c":
-            hb, slot, done = _compiled(p, m.slot, T_START * p.unit, T_END * p.unit, steps, 0, 0.0)
+            hb, slot, done = _compiled(p, m.slot, T_START * p.unit, T_END * p.unit, steps, 0)
         else:
             hb, slot = anneal_reference(p, m.slot, T_START * p.unit, T_END * p.unit, steps, 0)
         cpu = time.process_time() - c0

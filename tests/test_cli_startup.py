@@ -137,3 +137,16 @@ def test_one_blas_thread_changes_no_result(tmp_path, args):
         doc["meta"].pop("solve_seconds", None)
         docs.append(doc)
     assert docs[0] == docs[1]
+
+
+def test_help_reads_the_benchmarks_tests_only_for_measure():
+    """``fabscope --help`` builds every command's parser; fabscope-bench's table of tests (read from
+    csrc/main.c for ``measure --help``) is read, and its module imported, only when that help is printed."""
+    code = ("import sys\nfrom fabscope.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print('benchhelp' if 'fabscope.measure.benchhelp' in sys.modules else 'none', file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == "none"
+    code = code.replace("['--help']", "['measure', '--help']")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "random-pairs" in p.stdout and p.stderr.strip().splitlines()[-1] == "benchhelp"

@@ -34,7 +34,7 @@ def test_compiled_loop_equals_the_reference(fabric, ppn, n, seed):
     m = random(n, t, seed)
     p = _Problem(m, g)
     t0, t1 = 3.0 * p.unit, 0.01 * p.unit
-    best_c, slot_c, done = _compiled(p, m.slot, t0, t1, 20_000, seed, 0.0)
+    best_c, slot_c, done = _compiled(p, m.slot, t0, t1, 20_000, seed)
     best_py, slot_py = anneal_reference(p, m.slot, t0, t1, 20_000, seed)
     assert done == 20_000
     assert np.array_equal(slot_c, slot_py)

@@ -10,7 +10,6 @@ from fabscope.cli.analyze import report
 from fabscope.atomic import check_outputs
 from fabscope.cli.options import examples
 from fabscope.errors import FabscopeWarning, MeasureError
-from fabscope.measure.benchhelp import help_of_test, options_help, tests_help
 from fabscope.cli.names import OVERSUBSCRIBE_FACTOR
 from fabscope.names import plain
 
@@ -37,6 +36,24 @@ def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
                         "the testbed), its fabric, --ppn ranks per host, launched into its namespaces")
 
 
+def _with_bench_help(p: argparse.ArgumentParser):
+    """``p.format_help`` that puts fabscope-bench's tests and options (read from csrc/main.c) before
+    the examples of its epilog when help is printed, not when the parser is built: ``fabscope --help``
+    builds every parser, and need not read csrc/main.c nor import the build module for it
+    (bench/bench_startup.py prints each command's start-up)."""
+    plain_format = p.format_help
+    done = []
+
+    def format_help() -> str:
+        if not done:
+            from fabscope.measure.benchhelp import options_help, tests_help
+
+            p.epilog = tests_help() + "\n\n" + options_help() + "\n\n" + (p.epilog or "")
+            done.append(True)
+        return plain_format()
+    return format_help
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("measure", help="run the MPI benchmarks (fabscope-bench) on this job's nodes",
                        description="Build fabscope-bench with the MPI found (see 'fabscope doctor'), launch it, "
@@ -44,10 +61,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "or after TEST; other options after TEST go to the program, "
                                    "e.g. 'random-pairs --size 1MiB --iterations 100'.  Every option is checked "
                                    "before anything is launched.  'fabscope measure TEST --help' explains a test.",
-                       epilog=tests_help() + "\n\n" + options_help() + "\n\n" + examples(
+                       epilog=examples(
                            "fabscope measure --np 2 pingpong --max-size 64KiB --iterations 10",
                            "fabscope measure --np 2 random-pairs --size 1MiB --iterations 20 --out rp.jsonl",
                            "fabscope measure random-pairs --help"))
+    p.format_help = _with_bench_help(p)
     _own_options(p)
     p.add_argument("test", nargs="?", default="suite",
                    help="test or comma-separated tests, listed below (default: suite)")
@@ -92,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     rest = split_args(args)
     if "--help" in rest or "-h" in rest:
         # the test's help, from the program's sources: nothing is built, launched or written
+        from fabscope.measure.benchhelp import help_of_test
+
         print(help_of_test(args.test))
         return 0
     if any(w == "--list-pairs" or w.startswith("--list-pairs=") for w in rest):

@@ -9,11 +9,11 @@ random     a seeded random permutation
 hier       recursive METIS partitioning along the fabric's levels
 fold       tile and fold the process grid onto a torus box (Rubik-like)
 tile       nested grid blocks per node and per leaf on trees, leaves by METIS
-topo       the best of fold / tile / hier (and Scotch with one seed for graphs
-           without a process grid, when pyscotch is installed), then (without a
-           process grid) simulated annealing of hop-bytes, swaps for hop-bytes,
-           swaps for the busiest routed link; returns the best of these
-           stages under the declared objective (the default)
+ml         multilevel annealing: the graph coarsened alongside blocks of slots, refined level by
+           level (from hier's partition on trees, from METIS' node parts on multi-rank nodes)
+topo       for graphs with a process grid, the best of fold / tile / hier, then swaps for
+           hop-bytes; without one, ml; then swaps for the busiest routed link; returns the best
+           of these stages under the declared objective (the default)
 scotch     Scotch's static mapping (pyscotch), best of ``scotch_seeds`` seeds
 ========== ===============================================================
 
@@ -55,7 +55,7 @@ from fabscope.mapping.targets import Mapping, Target
 
 __all__ = ["ALGORITHMS", "OBJECTIVES", "map_ranks", "compare"]
 
-ALGORITHMS = ("block", "cyclic", "random", "hier", "fold", "tile", "topo", "scotch")
+ALGORITHMS = ("block", "cyclic", "random", "hier", "fold", "tile", "ml", "topo", "scotch")
 REFINEMENTS = ("swap", "links", "anneal")
 OBJECTIVES = ("hop-bytes", "busiest-link", "time")
 
@@ -140,6 +140,10 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
         return torus_fold(graph, target, seed=seed)
     if name == "tile":
         return tree_tile(graph, target, seed=seed)
+    if name == "ml":
+        from fabscope.mapping.algorithms.multilevel import multilevel
+
+        return multilevel(graph, target, seed)
     if name == "scotch":
         from fabscope.mapping.algorithms.scotch import scotch
 
@@ -148,13 +152,10 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
         t0 = time.perf_counter()
         cands = []
         f = target.fabric
-        tries = (["fold"] if f.coords is not None and graph.grid else []) + \
-                (["tile"] if f.levels and graph.grid else []) + ["hier"]
-        if not graph.grid:
-            from fabscope.mapping.algorithms.scotch import available
-
-            if available():
-                tries.append("scotch")   # no grid to fold or tile: Scotch's mapping (one seed) is a start too
+        if graph.grid:
+            tries = (["fold"] if f.coords is not None else []) + (["tile"] if f.levels else []) + ["hier"]
+        else:
+            tries = ["ml"]                # no grid to fold or tile: multilevel annealing
         for alg in tries:
             try:
                 cands.append(_base(alg, graph, target, seed, scores, scotch_seeds=1))
@@ -162,6 +163,10 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
                 continue
             if alg == "fold":
                 break                    # a fold that fits beats partitioning on a torus
+        if not cands:                    # ml without a C compiler: METIS' partition alone
+            m = _base("hier", graph, target, seed, scores)
+            cands.append(Mapping(target, m.slot, m.algorithm, m.seconds,
+                                 {"stages": [{"step": "ml", "kept": False, "why": "not compiled"}]}))
         best = scores.best(cands) if scores is not None and len(cands) > 1 else \
             min(cands, key=lambda m: _hop_bytes(m, graph))
         return Mapping(target, best.slot, best.algorithm, time.perf_counter() - t0, best.info)
@@ -170,7 +175,7 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
 
 
 def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed: int = 0,
-              io_ranks: Sequence[int] = (), time_limit: float = 30.0, objective: str = "busiest-link",
+              io_ranks: Sequence[int] = (), objective: str = "busiest-link",
               scotch_seeds: int = 5) -> Mapping:
     """Map the graph's ranks onto the target's slots with ``algorithm`` (see the module docstring).
 
@@ -178,6 +183,8 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
     fabric order); the other ranks are mapped onto the remaining nodes.
     ``topo`` returns the best of its stages (base, ``+swap``, ``+links``)
     under ``objective``; ``info["stages"]`` says what each refinement did.
+    Every step is bounded by counts, never by the clock: the mapping depends
+    only on the inputs and ``seed``.
     """
     name, *refs = algorithm.strip().lower().split("+")
     for r in refs:
@@ -189,7 +196,7 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
     topo = name == "topo" and not refs
     if topo:
         # without a process grid (no fold or tile to start from) annealing comes first
-        refs = (["swap"] if graph.grid else ["anneal", "swap"]) + ["links"]
+        refs = (["swap"] if graph.grid else []) + ["links"]   # the multilevel loop has swapped already
     full = target
     io = np.unique(np.asarray(io_ranks, dtype=np.int64))
     if len(io):
@@ -207,13 +214,13 @@ def map_ranks(graph: CommGraph, target: Target, algorithm: str = "topo", *, seed
     for r in refs:
         if r == "swap":
             known = scores._link.get(id(m))
-            m = refine_hops(m, graph, seed=seed, time_limit=time_limit / 2, link_tolerance=TOLERANCE,
+            m = refine_hops(m, graph, seed=seed, link_tolerance=TOLERANCE,
                             start_link=known)
         elif r == "anneal":
-            m = anneal(m, graph, seed=seed, time_limit=time_limit / 2, link_tolerance=TOLERANCE,
+            m = anneal(m, graph, seed=seed, link_tolerance=TOLERANCE,
                        start_link=scores._link.get(id(m)))
         else:
-            m = refine_links(m, graph, seed=seed, time_limit=time_limit / 2, hop_slack=TOLERANCE,
+            m = refine_links(m, graph, seed=seed, hop_slack=TOLERANCE,
                              tries=2000 if graph.n <= 20000 else 300)
         if m is not stages[-1] and not np.array_equal(m.slot, stages[-1].slot):
             stages.append(m)

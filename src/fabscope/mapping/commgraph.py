@@ -26,7 +26,7 @@ from scipy.sparse import csr_matrix
 
 from fabscope.errors import TrafficError
 
-__all__ = ["CommGraph", "stencil", "pencils", "ring", "tree", "random_sparse", "GENERATORS"]
+__all__ = ["CommGraph", "stencil", "pencils", "ring", "tree", "random_sparse", "geometric", "GENERATORS"]
 
 DEFAULT_SIZE = 1 << 20  # bytes per message when a spec names none
 
@@ -239,6 +239,32 @@ def random_sparse(n: int, degree: int = 6, size: float = DEFAULT_SIZE, seed: int
                               params={"pattern": "random", "n": n, "degree": degree, "size": size, "seed": seed})
 
 
+def geometric(n: int, degree: int = 10, size: float = DEFAULT_SIZE, seed: int = 0, dim: int = 3) -> CommGraph:
+    """A random geometric graph: ``n`` seeded points in the unit cube of ``dim`` dimensions, each pair
+    closer than the radius that gives a mean of ``degree`` neighbours (away from the faces) exchanges
+    ``size`` bytes both ways.  Ranks are numbered in the points' random order: no process grid, no
+    locality in the numbering (the irregular graphs of particle and unstructured-mesh codes).
+
+    >>> g = geometric(2000, degree=10, size=1, seed=1)
+    >>> g.grid is None, 7 < g.n_edges / g.n < 11       # fewer neighbours near the faces
+    (True, True)
+    """
+    from math import gamma, pi
+
+    from scipy.spatial import cKDTree   # only this generator needs it
+
+    if n < 2 or degree < 1 or dim < 1:
+        raise TrafficError(f"geometric graph needs n >= 2, degree >= 1, dim >= 1; got n={n} degree={degree} dim={dim}")
+    pts = np.random.default_rng(seed).random((n, dim))
+    ball = pi ** (dim / 2) / gamma(dim / 2 + 1)          # volume of the unit ball
+    radius = (degree / (n * ball)) ** (1.0 / dim)
+    pairs = cKDTree(pts).query_pairs(radius, output_type="ndarray").astype(np.int64)
+    u, v = pairs[:, 0], pairs[:, 1]
+    return CommGraph.from_coo(f"geometric:{n}", n, np.r_[u, v], np.r_[v, u], float(size),
+                              params={"pattern": "geometric", "n": n, "degree": degree, "dim": dim, "size": size,
+                                      "seed": seed})
+
+
 def _dims(text: str) -> tuple[int, ...]:
     try:
         out = tuple(int(x) for x in text.lower().split("x"))
@@ -289,4 +315,5 @@ GENERATORS = {
     "stencil": _gen_stencil(None), "stencil2d": _gen_stencil(2), "stencil3d": _gen_stencil(3),
     "pencils": _gen_pencils, "fft": _gen_pencils,
     "ring": _gen_n(ring), "tree": _gen_n(tree, "arity"), "random": _gen_n(random_sparse, "degree", "seed"),
+    "geometric": _gen_n(geometric, "degree", "seed", "dim"),
 }

@@ -37,9 +37,10 @@ def _edges(name: str, pos: str, kw: dict[str, str]) -> tuple[int, int]:
     n = prod(dims)
     if name in ("pencils", "fft"):
         return n, n * (sum(dims) if len(dims) == 2 else 1)
-    if name == "random":
-        deg = number(kw.get("degree", "6"), "communication spec: degree", 1, error=TrafficError, integer=True)
-        return n, n * deg
+    if name in ("random", "geometric"):
+        deg = number(kw.get("degree", "6" if name == "random" else "10"), "communication spec: degree", 1,
+                     error=TrafficError, integer=True)
+        return n, 2 * n * deg if name == "geometric" else n * deg   # geometric: a Poisson count, bounded loosely
     if name.startswith("stencil"):
         return n, 2 * len(dims) * n
     return n, 2 * n                              # ring, tree
@@ -61,7 +62,7 @@ def load_comm(spec: str, n_ranks: int | None = None) -> CommGraph:
 
     Specs: ``stencil3d:16x16x32[,halo=64KiB,periodic=1x1x0]``, ``stencil2d:64x64``,
     ``pencils:32x32[,size=..]`` (also ``fft:``), ``ring:64``, ``tree:64,arity=4``,
-    ``random:1024,degree=6,seed=1``; files: ``*.csv`` (dense bytes matrix),
+    ``random:1024,degree=6,seed=1``, ``geometric:4096,degree=10,seed=1[,dim=3]``; files: ``*.csv`` (dense bytes matrix),
     ``*.mtx`` (Matrix Market, as the PMPI library writes).
 
     >>> load_comm("stencil3d:4x4x8,halo=1KiB").n

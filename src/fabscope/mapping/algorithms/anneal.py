@@ -71,7 +71,7 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         dll.fa_anneal.restype = ctypes.c_double
         dll.fa_anneal.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 3 + [ctypes.c_int64] + \
             [ctypes.c_void_p] * 8 + [ctypes.c_double, ctypes.c_double, ctypes.c_int64, ctypes.c_uint64,
-                                     ctypes.c_double, ctypes.c_void_p]
+                                     ctypes.c_void_p]
     return dll, why
 
 
@@ -173,8 +173,8 @@ def anneal_reference(p: _Problem, slot: np.ndarray, t0: float, t1: float, steps:
     return best, keep
 
 
-def _compiled(p: _Problem, slot: np.ndarray, t0: float, t1: float, steps: int, seed: int,
-              max_seconds: float) -> tuple[float, np.ndarray, int]:
+def _compiled(p: _Problem, slot: np.ndarray, t0: float, t1: float, steps: int, seed: int
+              ) -> tuple[float, np.ndarray, int]:
     dll, why = _load()
     if dll is None:
         raise RuntimeError(why)
@@ -186,19 +186,20 @@ def _compiled(p: _Problem, slot: np.ndarray, t0: float, t1: float, steps: int, s
     ptr = [a.ctypes.data_as(ctypes.c_void_p) for a in
            (p.indptr, p.nbr, p.w, hops, p.first, p.n_slots, p.node_of_slot, p.near_ptr, p.near, s, occ)]
     best = dll.fa_anneal(p.n, ptr[0], ptr[1], ptr[2], p.n_nodes, *ptr[3:], t0, t1, steps, seed & _MASK,
-                         max_seconds, done.ctypes.data_as(ctypes.c_void_p))
+                         done.ctypes.data_as(ctypes.c_void_p))
     if best < 0:
         raise MemoryError("anneal: out of memory")
     return best, s, int(done[0])
 
 
 def anneal(mapping: Mapping, graph: CommGraph, *, seed: int = 0, steps: int | None = None,
-           time_limit: float = 20.0, link_tolerance: float | None = TOLERANCE, start_link: float | None = None,
+           link_tolerance: float | None = TOLERANCE, start_link: float | None = None,
            routing=None, engine: str = "auto") -> Mapping:
     """Lower hop-bytes by simulated annealing (see the module docstring).
 
     ``engine``: ``"c"``, ``"python"`` (the reference) or ``"auto"`` (C when
-    a compiler is there).  ``time_limit`` stops the compiled loop early.
+    a compiler is there).  The work is ``steps`` steps whatever the clock says: the result depends
+    only on the inputs and ``seed``.
     """
     t_start = time.perf_counter()
     target = mapping.target
@@ -216,7 +217,7 @@ def anneal(mapping: Mapping, graph: CommGraph, *, seed: int = 0, steps: int | No
         return Mapping(target, mapping.slot, mapping.algorithm, mapping.seconds,
                        _with_stage(mapping.info, step="anneal", kept=False, why=f"not compiled: {_load()[1]}"))
     if use_c:
-        _, slot, done = _compiled(p, mapping.slot, t0, t1, steps, seed, time_limit)
+        _, slot, done = _compiled(p, mapping.slot, t0, t1, steps, seed)
     else:
         _, slot = anneal_reference(p, mapping.slot, t0, t1, steps, seed)
         done = steps

@@ -84,11 +84,22 @@ def _rebalance(A: csr_matrix, part: np.ndarray, sizes: np.ndarray) -> np.ndarray
             return part
         cand = np.flatnonzero(over[part] > 0)
         M = csr_matrix((np.ones(len(part)), (np.arange(len(part)), part)), shape=(len(part), k))
-        conn = (A[cand] @ M).toarray()                 # weight from each candidate to each part
-        own = conn[np.arange(len(cand)), part[cand]]
+        # weight from each candidate to each part, sparse (candidates x parts dense was 0.6 GB
+        # at 8,192 parts): the best part with room is the heaviest entry among them, the first on
+        # ties, else the first part with room
+        conn = (A[cand] @ M).tocoo()
+        row, col, val = conn.row, conn.col, conn.data
+        own = np.bincount(row, weights=val * (col == part[cand][row]), minlength=len(cand))
         room = np.flatnonzero(over < 0)
-        best = room[np.argmax(conn[:, room], axis=1)]
-        gain = conn[np.arange(len(cand)), best] - own
+        in_room = over[col] < 0
+        r, c, v = row[in_room], col[in_room], val[in_room]
+        o = np.lexsort((c, -v, r))
+        first = o[np.r_[True, r[o][1:] != r[o][:-1]]] if len(o) else o
+        best = np.full(len(cand), room[0])
+        to_best = np.zeros(len(cand))
+        best[r[first]] = c[first]
+        to_best[r[first]] = v[first]
+        gain = to_best - own
         for i in np.argsort(-gain, kind="stable"):
             v, p = cand[i], part[cand[i]]
             if over[p] <= 0:

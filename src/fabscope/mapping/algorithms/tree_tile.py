@@ -66,13 +66,22 @@ def tree_tile(graph: CommGraph, target: Target, seed: int = 0, sample: int = 50_
     cd = np.array(np.unravel_index(graph.dst[e], A))
     eb = graph.bytes[e]
     best = None
+    split: dict[tuple[int, int], np.ndarray] = {}
+
+    def crosses(block: tuple[int, ...]) -> np.ndarray:
+        """Edges whose ends fall in different blocks (per-axis answers kept: tilings share them)."""
+        out = np.zeros(len(eb), bool)
+        for ax, b in enumerate(block):
+            if (ax, b) not in split:
+                split[ax, b] = cs[ax] // b != cd[ax] // b
+            out |= split[ax, b]
+        return out
+
     for b1 in (b for b in product(*[_divisors(a) for a in A]) if prod(b) == p):
+        cross_node = crosses(b1)
         for m in (m for m in product(*[_divisors(a // x) for a, x in zip(A, b1)]) if prod(m) == L):
             b2 = tuple(x * y for x, y in zip(b1, m))
-            v1 = np.array(b1)[:, None]
-            v2 = np.array(b2)[:, None]
-            cross_node = np.any(cs // v1 != cd // v1, axis=0)
-            cross_leaf = np.any(cs // v2 != cd // v2, axis=0)
+            cross_leaf = crosses(b2)
             cost = float(np.dot(eb, np.where(cross_leaf, h_far, np.where(cross_node, h_leaf, 0.0))))
             if best is None or cost < best[0]:
                 best = (cost, b1, b2)
