@@ -111,25 +111,37 @@ def run(args: argparse.Namespace) -> int:
     srun = launcher != "auto" and get_launcher(launcher).name == "srun"
     if args.testbed and srun:
         # inside an allocation of the testbed's Slurm: its nodes, launched by srun, ranks over fab0
+        from fabscope.measure.build import bench_binary
+        from fabscope.measure.mpi import find_mpi, program_mpi
+        from fabscope.measure.runner import usable_cpus
         from fabscope.testbed import state as tb_state
-        from fabscope.testbed.launch import mpi_env
+        from fabscope.testbed.launch import mpi_env, ompi_env
 
         if args.fabric:
             con.print("fabscope: note: --testbed gives the fabric (as built); --fabric ignored")
         fabric = tb_state.load_fabric(args.testbed)
-        os.environ.update(mpi_env())
+        bench_mpi = program_mpi(str(bench_binary(find_mpi())[0]))
+        os.environ.update(ompi_env(None, args.np or 2, usable_cpus()) if bench_mpi.family == "openmpi"
+                          else mpi_env(bench_mpi.netmod or "ofi"))
     elif args.testbed:
-        from fabscope.testbed.launch import job as testbed_job
+        from fabscope.measure.build import bench_binary
+        from fabscope.measure.mpi import find_mpi, program_mpi
+        from fabscope.testbed.launch import job as testbed_job, ready
 
         if args.fabric:
             con.print("fabscope: note: --testbed gives the fabric (as built); --fabric ignored")
-        fabric, hostfile, tb_args, np_all = testbed_job(args.testbed, out, args.ppn, args.hostfile)
-        launcher, launcher_args = "mpich", tb_args + launcher_args
+        ready(args.testbed)
+        # launched as the benchmark's MPI launches: Hydra (OFI, or UCX for a UCX build) or Open MPI's mpirun
+        bench_mpi = program_mpi(str(bench_binary(find_mpi())[0]))
+        fabric, hostfile, launcher, tb_args, np_all = testbed_job(args.testbed, out, args.ppn, args.hostfile,
+                                                                  bench_mpi.family, bench_mpi.netmod)
+        launcher_args = tb_args + launcher_args
         args.np = args.np or np_all
         oversubscribe = True  # every emulated host is a namespace of this machine; its ranks wait on shaped links
     args.np = args.np or 2
+    ppn = None if args.testbed and launcher == "openmpi" else args.ppn    # its host file has a line per rank
     job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
-               ppn=args.ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
+               ppn=ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
     con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
     watch = None
     if args.testbed:
