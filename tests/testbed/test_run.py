@@ -303,3 +303,27 @@ def test_a_program_of_unknown_mpi_is_refused_before_anything_starts(testbed, tmp
     assert not leftovers()
     p = fabscope("testbed", "run", testbed, "--mpi", "none", "--", "/bin/hostname")    # told: independent copies
     assert p.returncode == 0 and sorted(p.stdout.split()) == HOSTS, p.stderr
+
+
+def test_measure_with_open_mpi_on_the_testbed(testbed, tmp_path):
+    """fabscope-bench built with Open MPI (FABSCOPE_MPICC=mpicc.openmpi) and started by its mpirun across the
+    testbed: one job of 4 ranks on the 4 hosts, over the fabric, the result naming Open MPI as its MPI.  Before,
+    `measure --testbed` refused any MPI but MPICH."""
+    import json
+    import os
+    import shutil
+
+    if not shutil.which("mpicc.openmpi"):
+        pytest.skip("no mpicc.openmpi (Debian's openmpi-bin, libopenmpi-dev)")
+    out = tmp_path / "pp.json"
+    before = _fabric_bytes()
+    p = subprocess.run([sys.executable, "-m", "fabscope.cli", "measure", "--testbed", testbed, "--timeout", "100",
+                        "pingpong", "--min-size", "1MiB", "--max-size", "1MiB", "--iterations", "3",
+                        "--out", str(tmp_path / "pp.jsonl"), "-o", str(out)], capture_output=True, text=True,
+                       timeout=200, env={**os.environ, "FABSCOPE_MPICC": "mpicc.openmpi"}, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert "MPI: openmpi (" in p.stderr and "launcher /usr/bin/mpi" in p.stderr
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["mpi"]["name"] == "openmpi" and meta["mpi"]["version"].startswith("Open MPI v")
+    assert (meta["nranks"], meta["nnodes"]) == (4, 4)
+    assert _fabric_bytes() - before >= 2 * (2 * 5 << 20)    # 3 timed + 2 warm-up round trips of 1 MiB, two cables each
