@@ -327,3 +327,21 @@ def test_measure_with_open_mpi_on_the_testbed(testbed, tmp_path):
     assert meta["mpi"]["name"] == "openmpi" and meta["mpi"]["version"].startswith("Open MPI v")
     assert (meta["nranks"], meta["nnodes"]) == (4, 4)
     assert _fabric_bytes() - before >= 2 * (2 * 5 << 20)    # 3 timed + 2 warm-up round trips of 1 MiB, two cables each
+
+
+def test_profile_an_open_mpi_program_on_the_testbed(testbed, tmp_path):
+    """`fabscope profile --testbed` of an Open MPI program: the PMPI library built with Open MPI, passed to the
+    ranks on every host with mpirun's -x, and rank 0's matrix of the whole 5-rank world (a ring: r -> r+1)."""
+    from fabscope.mapping.commfiles import read_comm_file
+
+    prog = _ring("mpicc.openmpi", tmp_path)
+    rf = tmp_path / "ranks.txt"
+    rf.write_text("".join(f"rank {r}={h} slot=0\n" for r, h in enumerate(RING_HOSTS)))
+    out = tmp_path / "ring.mtx"
+    p = fabscope("profile", "--testbed", testbed, "--placement", str(rf), "--timeout", "100", "-o", str(out),
+                 "--", prog, "65536")
+    assert p.returncode == 0, p.stderr
+    assert placed(p.stdout) == dict(enumerate(RING_HOSTS))
+    g = read_comm_file(str(out))
+    assert {(int(i), int(j)): float(b) for i, j, b in zip(g.src, g.dst, g.bytes)} == \
+        {(r, (r + 1) % 5): 4 * 65536.0 for r in range(5)}

@@ -224,6 +224,8 @@ class ProgramMPI:
     family: str
     netmod: str | None
     source: str
+    #: the MPI library the program loads (a path), when read from its dependencies
+    library: str | None = None
 
     @property
     def label(self) -> str:
@@ -241,7 +243,7 @@ def program_mpi(program: str, word: str | None = None) -> ProgramMPI:
     when the program cannot be launched as an MPI job fabscope knows.
 
     >>> program_mpi("/bin/sh", "mpich-ucx")
-    ProgramMPI(family='mpich', netmod='ucx', source='--mpi mpich-ucx')
+    ProgramMPI(family='mpich', netmod='ucx', source='--mpi mpich-ucx', library=None)
     >>> program_mpi("/bin/sh")
     Traceback (most recent call last):
     ...
@@ -271,12 +273,12 @@ def program_mpi(program: str, word: str | None = None) -> ProgramMPI:
                            "(not in its runpath, $LD_LIBRARY_PATH or the loader's cache)")
     family = families.pop()
     if family == "openmpi":
-        return ProgramMPI("openmpi", None, f"{lib} ({deps[lib]})")
+        return ProgramMPI("openmpi", None, f"{lib} ({deps[lib]})", deps[lib])
     netmod = "ofi" if "libfabric.so.1" in deps else "ucx" if "libucp.so.0" in deps else None
     if netmod is None:
         raise MeasureError(f"program {program} links {lib} ({deps[lib]}), an MPICH with neither the OFI nor the "
                            "UCX netmod (no libfabric, no libucp): fabscope cannot keep its ranks on the fabric")
-    return ProgramMPI("mpich", netmod, f"{lib} ({deps[lib]})")
+    return ProgramMPI("mpich", netmod, f"{lib} ({deps[lib]})", deps[lib])
 
 
 #: launchers to try per family, by name on $PATH (Debian's suffixed ones first)

@@ -43,13 +43,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from fabscope.measure.launchers import Job, get_launcher
 from fabscope.measure.processes import JobProcesses
 from fabscope.measure.runner import GRACE, Stopped, _SignalsToExceptions, _supervisor_env, supervised
 from fabscope.names import check_host_name
 from fabscope.testbed.names import TestbedError
+
+if TYPE_CHECKING:
+    from fabscope.measure.mpi import ProgramMPI
 
 #: exit status of a run stopped by --timeout (as timeout(1))
 TIMEOUT_STATUS = 124
@@ -180,12 +183,14 @@ def first_failure(folder: str) -> tuple[int, str, str] | None:
 
 def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: str | None = None,
         ppn: int | None = None, np: int | None = None, timeout: float | None = None, mpi: str | None = None,
+        rank_env: dict[str, str] | None = None, pm: "ProgramMPI | None" = None,
         say: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> int:
     """Run ``argv`` (an MPI program and its arguments) across testbed ``name``; its exit status.
 
     Everything is checked before anything starts (options, program and its MPI, testbed, hosts);
     ``mpi`` says the program's MPI (a key of :data:`fabscope.measure.mpi.WORDS`) where its ELF
-    dependencies do not.
+    dependencies do not (``pm``: as read already); ``rank_env`` goes to every rank's environment
+    (not the launcher's), as the launcher passes it.
     """
     from fabscope.errors import MeasureError
     from fabscope.measure.mpi import family_launcher, program_mpi
@@ -202,7 +207,7 @@ def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: 
     argv = list(argv[1:] if argv and argv[0] == "--" else argv)
     exe = _program(argv)
     try:
-        pm = program_mpi(exe, mpi)
+        pm = pm or program_mpi(exe, mpi)
         launcher_exe = family_launcher(pm)
     except MeasureError as err:
         raise TestbedError(str(err)) from None
@@ -221,8 +226,9 @@ def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: 
             fh.write(RANK_WRAPPER)
         os.chmod(wrapper, 0o700)
         kind, args = launch_args(name, pm.family, pm.netmod, len(hosts))
-        job = Job(np=len(hosts), program=[wrapper, folder, exe, *argv[1:]], hostfile=mf, extra=tuple(args))
         launcher = get_launcher(kind, launcher_exe)
+        args += launcher.rank_env(dict(rank_env or {}))
+        job = Job(np=len(hosts), program=[wrapper, folder, exe, *argv[1:]], hostfile=mf, extra=tuple(args))
         return _supervise(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env())
     finally:
         shutil.rmtree(folder, ignore_errors=True)
