@@ -152,7 +152,13 @@ def run(args: argparse.Namespace) -> int:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = execute(job, timeout=args.timeout, progress=progress if con.is_terminal else None)
-    print("\n".join(plain(ln) for ln in report(result, fabric)))
+    link_from = None
+    if args.testbed:
+        from fabscope.testbed import state as tb_state
+        from fabscope.testbed.smallmsg import link_size
+
+        link_from = link_size(tb_state.load(args.testbed).rate)
+    print("\n".join(plain(ln) for ln in report(result, fabric, link_from=link_from)))
     slurm_rec = None
     if os.environ.get("SLURM_JOB_ID"):
         from fabscope.testbed.linkbound import append as append_record
@@ -163,10 +169,16 @@ def run(args: argparse.Namespace) -> int:
     if watch is not None:
         from fabscope.testbed.linkbound import append
 
+        from fabscope.testbed.smallmsg import note
+
         rec = watch.finish(out)
+        sizes = [int(x["bytes"]) for x in result.records if isinstance(x.get("bytes"), (int, float))]
+        rec |= {"link_sizes_from": link_from, "smallest_size": min(sizes) if sizes else None}
         append(out, rec)
         print(f"testbed {args.testbed}: {'link-bound' if rec['link_bound'] else 'NOT LINK-BOUND'}: {rec['why']} "
               f"(CPUs: {rec['cpu']}; load average {rec['loadavg']:.1f} on {rec['cores']} cores)")
+        if sizes and min(sizes) < link_from:
+            print(note(args.testbed, link_from, min(sizes)))
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
         res = to_result(result, None, fabric)
