@@ -65,6 +65,11 @@ def warn_not_link_bound(files: list[str]) -> None:
             if not r.get("link_bound", True):
                 print(f"fabscope: warning: {f} was not link-bound on testbed {r.get('testbed')}: {r.get('why')} "
                       f"(CPUs: {r.get('cpu')}); its pairs measure the machine more than the fabric", file=sys.stderr)
+            small, link_from = r.get("smallest_size"), r.get("link_sizes_from")
+            if isinstance(small, int) and isinstance(link_from, int) and small < link_from:
+                from fabscope.testbed.smallmsg import note
+
+                print(f"fabscope: warning: {f}: {note(str(r.get('testbed')), link_from, small)}", file=sys.stderr)
 
 
 def load_hostmap(path: str | None):
