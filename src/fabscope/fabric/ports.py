@@ -154,8 +154,13 @@ class SubFlows:
         return out
 
 
-def _planes(fabric: Fabric) -> np.ndarray:
-    """Connected part of the switches each terminal is on (independent planes: one per rail)."""
+def planes(fabric: Fabric) -> np.ndarray:
+    """Connected part of the switches each terminal is on (independent planes: one per rail).
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> [len(set(planes(fat_tree(k=2, levels=2, rails=2, rail_optimised=o)).tolist())) for o in (False, True)]
+    [2, 1]
+    """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
@@ -178,7 +183,7 @@ def rank_ports(fabric: Fabric, placement: Placement, src_rank: np.ndarray, dst_r
     if parse_ports(policy).name == "rail":
         return ts, aligned
     own = fabric.terminal(hd, placement.core[dst_rank].astype(np.int64) % n_ports[hd])
-    plane = _planes(fabric)
+    plane = planes(fabric)
     return ts, np.where(plane[own] == plane[ts], own, aligned)
 
 

@@ -1,0 +1,83 @@
+"""Hosts with several fabric ports on the testbed: an interface, a cable and an address per port,
+switches forwarding per port, packets of every port pair taking the model's route."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from fabscope.routing import terminal_routes
+from fabscope.testbed import names, state, system
+from fabscope.testbed.lifecycle import down, existing, up
+
+WHY = system.unavailable_reason()
+pytestmark = [pytest.mark.skipif(WHY is not None, reason=f"testbed: {WHY}"), pytest.mark.testbed]
+
+RAIL_LEAVES = "fat-tree:k=2,levels=2,rails=2,rail_optimised=1"
+PLANES = "fat-tree:k=2,levels=2,rails=2"
+
+
+def _port_ip(t: int) -> str:
+    return f"10.200.{(t + 1) >> 8}.{(t + 1) & 255}"
+
+
+def _traceroute(f, a: int, b: int) -> list[str]:
+    """Nodes a probe from host port ``a`` (bound to its address) to host port ``b`` passes."""
+    out = subprocess.run(["ip", "netns", "exec", f.host_names[int(f.terminal_host[a])], "traceroute", "-n", "-q", "1",
+                          "-w", "2", "-m", "8", "-s", _port_ip(a), _port_ip(b)],
+                         capture_output=True, text=True, timeout=60).stdout
+    hops = []
+    for ln in out.splitlines()[1:]:
+        m = re.match(r"\s*\d+\s+10\.(\d+)\.(\d+)\.(\d+)", ln)
+        assert m, f"traceroute {_port_ip(a)} -> {_port_ip(b)}: unanswered hop {ln!r}\n{out}"
+        net, hi, lo = (int(x) for x in m.groups())
+        idx = hi * 256 + lo - 1
+        hops.append(f.node_names[f.n_hosts + idx] if net == 201 else f.terminal_name(idx))
+    return hops
+
+
+def _model(f, r, a: int, b: int) -> list[str]:
+    path = terminal_routes(r, np.array([a]), np.array([b]), f).path(0)
+    return [f.node_names[f.link_dst[l]] for l in path[:-1]] + [f.terminal_name(b)]
+
+
+@pytest.mark.skipif(system.which("traceroute") is None, reason="needs traceroute (Debian package)")
+def test_rail_leaves_every_port_pair_takes_the_models_route():
+    try:
+        up("mp1", RAIL_LEAVES, 1e6)
+        f, r = state.load_routing("mp1")
+        assert f.n_terminals == 8
+        for h in range(f.n_hosts):             # fab0 and fab1, each with its own port's address
+            out = subprocess.run(["ip", "-n", f.host_names[h], "-br", "addr"], capture_output=True, text=True).stdout
+            for p in range(2):
+                assert re.search(rf"^fab{p}@\S+\s+UP\s+{re.escape(_port_ip(2 * h + p))}/32", out, re.M), out
+        crossed = set()
+        for a in range(f.n_terminals):
+            for b in range(f.n_terminals):
+                if f.terminal_host[a] != f.terminal_host[b]:
+                    hops = _traceroute(f, a, b)
+                    assert hops == _model(f, r, a, b), (f.terminal_name(a), f.terminal_name(b))
+                    crossed.add(any(n.startswith("s2") for n in hops))
+        assert crossed == {True, False}        # pairs within a rail leaf, and across rails by a spine
+    finally:
+        down("mp1")
+    assert not existing("mp1")
+
+
+@pytest.mark.skipif(system.which("traceroute") is None, reason="needs traceroute (Debian package)")
+def test_planes_route_within_a_plane_and_refuse_across():
+    try:
+        up("mp2", PLANES, 1e6)
+        f, r = state.load_routing("mp2")
+        for a, b in [(0, 2), (1, 3), (1, 7), (6, 0)]:              # port 1 to port 1, port 2 to port 2
+            assert _traceroute(f, a, b) == _model(f, r, a, b)
+        # port 1 of h0000 to port 2 of h0001: the planes are not joined, the switch says unreachable
+        out = subprocess.run(["ip", "netns", "exec", f.host_names[0], "traceroute", "-n", "-q", "1", "-w", "2",
+                              "-m", "4", "-s", _port_ip(0), _port_ip(3)], capture_output=True, text=True).stdout
+        assert "!H" in out or _port_ip(3) not in out.split("\n", 1)[1], out
+    finally:
+        down("mp2")
+    assert not existing("mp2") and not any(names.owns_netns("mp2", n) for n in system.list_netns())
