@@ -66,7 +66,8 @@ def ucx_env() -> dict[str, str]:
 
 def ompi_env(name: str | None, nranks: int, cpus: int) -> dict[str, str]:
     """Open MPI's parameters for a job of ``nranks`` ranks on testbed ``name`` (``OMPI_MCA_*`` variables, which
-    ``mpirun`` passes to every rank, and srun's ranks read as well): the TCP BTL over ``fab0`` alone (``ob1``,
+    ``mpirun`` passes to every rank, and srun's ranks read as well): the TCP BTL over the fabric alone (``fab0``,
+    and ``fab1``... where the testbed's hosts have several ports; ``ob1``,
     no shared memory, no UCX), wire-up on the management bridge, no binding (every namespace sees the same
     cores: each host's rank 0 would be bound to core 0) and, with more ranks than cores, yielding when idle
     (Open MPI spins by default: a 16-rank LAMMPS on 2 cores ran 14x slower).  ``name`` None: no ``mpirun``
@@ -80,8 +81,11 @@ def ompi_env(name: str | None, nranks: int, cpus: int) -> dict[str, str]:
     if nranks > cpus:
         env["OMPI_MCA_mpi_yield_when_idle"] = "1"
     if name is not None:
+        st = state.load(name)
         env |= {"OMPI_MCA_plm_rsh_agent": str(write_launcher(name)), "OMPI_MCA_plm_rsh_no_tree_spawn": "1",
-                "OMPI_MCA_oob_tcp_if_include": f"{state.load(name).mgmt_subnet}.0/24"}
+                "OMPI_MCA_oob_tcp_if_include": f"{st.mgmt_subnet}.0/24",
+                # hosts with several ports: the TCP BTL on all of them, striping large messages
+                "OMPI_MCA_btl_tcp_if_include": ",".join(st.fabric_interfaces())}
     return env
 
 
