@@ -3,15 +3,21 @@ switches forwarding per port, packets of every port pair taking the model's rout
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from fabscope.routing import terminal_routes
-from fabscope.testbed import names, state, system
+from fabscope.result import Result
+from fabscope.testbed import counters, names, state, system
 from fabscope.testbed.lifecycle import down, existing, up
+from fabscope.testbed.names import parse_rate
 
 WHY = system.unavailable_reason()
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=f"testbed: {WHY}"), pytest.mark.testbed]
@@ -81,3 +87,41 @@ def test_planes_route_within_a_plane_and_refuse_across():
     finally:
         down("mp2")
     assert not existing("mp2") and not any(names.owns_netns("mp2", n) for n in system.list_netns())
+
+
+@pytest.mark.skipif(shutil.which("mpicc.openmpi") is None, reason="needs mpicc.openmpi (Debian's libopenmpi-dev)")
+def test_open_mpi_stripes_a_large_message_over_both_ports_as_the_model_says(tmp_path):
+    """Seed 003's row, measured: Open MPI's TCP BTL over fab0 and fab1 (two rails) splits a 4 MiB
+    message over both; random pairs of 4 hosts measure about twice one link, within 15% of
+    ``compare --ports stripe`` (the one-port model is about 2x off), and both rails carried bytes."""
+    try:
+        rate = up("mp3", RAIL_LEAVES, None, max_rate=parse_rate("40Mbit")).rate
+        f = state.load_fabric("mp3")
+        link = float(f.link_capacity[int(f.terminal_uplink[0])])
+        c0 = counters.snapshot("mp3")
+        run = tmp_path / "rp.jsonl"
+        env = {**os.environ, "FABSCOPE_MPICC": "mpicc.openmpi"}
+        p = subprocess.run([sys.executable, "-m", "fabscope.cli", "measure", "--testbed", "mp3", "--timeout", "300",
+                            "random-pairs", "--size", "4MiB", "--iterations", "4", "--out", str(run)],
+                           capture_output=True, text=True, timeout=400, env=env, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, p.stderr[-2000:]
+        sent = (counters.snapshot("mp3") - c0).bytes
+        for port in range(2):                    # every host's fab<port> sent at least 4 MiB x 4 of payload
+            up_links = f.terminal_uplink[f.terminal_port == port]
+            assert np.all(sent[up_links] > 4 * (4 << 20) * 0.4), (port, sent[up_links])
+        res = {}
+        for ports in ("stripe", "rank"):
+            out = tmp_path / f"cmp-{ports}.json"
+            from fabscope.cli import main
+
+            assert main(["compare", str(run), "--fabric", "mp3", "--ports", ports, "-o", str(out)]) == 0
+            res[ports] = Result.read_json(out)
+        measured = res["stripe"].pairs["measured"]
+        print(f"{rate * 8 / 1e6:g}Mbit, one link {link / 1e6:.3f} MB/s, measured {measured / 1e6}, ratio to "
+              f"stripe {res['stripe'].pairs['ratio']}, to rank {res['rank'].pairs['ratio']}")
+        assert np.all(measured > 1.6 * link)
+        assert np.all(np.abs(res["stripe"].pairs["ratio"] - 1) <= 0.15), res["stripe"].pairs["ratio"]
+        assert np.all(res["rank"].pairs["ratio"] > 1.6)
+    finally:
+        down("mp3")
+    assert not existing("mp3")

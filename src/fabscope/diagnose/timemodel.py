@@ -283,6 +283,7 @@ def model_line(meta: dict[str, Any]) -> str:
         return (f"dynamic: the program the benchmark ran, in time ({share}"
                 + (f", {'/'.join(its)} timed iterations" if its else "")
                 + (f", engine {info['engine']}" if info.get("engine") else "")
+                + (f", ports {info['ports']}" if info.get("ports") else "")
                 + (f", pairs started out of phase by up to {info['start_offset'] * 1e6:.0f} us"
                    if info.get("start_offset") else "")
                 + (f", pairs' phases independent: each starts at a moment drawn within its round's median "
