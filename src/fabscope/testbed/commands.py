@@ -138,8 +138,9 @@ def node_ip_lines(p: Plan, node: int, lft: np.ndarray, subnet: str) -> list[str]
         out.append(f"link set {p.ifname(int(l))} up")
         out.append(neigh_line(p, int(l)))
     if node < f.n_hosts:
-        out += [f"link set {names.MGMT_IF} up", f"addr add {mgmt_ip(subnet, node)}/24 dev {names.MGMT_IF}"]
-        out += host_route_lines(p, node)
+        own = host_route_lines(p, node)
+        out += [f"link set {names.MGMT_IF} up", own[0], f"addr add {mgmt_ip(subnet, node)}/24 dev {names.MGMT_IF}"]
+        out += own[1:]
     else:
         j = node - f.n_hosts
         out.append(f"addr add {p.switch_ip(j)}/32 dev lo")
