@@ -127,3 +127,21 @@ def test_simulate_cli_refuses_a_bad_policy_before_work(capsys):
     assert main(["simulate", "--fabric", "fat-tree:k=4,levels=2,rails=2", "--ports", "spread"]) != 0
     err = capsys.readouterr().err
     assert "unknown port policy 'spread'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_dynamic_results_class_pairs_by_rail(tmp_path, capsys):
+    """In time too: at 2 ranks per node on rail leaves, shift:k=1's inter-node messages cross rails
+    under rank and stay on theirs under rail."""
+    import json
+
+    from fabscope.cli import main
+
+    rails = {}
+    for ports in ("rank", "rail"):
+        out = tmp_path / f"{ports}.json"
+        assert main(["simulate", "--fabric", "fat-tree:k=4,levels=2,rails=2,rail_optimised=1", "--pattern",
+                     "shift:k=1", "--ppn", "2", "--size", "1MiB", "--dynamic", "--ports", ports, "-o", str(out)]) == 0
+        doc = json.loads(out.read_text())
+        rails[ports] = sorted(doc["pairs"]["rail"])
+    capsys.readouterr()
+    assert rails["rank"] == [1] * 16 + [2] * 16 and rails["rail"] == [0] * 16 + [2] * 16
