@@ -19,6 +19,8 @@ from fabscope.testbed import counters, names, state, system
 from fabscope.testbed.lifecycle import down, existing, up
 from fabscope.testbed.names import parse_rate
 
+from .test_e2e import traceroute
+
 WHY = system.unavailable_reason()
 pytestmark = [pytest.mark.skipif(WHY is not None, reason=f"testbed: {WHY}"), pytest.mark.testbed]
 
@@ -30,24 +32,9 @@ def _port_ip(t: int) -> str:
     return f"10.200.{(t + 1) >> 8}.{(t + 1) & 255}"
 
 
-def _traceroute(f, a: int, b: int) -> list[str]:
-    """Nodes a probe from host port ``a`` (bound to its address) to host port ``b`` passes."""
-    out = subprocess.run(["ip", "netns", "exec", f.host_names[int(f.terminal_host[a])], "traceroute", "-n", "-q", "1",
-                          "-w", "2", "-m", "8", "-s", _port_ip(a), _port_ip(b)],
-                         capture_output=True, text=True, timeout=60).stdout
-    hops = []
-    for ln in out.splitlines()[1:]:
-        m = re.match(r"\s*\d+\s+10\.(\d+)\.(\d+)\.(\d+)", ln)
-        assert m, f"traceroute {_port_ip(a)} -> {_port_ip(b)}: unanswered hop {ln!r}\n{out}"
-        net, hi, lo = (int(x) for x in m.groups())
-        idx = hi * 256 + lo - 1
-        hops.append(f.node_names[f.n_hosts + idx] if net == 201 else f.terminal_name(idx))
-    return hops
-
-
 def _model(f, r, a: int, b: int) -> list[str]:
     path = terminal_routes(r, np.array([a]), np.array([b]), f).path(0)
-    return [f.node_names[f.link_dst[l]] for l in path[:-1]] + [f.terminal_name(b)]
+    return [f.node_names[f.link_dst[l]] for l in path[:-1]] + [f.terminal_label(b)]
 
 
 @pytest.mark.skipif(system.which("traceroute") is None, reason="needs traceroute (Debian package)")
@@ -64,7 +51,7 @@ def test_rail_leaves_every_port_pair_takes_the_models_route():
         for a in range(f.n_terminals):
             for b in range(f.n_terminals):
                 if f.terminal_host[a] != f.terminal_host[b]:
-                    hops = _traceroute(f, a, b)
+                    hops = traceroute(f, a, b)
                     assert hops == _model(f, r, a, b), (f.terminal_name(a), f.terminal_name(b))
                     crossed.add(any(n.startswith("s2") for n in hops))
         assert crossed == {True, False}        # pairs within a rail leaf, and across rails by a spine
@@ -82,7 +69,7 @@ def test_planes_route_within_a_plane_and_refuse_across():
         for a in range(f.n_terminals):                            # 480 pairs: port 1 to port 1, port 2 to port 2
             for b in range(a % 2, f.n_terminals, 2):
                 if f.terminal_host[a] != f.terminal_host[b]:
-                    assert _traceroute(f, a, b) == _model(f, r, a, b), (f.terminal_name(a), f.terminal_name(b))
+                    assert traceroute(f, a, b) == _model(f, r, a, b), (f.terminal_name(a), f.terminal_name(b))
         # port 1 of h0000 to port 2 of h0001: the planes are not joined, the switch says unreachable
         out = subprocess.run(["ip", "netns", "exec", f.host_names[0], "traceroute", "-n", "-q", "1", "-w", "2",
                               "-m", "4", "-s", _port_ip(0), _port_ip(3)], capture_output=True, text=True).stdout
