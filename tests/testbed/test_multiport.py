@@ -79,6 +79,33 @@ def test_planes_route_within_a_plane_and_refuse_across():
     assert not existing("mp2") and not any(names.owns_netns("mp2", n) for n in system.list_netns())
 
 
+@pytest.mark.skipif(system.which("traceroute") is None, reason="needs traceroute (Debian package)")
+def test_a_second_port_degraded_and_a_cable_cut_on_rail_leaves():
+    """``degrade`` of a host's second port shapes that port alone; after a ``cut`` every port pair of
+    16 dual-port hosts (960) still takes the model's route as it runs now (``tb:now``)."""
+    from fabscope.cli import main
+
+    try:
+        up("mp4", "fat-tree:k=4,levels=2,rails=2,rail_optimised=1", 1e6)
+        assert main(["testbed", "degrade", "mp4", "fstb-mp4-h0[2]", "--rate", "2Mbit"]) == 0
+        assert main(["testbed", "cut", "mp4", "s1-0000[5]"]) == 0
+        rates = {}
+        for dev in ("fab0", "fab1"):
+            out = subprocess.run(["ip", "netns", "exec", "fstb-mp4-h0", "tc", "qdisc", "show", "dev", dev],
+                                 capture_output=True, text=True).stdout
+            rates[dev] = re.search(r"tbf 1: .* rate (\S+)", out).group(1)
+        assert rates == {"fab0": "8Mbit", "fab1": "2Mbit"}
+        f, r = state.load_routing("mp4", now=True)
+        assert f.n_terminals == 32
+        for a in range(f.n_terminals):
+            for b in range(f.n_terminals):
+                if f.terminal_host[a] != f.terminal_host[b]:
+                    assert traceroute(f, a, b) == _model(f, r, a, b), (f.terminal_name(a), f.terminal_name(b))
+    finally:
+        down("mp4")
+    assert not existing("mp4")
+
+
 @pytest.mark.skipif(shutil.which("mpicc.openmpi") is None, reason="needs mpicc.openmpi (Debian's libopenmpi-dev)")
 def test_open_mpi_stripes_a_large_message_over_both_ports_as_the_model_says(tmp_path):
     """Seed 003's row, measured: Open MPI's TCP BTL over fab0 and fab1 (two rails) splits a 4 MiB
