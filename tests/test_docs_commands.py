@@ -81,6 +81,7 @@ SKIPS = [
     (r"--fabric\s+tb\d|--testbed", "needs a testbed, which the sudo lines before it make (tests/testbed covers it)"),
     (r"--scheduler\s", "needs a Slurm or PBS cluster (tests/diagnose checks the job script)"),
     (r"^fabscope fabric discover(?!.*--from)", "needs an active InfiniBand port (tests/fabric/test_ibsim_e2e.py covers it)"),
+    (r"^fabscope profile\s", "needs the user's MPI program (tests/mapping/test_profile.py builds and profiles one per MPI)"),
 ]
 
 #: (document name or "*", regular expression, replacement, why): inputs a document assumes

@@ -31,6 +31,7 @@ from fabscope.atomic import atomic_open
 from fabscope.names import csv_cell
 from fabscope.errors import SchemaError
 from fabscope.fabric.model import MB
+from fabscope.fabric.ports import RAIL_LABELS
 from fabscope.jsoncolumns import is_binary, write_column
 from fabscope.numbers import numbers
 from fabscope.schemas import validate
@@ -50,11 +51,12 @@ PAIR_COLUMNS = {
     "bandwidth": "bytes/s the pair achieved (ping-pong: data per pair / time)",
     "time": "seconds for one message (modeled) or per iteration (measured)",
     "scenario": "independent sub-run the pair belongs to (all-pairs leaf tests)",
+    "rail": "hosts with several ports: 0 same rail, 1 cross rail, 2 one host (RAIL_LABELS)",
 }
 
 
 #: pair columns that must hold finite numbers >= 0 (True: integers), checked on reading
-COLUMN_NUMBERS = {"src": True, "dst": True, "cls": True, "scenario": True,
+COLUMN_NUMBERS = {"src": True, "dst": True, "cls": True, "scenario": True, "rail": True,
                   "bytes": False, "bandwidth": False, "time": False}
 
 
@@ -96,7 +98,8 @@ class Result:
         """Overall, then one row per class present: Max / Average / Min of ``column``.
 
         ``merge`` adds rows over several classes, e.g. the seed's "Diff Leafs"
-        as ``{"Diff Leafs": ["Near Set", "Far Leafs"]}``.
+        as ``{"Diff Leafs": ["Near Set", "Far Leafs"]}``.  A ``rail`` column
+        (hosts with several ports) adds "Same Rail" and "Cross Rail" rows.
         """
         v = np.asarray(self.pairs[column], dtype=float) / scale
         cls = np.asarray(self.pairs["cls"])
@@ -110,6 +113,9 @@ class Result:
             sel = v[np.isin(cls, idx)]
             if len(sel):
                 rows.append(_row(label, sel))
+        if "rail" in self.pairs:  # hosts with several ports: pairs by rail, beside the classes
+            rail = np.asarray(self.pairs["rail"])
+            rows += [_row(label, v[rail == i]) for i, label in enumerate(RAIL_LABELS) if np.any(rail == i)]
         return rows
 
     # ---- files ---------------------------------------------------------------

@@ -307,3 +307,26 @@ def test_independent_phases_without_a_measured_time_are_lock_step():
     c = compare(m)
     assert c.meta["model_info"]["phases"] == "lockstep" and "no measured round trip" in c.meta["model_info"]["phases_why"]
     np.testing.assert_allclose(c.pairs["modeled"], 0.5e9, rtol=1e-3)
+
+
+def test_compare_models_striping_with_ports_stripe():
+    """A pair measured at twice one link between dual-rail hosts (Open MPI's TCP BTL over two
+    interfaces): ``ports="stripe"`` models it at 2x one link, the default one port at 1x; a static
+    model of striping is refused in one line."""
+    from fabscope.fabric.generators import fat_tree
+
+    f = fat_tree(k=2, levels=2, rails=2, rail_optimised=True)
+    link = float(f.link_capacity[0])
+    r = Result(meta={"kind": "measure", "test": "random-pairs"}, class_labels=("x",),
+               pairs={"src": np.array([0]), "dst": np.array([1]), "src_host": np.array(["h0000"]),
+                      "dst_host": np.array(["h0001"]), "cls": np.array([0]), "bytes": np.array([4e6]),
+                      "bandwidth": np.array([2 * link]), "scenario": np.array([0])})
+    m = load_measured([r], f)
+    striped = compare(m, "dmodk", ports="stripe", phases="lockstep", iterations=2)
+    one = compare(m, "dmodk", phases="lockstep", iterations=2)
+    assert striped.pairs["modeled"][0] / one.pairs["modeled"][0] == pytest.approx(2, rel=0.02)
+    assert striped.pairs["ratio"][0] == pytest.approx(1, rel=0.03)
+    assert striped.meta["model_info"]["ports"] == "stripe:500000"
+    with pytest.raises(DiagnoseError, match="modeled in time") as e:
+        compare(m, "dmodk", model="static", ports="stripe")
+    assert "\n" not in str(e.value)

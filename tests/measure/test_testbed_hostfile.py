@@ -19,7 +19,7 @@ from fabscope.testbed import launch
 def standin(monkeypatch):
     f = fat_tree(k=4, levels=2)
     monkeypatch.setattr(launch, "ready", lambda name: (types.SimpleNamespace(ppn=1), f))
-    monkeypatch.setattr(launch, "hydra_args", lambda name: [])
+    monkeypatch.setattr(launch, "hydra_args", lambda name, netmod="ofi": [])
     return f
 
 
@@ -30,7 +30,7 @@ def test_cyclic_placement_runs_in_rank_order_with_every_rank(tmp_path, monkeypat
                  "--algorithm", "cyclic", "-o", str(placement)]) == 0
     lines = placement.read_text().split()
     assert lines == ["h0000", "h0001", "h0002", "h0003"] * 2          # what map writes: a host per rank
-    _, machine, _, np_all = launch.job("t39", tmp_path / "out.jsonl", None, str(placement))
+    _, machine, _, _, np_all = launch.job("t39", tmp_path / "out.jsonl", None, str(placement))
     assert np_all == 8
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
@@ -42,7 +42,7 @@ def test_cyclic_placement_runs_in_rank_order_with_every_rank(tmp_path, monkeypat
 def test_host_listed_once_each_keeps_the_testbed_ranks_per_host(tmp_path, standin):
     hf = tmp_path / "hosts"
     hf.write_text("h0000\nh0005\n")
-    _, machine, _, np_all = launch.job("t39", tmp_path / "out.jsonl", 3, str(hf))
+    _, machine, _, _, np_all = launch.job("t39", tmp_path / "out.jsonl", 3, str(hf))
     assert np_all == 6 and open(machine).read() == "h0000:3\nh0005:3\n"
 
 

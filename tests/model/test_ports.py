@@ -8,6 +8,7 @@ from fabscope.fabric.generators import fat_tree
 from fabscope.fabric.placement import Placement
 from fabscope.fabric.ports import STRIPE_THRESHOLD, parse_ports, split_flows
 from fabscope.model.simulate import simulate
+from fabscope.routing import make_routing, terminal_routes
 from fabscope.traffic.flows import Traffic
 
 
@@ -53,11 +54,49 @@ def test_rank_policy_puts_local_rank_i_on_port_i():
     f = fat_tree(k=2, levels=2, rails=2)
     s = split_flows(f, Placement.block(f, 8, ppn=2), [0, 1, 1], [2, 3, 2], [1.0] * 3, "rank")
     assert [f.terminal_name(int(t)) for t in s.src] == ["h0000[1]", "h0000[2]", "h0000[2]"]
-    # the destination's port of the same index: rank 2 is local rank 0, reached on port 2 from port 2
+    # rank 2 is local rank 0 (port 1), on the other plane from port 2: reached on port 2, the source's plane
     assert [f.terminal_name(int(t)) for t in s.dst] == ["h0001[1]", "h0001[2]", "h0001[2]"]
 
 
-@pytest.mark.parametrize("bad", ["spread", "rank:5", "stripe:lots", "stripe:-1"])
+def test_rank_reaches_the_destination_ranks_own_port_and_rail_stays_on_the_rail():
+    """MPI with a NIC per rank delivers to the destination rank's NIC: on rail leaves, rank 0
+    (port 1) to rank 1 of another host (port 2 there) crosses rails through a spine; ``rail``
+    (NCCL's PXN) keeps it on rail 1, over the rail leaf alone where both hosts share it."""
+    f = fat_tree(k=4, levels=2, rails=2, rail_optimised=True)
+    pl = Placement.block(f, f.n_hosts * 2, ppn=2)
+    t = Traffic.build("one", [0], [3], 1 << 20)                 # rank 3: local rank 1 of host 1
+    names = {}
+    for policy in ("rank", "rail"):
+        s = split_flows(f, pl, t.src, t.dst, t.bytes, policy)
+        path = terminal_routes(make_routing(f, "dmodk"), s.src, s.dst, f).path(0)
+        spine = any(f.switch_level[f.link_dst[link] - f.n_hosts] == 2 for link in path[:-1])
+        r = simulate(f, pl, t, "dmodk", ports=policy)
+        names[policy] = (f.terminal_name(int(s.src[0])), f.terminal_name(int(s.dst[0])), int(r.pairs["rail"][0]), spine)
+    # rank: port 1 to port 2 of h0001, rail class 1 (cross), a spine on the way
+    assert names["rank"] == ("h0000[1]", "h0001[2]", 1, True)
+    # rail: port 1 to port 1, same rail, the two hosts' rail leaf alone
+    assert names["rail"] == ("h0000[1]", "h0001[1]", 0, False)
+
+
+def test_pairs_classed_by_rail_beside_the_classes(tmp_path):
+    f = fat_tree(k=4, levels=2, rails=2, rail_optimised=True)
+    pl = Placement.block(f, f.n_hosts * 2, ppn=2)
+    t = Traffic.build("two", [0, 0, 0], [2, 3, 1], 1 << 20)      # same rail, cross rail, one host
+    r = simulate(f, pl, t, "dmodk", ports="rank")
+    assert r.pairs["rail"].tolist() == [0, 1, 2]
+    rows = {row.label: row.count for row in r.summary()}
+    assert rows["Same Rail"] == 1 and rows["Cross Rail"] == 1 and rows["Same Node"] == 1
+    # one-port fabrics have no rails: no column, no rows
+    g = fat_tree(k=4, levels=2)
+    one = simulate(g, Placement.block(g, 16, ppn=1), Traffic.build("one", [0], [5], 1e6))
+    assert "rail" not in one.pairs and "Same Rail" not in {row.label for row in one.summary()}
+    # the column goes through the result file and back
+    from fabscope.result import Result
+    r.write_json(tmp_path / "r.json")
+    assert Result.read_json(tmp_path / "r.json").pairs["rail"].tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("bad", ["spread", "rank:5", "rail:5", "stripe:lots", "stripe:-1"])
 def test_bad_policy_is_refused_in_one_line(bad):
     with pytest.raises(TrafficError) as e:
         parse_ports(bad)
@@ -88,3 +127,21 @@ def test_simulate_cli_refuses_a_bad_policy_before_work(capsys):
     assert main(["simulate", "--fabric", "fat-tree:k=4,levels=2,rails=2", "--ports", "spread"]) != 0
     err = capsys.readouterr().err
     assert "unknown port policy 'spread'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_dynamic_results_class_pairs_by_rail(tmp_path, capsys):
+    """In time too: at 2 ranks per node on rail leaves, shift:k=1's inter-node messages cross rails
+    under rank and stay on theirs under rail."""
+    import json
+
+    from fabscope.cli import main
+
+    rails = {}
+    for ports in ("rank", "rail"):
+        out = tmp_path / f"{ports}.json"
+        assert main(["simulate", "--fabric", "fat-tree:k=4,levels=2,rails=2,rail_optimised=1", "--pattern",
+                     "shift:k=1", "--ppn", "2", "--size", "1MiB", "--dynamic", "--ports", ports, "-o", str(out)]) == 0
+        doc = json.loads(out.read_text())
+        rails[ports] = sorted(doc["pairs"]["rail"])
+    capsys.readouterr()
+    assert rails["rank"] == [1] * 16 + [2] * 16 and rails["rail"] == [0] * 16 + [2] * 16

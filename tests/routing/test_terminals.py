@@ -55,10 +55,14 @@ def test_same_rail_routes_stay_on_their_rail(shape, engine):
 @pytest.mark.parametrize("ppn", (1, 2))
 def test_two_rail_shift_gives_every_pair_its_rails_full_rate(shape, engine, ppn):
     """Two rails, shift:k=1: every pair at one link's rate (the route between two ports ended at the
-    destination's first port, and half the flows crossed to the other rail by the spine)."""
+    destination's first port, and half the flows crossed to the other rail by the spine).  Planes
+    are separate subnets, so even ``rank`` stays on the source's plane; on rail leaves ``rank``
+    reaches the destination rank's own port, across rails at 2 ranks per node, so ``rail``."""
     f = fat_tree(k=4, levels=2, **RAILED[shape])
     n = f.n_hosts * ppn
-    r = simulate(f, Placement.block(f, n, ppn=ppn), shift(n, 1 << 20, k=1), engine)
+    ports = "rail" if shape == "rail-optimised" else "rank"
+    r = simulate(f, Placement.block(f, n, ppn=ppn), shift(n, 1 << 20, k=1), engine, ports=ports)
+    assert not np.any(r.pairs["rail"] == 1)
     inter = r.pairs["src_host"] != r.pairs["dst_host"]
     assert np.allclose(r.pairs["bandwidth"][inter], f.link_capacity[0])
 

@@ -24,7 +24,8 @@ from fabscope.testbed import names, system
 
 #: names the tests use; the leftover check covers each
 TEST_NAMES = ("ci1", "ci2", "ci3", "ci4", "ci9", "cikill", "cilost", "hs1", "nz1", "sl1", "sl2",  # hs1: history, nz1: noise, sl*: slurm
-              "ac7",                                 # test_queue (the benches' ac1..ac9 are not the tests')
+              "ac7",                                 # test_queue
+              "mp1", "mp2", "mp3", "mp4",            # test_multiport (the benches' ac1..ac9 are not the tests')
               *(f"ap{i}" for i in range(1, 10)))  # ap*: testbed run and the applications (test_run, test_apps)
 #: the names each module uses; a session takes down and checks only the names of the modules it collected
 #: (all the others' for a module not listed here), so that a session running some modules leaves alone the
@@ -34,7 +35,7 @@ TEST_NAMES = ("ci1", "ci2", "ci3", "ci4", "ci9", "cikill", "cilost", "hs1", "nz1
 MODULE_NAMES = {"test_run": ("ap1",), "test_apps": ("ap2",), "test_queue": ("ac7",),
                 "test_e2e": ("ci1", "ci2", "ci4"), "test_lifecycle": ("ci3", "ci9", "cikill", "cilost"),
                 "test_history_testbed": ("hs1",), "test_noise": ("nz1",), "test_slurm": ("sl1", "sl2"),
-                "test_plan": (), "test_fair_lines": (),
+                "test_multiport": ("mp1", "mp2", "mp3", "mp4"), "test_plan": (), "test_fair_lines": (),
                 "test_names_scoping": ()}
 _collected: set[str] = set()
 

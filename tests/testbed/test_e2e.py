@@ -38,17 +38,20 @@ def have_traceroute() -> bool:
 
 
 def traceroute(f, a: int, b: int) -> list[str]:
-    """Node names of the switches (and the host) a packet from host a to host b passes, by traceroute."""
-    ip_b = f"10.200.{(b + 1) >> 8}.{(b + 1) & 255}"
-    out = subprocess.run(["ip", "netns", "exec", f.host_names[a], "traceroute", "-n", "-q", "1", "-w", "2", ip_b],
-                         capture_output=True, text=True, timeout=60).stdout
+    """Node names of the switches (and the host) a packet from host a to host b passes, by traceroute.
+    Where hosts have several ports, ``a`` and ``b`` are host ports (terminals): the probe leaves from
+    port ``a``'s address and the last hop is named as a port (``h0001[2]``)."""
+    ip_a, ip_b = (f"10.200.{(t + 1) >> 8}.{(t + 1) & 255}" for t in (a, b))
+    bind = [] if f.single_port else ["-s", ip_a]
+    out = subprocess.run(["ip", "netns", "exec", f.host_names[int(f.terminal_host[a])], "traceroute", "-n", "-q", "1",
+                          "-w", "2", *bind, ip_b], capture_output=True, text=True, timeout=60).stdout
     hops = []
     for ln in out.splitlines()[1:]:
         m = re.match(r"\s*\d+\s+10\.(\d+)\.(\d+)\.(\d+)", ln)
-        assert m, f"traceroute {f.host_names[a]} -> {ip_b}: unanswered hop: {ln!r}\n{out}"
+        assert m, f"traceroute {f.host_names[int(f.terminal_host[a])]} -> {ip_b}: unanswered hop: {ln!r}\n{out}"
         net, hi, lo = (int(x) for x in m.groups())
         idx = hi * 256 + lo - 1
-        hops.append(f.node_names[f.n_hosts + idx] if net == 201 else f.host_names[idx])
+        hops.append(f.node_names[f.n_hosts + idx] if net == 201 else f.terminal_label(idx))
     return hops
 
 

@@ -56,9 +56,22 @@ def test_too_big_says_how_many_fit_and_why():
     assert n > 4 and why
 
 
-def test_more_than_one_port_per_host_is_refused():
-    with pytest.raises(TestbedError, match="has 2 ports"):
-        make_plan("tb1", _two_port_fabric(), 1e6)
+def test_a_host_with_two_ports_gets_two_interfaces_each_its_address_and_route():
+    """A dual-port host (both ports on one switch): fab0 and fab1, an address each, and the switch
+    routes each address to its own cable (the plan refused such hosts)."""
+    from fabscope.routing import make_routing
+    from fabscope.testbed import commands
+    from fabscope.testbed.plan import forwarding
+
+    p = make_plan("tb1", _two_port_fabric(), 1e6)
+    f = p.fabric
+    assert [p.ifname(int(l)) for l in f.terminal_uplink] == ["fab0", "fab1", "fab0"]
+    assert [p.terminal_ip(t) for t in range(3)] == ["10.200.0.1", "10.200.0.2", "10.200.0.3"]
+    lft = forwarding(f, make_routing(f, "minhop"))
+    routes = [ln for ln in commands.node_ip_lines(p, 2, lft, "10.233.0") if ln.startswith("route")]
+    assert routes == [f"route replace 10.200.0.{t + 1}/32 via 10.199.255.254 dev p{t + 1} onlink" for t in range(3)]
+    host = commands.node_ip_lines(p, 0, lft, "10.233.0")
+    assert "addr add 10.200.0.2/32 dev fab1" in host and "rule add from 10.200.0.2 table 101 priority 101" in host
 
 
 def _two_port_fabric():

@@ -63,7 +63,7 @@ from fabscope.names import plain  # noqa: E402
 COMMANDS = {"demo": "demo", "simulate": "simulate", "fabric": "fabric_cmd", "measure": "measure",
             "analyze": "analyze", "doctor": "doctor", "map": "mapping", "permute": "mapping", "place": "mapping",
             "report": "report", "compare": "compare", "testbed": "testbed", "diagnose": "diagnose",
-            "history": "history"}
+            "history": "history", "profile": "profile"}
 #: the modules that add a subcommand, once each, in that order
 COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 

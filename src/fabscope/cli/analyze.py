@@ -40,12 +40,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: float = 16.0) -> list[str]:
+def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: float = 16.0,
+           link_from: int | None = None) -> list[str]:
+    """The text fabscope prints for one run (also used by ``fabscope measure``); ``link_from``: the smallest
+    size whose figures are the links' (a testbed's, :mod:`fabscope.testbed.smallmsg`), where the latency
+    model starts."""
     from fabscope.fabric.model import MB
     from fabscope.measure import analysis as an
     from fabscope.measure.parse import PAIR_TESTS, to_result
 
-    """The text fabscope prints for one run (also used by ``fabscope measure``)."""
     h = run.header
     out = [run.describe(), f"MPI: {h.get('mpi_library')}" + (f", built with {h['mpicc']}" if h.get("mpicc") else ""),
            an.wait_loop(run)]
@@ -63,9 +66,13 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
         elif test == "pingpong":
             out += ["", f"pingpong ({an.pair_kind(run)}): size [B], latency [us], bandwidth [MB/s]"]
             out += [f"{x['bytes']:>10} {x['latency'] * 1e6:10.3f} {x['bandwidth'] / MB:10.1f}" for x in recs]
-            if len(recs) >= 2:
-                fit = an.fit_latency_model([x["bytes"] for x in recs], [x["latency"] for x in recs])
-                out += ["latency model alpha + m/beta per regime:", *an.format_model(fit).split("\n")]
+            fitted = [x for x in recs if link_from is None or x["bytes"] >= link_from]
+            if len(fitted) >= 2:
+                fit = an.fit_latency_model([x["bytes"] for x in fitted], [x["latency"] for x in fitted])
+                over = f" (sizes from {link_from} B: the links' own)" if len(fitted) < len(recs) else ""
+                out += [f"latency model alpha + m/beta per regime{over}:", *an.format_model(fit).split("\n")]
+            elif link_from is not None and len(recs) >= 2:
+                out.append(f"no latency model: fewer than two sizes from {link_from} B, the first the links' own")
         elif test == "stream":
             for x in recs:
                 out.append(f"stream {x['mode']:>6} {x['host']}: {x['ranks']} ranks, {format_rate(x['bandwidth'])}")
@@ -83,6 +90,15 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
     if bal:
         out.append("bytes/FLOP (seed 004): " + ", ".join(f"{k} {v:.3g}" for k, v in bal.items()))
     return out
+
+
+def testbed_link_from(path: str) -> int | None:
+    """The smallest size whose figures are the links', as ``measure --testbed`` recorded it in the run's
+    testbed line (:mod:`fabscope.testbed.smallmsg`); None for a run off a testbed."""
+    from fabscope.testbed.linkbound import records
+
+    sizes = [r.get("link_sizes_from") for r in records(path)] if path.endswith(".jsonl") else []
+    return max((s for s in sizes if isinstance(s, int)), default=None)
 
 
 def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
@@ -113,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
         for r in runs:
             r.ranks["host"] = [hm.lookup(-1, -1, h) or h for h in r.ranks["host"]]
     for i, r in enumerate(runs):
-        print(("\n" if i else "") + "\n".join(plain(ln) for ln in report(r, fabric, args.peak_gflops, args.flops_per_cycle)))
+        print(("\n" if i else "") + "\n".join(plain(ln) for ln in report(r, fabric, args.peak_gflops,
+                                                                         args.flops_per_cycle, testbed_link_from(r.path))))
     kinds = {an.pair_kind(r): r for r in runs if r.of("pingpong")}
     sides = an.cbr_sides(runs)               # mbw may sit in files of its own, beside the pingpong ones
     if "pingpong" in sides.get("intra", {}) and "pingpong" in sides.get("inter", {}):

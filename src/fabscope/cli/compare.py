@@ -7,7 +7,7 @@ import argparse
 import os
 from typing import Sequence
 
-from fabscope.cli.options import examples
+from fabscope.cli.options import add_ports, examples
 from fabscope.names import plain
 from fabscope.cli.options import resolve_fabric
 
@@ -44,6 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="dynamic, --phases independent: draws of the phases averaged per pair (default 8)")
     p.add_argument("--seed", type=int, default=0, help="dynamic: seed of the phases' draws (default 0)")
     p.add_argument("--routing", help="routing engine (default: the fabric's own)")
+    add_ports(p)
     p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
     p.add_argument("--top", type=int, default=15, help="pairs to list")
     p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare; for "
@@ -65,6 +66,11 @@ def warn_not_link_bound(files: list[str]) -> None:
             if not r.get("link_bound", True):
                 print(f"fabscope: warning: {f} was not link-bound on testbed {r.get('testbed')}: {r.get('why')} "
                       f"(CPUs: {r.get('cpu')}); its pairs measure the machine more than the fabric", file=sys.stderr)
+            small, link_from = r.get("smallest_size"), r.get("link_sizes_from")
+            if isinstance(small, int) and isinstance(link_from, int) and small < link_from:
+                from fabscope.testbed.smallmsg import note
+
+                print(f"fabscope: warning: {f}: {note(str(r.get('testbed')), link_from, small)}", file=sys.stderr)
 
 
 def load_hostmap(path: str | None):
@@ -124,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.cli.history_db import check_db
         check_db(args.db)
     model = model_choice(args)
+    from fabscope.fabric.ports import parse_ports
+
+    ports = parse_ports(args.ports)                 # a bad policy refused before the fabric is built
     fabric = None
     if model not in MODELS:
         if args.fabric:
@@ -134,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
         res = compare(measured, args.routing, model=model, iterations=args.model_iterations,
                       start_offset=args.start_offset, phases=args.phases, phase_draws=args.phase_draws,
-                      seed=args.seed)
+                      seed=args.seed, ports=ports)
     print("\n".join(plain(ln) for ln in compare_lines(res, args.top)))
     warn_not_link_bound(args.files)
     for out in (args.output, args.json):

@@ -136,28 +136,40 @@ def run(args: argparse.Namespace) -> int:
     srun = launcher != "auto" and get_launcher(launcher).name == "srun"
     if args.testbed and srun:
         # inside an allocation of the testbed's Slurm: its nodes, launched by srun, ranks over fab0
+        from fabscope.measure.build import bench_binary
+        from fabscope.measure.mpi import find_mpi, program_mpi
+        from fabscope.measure.runner import usable_cpus
         from fabscope.testbed import state as tb_state
-        from fabscope.testbed.launch import mpi_env
+        from fabscope.testbed.launch import mpi_env, ompi_env
 
         if args.fabric:
             con.print("fabscope: note: --testbed gives the fabric (as built); --fabric ignored")
         fabric = tb_state.load_fabric(args.testbed)
-        os.environ.update(mpi_env())
+        bench_mpi = program_mpi(str(bench_binary(find_mpi())[0]))
+        os.environ.update(ompi_env(None, args.np or 2, usable_cpus()) if bench_mpi.family == "openmpi"
+                          else mpi_env(bench_mpi.netmod or "ofi"))
     elif args.testbed:
-        from fabscope.testbed.launch import job as testbed_job
+        from fabscope.measure.build import bench_binary
+        from fabscope.measure.mpi import find_mpi, program_mpi
+        from fabscope.testbed.launch import job as testbed_job, ready
 
         if args.fabric:
             con.print("fabscope: note: --testbed gives the fabric (as built); --fabric ignored")
-        fabric, hostfile, tb_args, np_all = testbed_job(args.testbed, out, args.ppn, args.hostfile)
-        launcher, launcher_args = "mpich", tb_args + launcher_args
+        ready(args.testbed)
+        # launched as the benchmark's MPI launches: Hydra (OFI, or UCX for a UCX build) or Open MPI's mpirun
+        bench_mpi = program_mpi(str(bench_binary(find_mpi())[0]))
+        fabric, hostfile, launcher, tb_args, np_all = testbed_job(args.testbed, out, args.ppn, args.hostfile,
+                                                                  bench_mpi.family, bench_mpi.netmod)
+        launcher_args = tb_args + launcher_args
         args.np = args.np or np_all
         oversubscribe = True  # every emulated host is a namespace of this machine; its ranks wait on shaped links
     args.np = args.np or 2
+    ppn = None if args.testbed and launcher == "openmpi" else args.ppn    # its host file has a line per rank
     with warnings.catch_warnings():
         if args.testbed:        # the testbed's machine file lists a host once per run of ranks, in rank order
             warnings.filterwarnings("ignore", message=".*is listed again", category=FabscopeWarning)
         job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
-                   ppn=args.ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
+                   ppn=ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
     con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
     if fabric is not None:      # the sweeps' time at the host links' rate, before a long run starts
         from fabscope.measure.estimate import FABRIC_LATENCY, TESTBED_LATENCY, estimate_line
@@ -177,7 +189,13 @@ def run(args: argparse.Namespace) -> int:
         def progress(lines: int, last: str) -> None:
             status.update(f"fabscope-bench {args.test} on {args.np} ranks: {lines} lines in {out}")
         result = execute(job, timeout=args.timeout, progress=progress if con.is_terminal else None)
-    print("\n".join(plain(ln) for ln in report(result, fabric)))
+    link_from = None
+    if args.testbed:
+        from fabscope.testbed import state as tb_state
+        from fabscope.testbed.smallmsg import link_size
+
+        link_from = link_size(tb_state.load(args.testbed).rate)
+    print("\n".join(plain(ln) for ln in report(result, fabric, link_from=link_from)))
     slurm_rec = None
     if os.environ.get("SLURM_JOB_ID"):
         from fabscope.testbed.linkbound import append as append_record
@@ -188,10 +206,16 @@ def run(args: argparse.Namespace) -> int:
     if watch is not None:
         from fabscope.testbed.linkbound import append
 
+        from fabscope.testbed.smallmsg import note
+
         rec = watch.finish(out)
+        sizes = [int(x["bytes"]) for x in result.records if isinstance(x.get("bytes"), (int, float))]
+        rec |= {"link_sizes_from": link_from, "smallest_size": min(sizes) if sizes else None}
         append(out, rec)
         print(f"testbed {args.testbed}: {'link-bound' if rec['link_bound'] else 'NOT LINK-BOUND'}: {rec['why']} "
               f"(CPUs: {rec['cpu']}; load average {rec['loadavg']:.1f} on {rec['cores']} cores)")
+        if sizes and min(sizes) < link_from:
+            print(note(args.testbed, link_from, min(sizes)))
     print(f"\nwrote {os.path.abspath(out)}")
     if args.output:
         res = to_result(result, None, fabric)

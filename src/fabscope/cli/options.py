@@ -141,7 +141,8 @@ def add_ports(p: argparse.ArgumentParser) -> None:
     """``--ports``: how MPI uses hosts with several ports (fabscope.fabric.ports)."""
     p.add_argument("--ports", default="rank", metavar="POLICY",
                    help="how ranks use hosts with several ports: rank (one port per rank, local rank "
-                        "round-robin; rank i on NIC i) or stripe[:THRESHOLD] (a message from THRESHOLD bytes, "
+                        "round-robin, to the destination rank's own port, across rails as MPI), rail (the "
+                        "same source port, to the destination's port of its rail, as NCCL's PXN) or stripe[:THRESHOLD] (a message from THRESHOLD bytes, "
                         "default 500000 as IBM HPS, split over all port pairs p->p); one-port hosts: no effect")
 
 

@@ -76,9 +76,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("link", nargs="?", help="node[port] (default: every fault)")
     r.set_defaults(func=_restore)
     x = tsub.add_parser("run", help="run any MPI program across a testbed's hosts",
-                        description="Start an MPI program on the testbed's hosts as 'measure --testbed' starts "
-                                    "fabscope-bench (MPICH's Hydra into the hosts' namespaces, ranks over the "
-                                    "fabric only), its output passed through, its exit status returned (a rank "
+                        description="Start an MPI program on the testbed's hosts as its MPI launches (read from "
+                                    "its ELF dependencies, or --mpi): MPICH by Hydra, Open MPI by its own mpirun, "
+                                    "into the hosts' namespaces, ranks over the fabric only (OFI, UCX or Open MPI's "
+                                    "TCP on fab0); a program of an MPI fabscope does not know is refused before "
+                                    "anything starts.  Its output passed through, its exit status returned (a rank "
                                     "killed by signal N: 128+N).  Ctrl-C, SIGTERM and --timeout (exit 124) stop "
                                     "every rank.",
                         epilog=examples("sudo fabscope testbed run tb1 -- ./a.out",
@@ -101,6 +103,9 @@ def _run_options(x: argparse.ArgumentParser, default: object = None) -> None:
     x.add_argument("--np", type=int, default=default, help="ranks (default: every slot of the hosts or placement)")
     x.add_argument("--timeout", type=float, default=default,
                    help="stop every rank after this many seconds (exit 124)")
+    x.add_argument("--mpi", default=default, choices=("openmpi", "mpich", "mpich-ofi", "mpich-ucx", "none"),
+                   help="the program's MPI, where its ELF dependencies do not say (a script, a static build); "
+                        "none: independent copies")
 
 
 def _say(msg: str) -> None:
@@ -194,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
     args.program = rest[1:] if rest[:1] == ["--"] else rest
 
     return run(args.name, args.program, hostfile=args.hostfile, placement=args.placement, ppn=args.ppn,
-               np=args.np, timeout=args.timeout, say=_say)
+               np=args.np, timeout=args.timeout, mpi=args.mpi, say=_say)
 
 
 def _restore(args: argparse.Namespace) -> int:

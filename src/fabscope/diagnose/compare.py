@@ -58,7 +58,7 @@ def class_rows(labels: tuple[str, ...], cls: np.ndarray, measured: np.ndarray, m
 def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None = None, *,
             model: str = "dynamic", iterations: int | None = None, engine: str = "auto",
             start_offset: float = 0.0, phases: str = "independent", phase_draws: int = PHASE_DRAWS,
-            seed: int = 0) -> Result:
+            seed: int = 0, ports: Any = None) -> Result:
     """Model ``measured``'s pairs on ``routing`` (default: the fabric's own) and set them side by side.
 
     ``model="dynamic"`` (the default) runs the program the benchmark ran in time
@@ -70,10 +70,19 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
     one measured round trip (its concurrent set's median fastest one), ``phase_draws`` times
     (seeded by ``seed``), and takes the mean; ``"lockstep"`` starts every pair's first ping at once (:func:`.timemodel.dynamic_bandwidth`).
     ``start_offset`` > 0 replaces both by one draw in [0, start_offset) for every pair.
+
+    ``ports`` (hosts with several ports, dynamic model): how ranks use them
+    (:mod:`fabscope.fabric.ports`: ``rank``, ``rail``, ``stripe[:THRESHOLD]``).
     """
     if model not in MODELS:
         raise DiagnoseError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
     f = measured.fabric
+    if ports is not None:
+        from fabscope.fabric.ports import parse_ports
+
+        ports = parse_ports(ports)
+        if model != "dynamic" and not f.single_port and ports.name != "rank":
+            raise DiagnoseError(f"--ports {ports} is modeled in time: use --model dynamic (the default)")
     pm = PairModel(f, measured.hs, measured.hd, measured.scenario, measured.pingpong, measured.bytes, routing)
     rate = pm.flow_rates()
     modeled = pm.pair_bandwidth(rate)
@@ -81,7 +90,8 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
     how: dict[str, Any] = {"model": "static", "sharing": "maxmin"}
     if model == "dynamic":
         pred = dynamic_bandwidth(measured, pm.router, iterations=iterations, engine=engine,
-                                 start_offset=start_offset, phases=phases, phase_draws=phase_draws, seed=seed)
+                                 start_offset=start_offset, phases=phases, phase_draws=phase_draws, seed=seed,
+                                 ports=ports)
         modeled = pred.bandwidth
         how = pred.info
     ratio = measured.bandwidth / modeled

@@ -95,9 +95,10 @@ class TimePrediction:
 
 def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None, engine: str, sharing: str,
               seed: int, start_offset: float, fast: bool, phases: str = "lockstep",
-              draws: int = 1) -> tuple[np.ndarray, dict[str, Any]]:
+              draws: int = 1, ports: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
     """The concurrent sets ``sets`` of ``m``: bandwidth per pair (0 outside them) and what it took."""
     f = m.fabric
+    fast = fast and (f.single_port or ports is None)       # the components' shortcut routes host pairs
     bw = np.zeros(m.n_pairs)
     router = make_routing(f, routing, seed=seed) if routing is None or isinstance(routing, str) else routing
     cache: dict = {}
@@ -131,12 +132,12 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
         if independent:
             t = _independent_times(f, pl, prog, router, a, b, np.full(len(sel), spread), it, w, engine, sharing,
-                                   seed, s, draws, stats)
+                                   seed, s, draws, stats, ports)
             bw[sel] = 2.0 * m.bytes[sel] * it / t
             continue
         if start_offset > 0 and pingpong:
             prog = with_jitter(prog, start_offset, seed + 7919 * s, prog.step_round[prog.send_step] == 0)
-        run = run_program_on(f, pl, prog, router, seed=seed, engine=engine, sharing=sharing)
+        run = run_program_on(f, pl, prog, router, seed=seed, engine=engine, sharing=sharing, ports=ports)
         stats["events"] += int(run.outcome.events)
         stats["engines"].add(run.engine)
         if pingpong:
@@ -151,7 +152,7 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
 
 def _independent_times(f, pl: Placement, prog: Program, router, a: np.ndarray, b: np.ndarray, spread: np.ndarray,
                        it: int, w: int, engine: str, sharing: str, seed: int, s: int, draws: int,
-                       stats: dict) -> np.ndarray:
+                       stats: dict, ports: Any = None) -> np.ndarray:
     """Timed seconds per pair of one ping-pong set, its pairs' phases independent: in each of
     ``draws`` runs every pair's first ping waits a time drawn uniformly in [0, its ``spread``)
     (seeded by ``seed``, the set ``s`` and the draw, so the figures do not depend on how the sets
@@ -168,7 +169,7 @@ def _independent_times(f, pl: Placement, prog: Program, router, a: np.ndarray, b
         wait = np.random.default_rng([seed, s, d]).uniform(0.0, 1.0, n) * spread
         delay[pings] += wait
         run = run_program_on(f, pl, replace(prog, step_delay=delay), router, seed=seed, engine=engine,
-                             sharing=sharing)
+                             sharing=sharing, ports=ports)
         stats["events"] += int(run.outcome.events)
         stats["engines"].add(run.engine)
         t = timed_seconds(prog, run.outcome.step_end, first, 2 * (w + it) - 1, 2 * w - 1)
@@ -189,7 +190,7 @@ def default_workers() -> int:
 def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: int | None = None,
                       engine: str = "auto", sharing: str = "maxmin", seed: int = 0,
                       start_offset: float = 0.0, fast: bool = True, workers: int = 1,
-                      phases: str = "lockstep", phase_draws: int = PHASE_DRAWS) -> TimePrediction:
+                      phases: str = "lockstep", phase_draws: int = PHASE_DRAWS, ports: Any = None) -> TimePrediction:
     """Every measured pair's bandwidth in the dynamic model of the program it ran (module docstring).
 
     ``iterations`` replaces the measured count of timed iterations (fewer is faster; the warm-up
@@ -210,6 +211,9 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
     carry the draw's luck; the mean is the expectation the measurement estimates).  ``workers`` > 1: the
     sets (independent) are shared among that many processes, where ``routing`` is a name (a
     routing object stays in this process); the figures are the same.
+
+    ``ports``: how ranks use hosts with several ports (:mod:`fabscope.fabric.ports`; ``stripe``: a
+    message over all of them, as Open MPI's TCP BTL over several interfaces).
     """
     t_start = time.perf_counter()
     m = measured
@@ -222,7 +226,7 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
         from fabscope.diagnose.measured import DiagnoseError
 
         raise DiagnoseError(f"phase draws must be at least 1, got {phase_draws}")
-    args = (routing, iterations, engine, sharing, seed, start_offset, fast, phases, int(phase_draws))
+    args = (routing, iterations, engine, sharing, seed, start_offset, fast, phases, int(phase_draws), ports)
     workers = min(int(workers), len(sets))
     if workers > 1 and (routing is None or isinstance(routing, str)):
         from concurrent.futures import ProcessPoolExecutor
@@ -247,6 +251,7 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
             **({"components": stats["components"], "components_reused": stats["cached"]}
                if stats["components"] else {}),
             "concurrent_sets": len(sets), "workers": workers,
+            **({} if m.fabric.single_port or ports is None else {"ports": str(ports)}),
             **({"start_offset": start_offset, "phase_seed": seed} if start_offset > 0 else {}),
             **(_phase_info(m, seed, int(phase_draws)) if phases == "independent" and start_offset <= 0
                and m.pingpong.any() else {}),
@@ -278,6 +283,7 @@ def model_line(meta: dict[str, Any]) -> str:
         return (f"dynamic: the program the benchmark ran, in time ({share}"
                 + (f", {'/'.join(its)} timed iterations" if its else "")
                 + (f", engine {info['engine']}" if info.get("engine") else "")
+                + (f", ports {info['ports']}" if info.get("ports") else "")
                 + (f", pairs started out of phase by up to {info['start_offset'] * 1e6:.0f} us"
                    if info.get("start_offset") else "")
                 + (f", pairs' phases independent: each starts at a moment drawn within its round's median "

@@ -117,6 +117,8 @@ def pingpong_result(fabric: Fabric, run: Run, meta: dict[str, Any] | None = None
     pairs = {"src": first, "dst": second, "src_host": names[hs], "dst_host": names[hd],
              "cls": fabric.classify(hs, hd), "bytes": np.full(len(first), size),
              "bandwidth": 2.0 * size * it / total, "time": total / it}
+    if run.rail is not None:      # hosts with several ports: the pairs by rail, as simulate's
+        pairs["rail"] = run.rail[prog.step_round[prog.send_step] == 0]
     links, hot = link_loads(fabric, run)
     return Result(meta=_meta(fabric, run, benchmark="ping-pong", **(meta or {})),
                   class_labels=fabric.class_labels, pairs=pairs, links=links, extra={"hot_links": hot})
@@ -132,6 +134,8 @@ def message_result(fabric: Fabric, run: Run, meta: dict[str, Any] | None = None)
         bw = np.where(took > 0, prog.bytes / np.where(took > 0, took, 1.0), np.inf)
     pairs = {"src": prog.src, "dst": prog.dst, "src_host": names[hs], "dst_host": names[hd],
              "cls": fabric.classify(hs, hd), "bytes": prog.bytes, "bandwidth": bw, "time": took}
+    if run.rail is not None:
+        pairs["rail"] = run.rail
     links, hot = link_loads(fabric, run)
     extra = {"dynamic": {"makespan": float(out.makespan), "algorithm": prog.params.get("algorithm"),
                          "rounds": int(prog.step_round.max()) + 1}, "hot_links": hot}

@@ -23,7 +23,7 @@ from fabscope.dynamic.resources import Paths, build_paths
 from fabscope.errors import FabscopeError, TrafficError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
-from fabscope.fabric.ports import PortPolicy, SubFlows, split_flows
+from fabscope.fabric.ports import PortPolicy, SubFlows, rail_class, split_flows
 from fabscope.model.latency import DEFAULT_ALPHA
 from fabscope.routing import Routing
 
@@ -52,6 +52,9 @@ class Run:
     #: the messages' sub-flows where a port policy split some over several port pairs
     #: (``msg_path`` then has one entry per sub-flow); None: one flow per message
     sub: SubFlows | None = None
+    #: hosts with several ports: per message 0 same rail, 1 cross rail, 2 on one host
+    #: (:func:`fabscope.fabric.ports.rail_class`); None where every host has one port
+    rail: np.ndarray | None = None
 
     @property
     def msg_bytes(self) -> np.ndarray:
@@ -156,8 +159,9 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
         wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
         outcome = run_program(program, paths.capacity, res, wts, paths.cap, paths.latency, msg_path.tolist(),
                               observer=observer, sharing=sharing)
+    rail = None if fabric.single_port else rail_class(fabric, sub)
     if sub.identity:
-        return Run(program, placement, paths, msg_path, outcome, use)
-    return Run(full, placement, paths, msg_path, join_outcome(outcome, sub), use, sub)
+        return Run(program, placement, paths, msg_path, outcome, use, rail=rail)
+    return Run(full, placement, paths, msg_path, join_outcome(outcome, sub), use, sub, rail)
 
 

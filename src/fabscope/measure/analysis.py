@@ -141,6 +141,9 @@ BANDWIDTH_DROP = 0.9   # a kink after which beta falls below this fraction (alph
 class LatencyModel:
     regimes: tuple[Regime, ...]
     rms_rel_error: float
+    #: per kink, whether the fit of every repeat of the sweep found it too (within one size step); None: one sweep
+    agree: tuple[bool, ...] | None = None
+    repeats: int = 1
 
     @property
     def kinks(self) -> list[int]:
@@ -154,13 +157,16 @@ class LatencyModel:
 
     def kink_kinds(self) -> list[str]:
         """Per kink: ``protocol change`` when the start-up cost alpha steps up (a
-        handshake: eager to rendezvous, packet to bulk); ``bandwidth drop`` when
+        handshake: eager to rendezvous, packet to bulk), the fit is not poor and every
+        repeat of the sweep found the kink too; a ``start-up step`` when alpha steps
+        up but one of these fails (no evidence of a protocol); ``bandwidth drop`` when
         only the bandwidth falls (as when messages outgrow a cache: no evidence
         of a protocol change); ``bandwidth rise`` otherwise."""
         out = []
-        for a, b in zip(self.regimes, self.regimes[1:]):
+        for i, (a, b) in enumerate(zip(self.regimes, self.regimes[1:])):
             if b.alpha > PROTOCOL_STEP * a.alpha and b.alpha - a.alpha > 1e-8:
-                out.append("protocol change")
+                sure = not self.poor and (self.agree is None or self.agree[i])
+                out.append("protocol change" if sure else "start-up step")
             elif b.beta < a.beta * BANDWIDTH_DROP:
                 out.append("bandwidth drop")
             else:
@@ -288,6 +294,27 @@ def fit_latency_model(sizes: Sequence[float], times: Sequence[float], max_regime
     t = np.asarray(times, dtype=float)
     keep = t > 0
     m, t = m[keep], t[keep]
+    uniq, inv = np.unique(m, return_inverse=True)
+    if len(uniq) < len(m) and len(uniq) >= 2:
+        # repeats of the sweep (a file of several runs read with --merge): the model of the median time per
+        # size, and per kink whether the fit of every repeat (the k-th record of each size) finds it too
+        seen: dict[int, int] = {}
+        rep = np.array([seen.__setitem__(int(k), seen.get(int(k), -1) + 1) or seen[int(k)] for k in inv])
+        pooled = _fit_sweep(uniq, np.array([np.median(t[inv == k]) for k in range(len(uniq))]), max_regimes,
+                            min_points)
+        found = []
+        for r in range(int(rep.max()) + 1):
+            sel = rep == r
+            if len(np.unique(m[sel])) >= 2:
+                found.append(_fit_sweep(m[sel], t[sel], max_regimes, min_points).kinks)
+        agree = tuple(all(any(abs(np.log2(max(x, 1) / max(k, 1))) <= 1.0 for x in ks) for ks in found)
+                      for k in pooled.kinks)
+        return LatencyModel(pooled.regimes, pooled.rms_rel_error, agree, len(found))
+    return _fit_sweep(m, t, max_regimes, min_points)
+
+
+def _fit_sweep(m: np.ndarray, t: np.ndarray, max_regimes: int, min_points: int) -> LatencyModel:
+    """:func:`fit_latency_model` of one sweep (one time per size)."""
     order = np.argsort(m)
     m, t = m[order], t[order]
     n = len(m)
@@ -327,9 +354,15 @@ def format_model(fit: LatencyModel) -> str:
         lines.append(f"{r.first:>10} .. {r.last:<9} {r.alpha * 1e6:11.3f} {r.beta / MB:12.1f}")
     if not fit.kinks:
         lines.append("no kink found: one regime explains the whole sweep")
-    for k, kind, a, b in zip(fit.kinks, fit.kink_kinds(), fit.regimes, fit.regimes[1:]):
+    for i, (k, kind, a, b) in enumerate(zip(fit.kinks, fit.kink_kinds(), fit.regimes, fit.regimes[1:])):
+        why = ""
+        if kind == "start-up step":
+            why = ("; not called a protocol change: the fit is poor" if fit.poor else
+                   f"; not called a protocol change: not every one of the {fit.repeats} repeats finds it")
+        elif fit.agree is not None:
+            why = f"; every one of the {fit.repeats} repeats finds it"
         lines.append(f"kink at {k} B: {kind} (start-up {a.alpha * 1e6:.2f} -> {b.alpha * 1e6:.2f} us, "
-                     f"bandwidth {format_rate(a.beta)} -> {format_rate(b.beta)})")
+                     f"bandwidth {format_rate(a.beta)} -> {format_rate(b.beta)}{why})")
     quality = "poor" if fit.poor else "good" if fit.rms_rel_error < 0.05 else "fair"
     lines.append(f"fit quality: rms relative error {fit.rms_rel_error:.1%} ({quality})")
     if fit.poor:

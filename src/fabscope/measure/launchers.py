@@ -49,6 +49,11 @@ class Launcher:
         """Variables the launcher needs in the job's environment."""
         return {}
 
+    def rank_env(self, env: dict[str, str]) -> list[str]:  # pragma: no cover - overridden
+        """Options that set ``env`` in every rank's environment, and not in the launcher's own (a preload
+        given to the launcher itself would be loaded into it and every daemon it starts)."""
+        raise NotImplementedError
+
 
 _REGISTRY: dict[str, tuple[type[Launcher], str]] = {}
 
@@ -97,6 +102,14 @@ class MpichLauncher(Launcher):
             argv += ["-ppn", str(job.ppn)]
         return argv + list(job.extra) + list(job.program)
 
+    def rank_env(self, env: dict[str, str]) -> list[str]:
+        """Hydra's ``-genv``.
+
+        >>> get_launcher("mpich").rank_env({"LD_PRELOAD": "/x/l.so"})
+        ['-genv', 'LD_PRELOAD', '/x/l.so']
+        """
+        return [a for k, v in env.items() for a in ("-genv", k, v)]
+
 
 @register("openmpi", "mpirun")
 class OpenMpiLauncher(Launcher):
@@ -111,6 +124,14 @@ class OpenMpiLauncher(Launcher):
         if job.oversubscribe:
             argv += ["--oversubscribe"]
         return argv + list(job.extra) + list(job.program)
+
+    def rank_env(self, env: dict[str, str]) -> list[str]:
+        """Open MPI passes a variable to the ranks only when told (``-x``), on every host.
+
+        >>> get_launcher("openmpi").rank_env({"LD_PRELOAD": "/x/l.so"})
+        ['-x', 'LD_PRELOAD=/x/l.so']
+        """
+        return [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
 
     def env(self) -> dict[str, str]:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -133,6 +154,14 @@ class SrunLauncher(Launcher):
         if job.oversubscribe:
             argv += ["--overcommit"]
         return argv + list(job.extra) + list(job.program)
+
+    def rank_env(self, env: dict[str, str]) -> list[str]:
+        """srun's ``--export`` (the whole environment and these).
+
+        >>> get_launcher("srun").rank_env({"A": "1"})
+        ['--export=ALL,A=1']
+        """
+        return [f"--export=ALL,{','.join(f'{k}={v}' for k, v in env.items())}"] if env else []
 
 
 def launcher_for(vendor: str, exe: str) -> Launcher:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -197,3 +198,113 @@ def find_mpi(env: Mapping[str, str] | None = None, prefix: str | None = None) ->
     hydra = [ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith("version:")]
     version = f"MPICH {hydra[0]}" if hydra else (lines[0] if lines else "unknown")
     return MPIInstall(cc, exe, source, vendor, version)
+
+
+# ---- the MPI a program was built with: how it must be launched ----------------------------------------------
+
+#: what ``--mpi`` may say of a program: (family, MPICH's netmod)
+WORDS = {"openmpi": ("openmpi", None), "mpich": ("mpich", "ofi"), "mpich-ofi": ("mpich", "ofi"),
+         "mpich-ucx": ("mpich", "ucx"), "none": ("none", None)}
+#: MPI libraries by name: libmpi.so.40 is Open MPI's (3.0 to 5.x), libmpich.so.12 and libmpi.so.12 MPICH's
+#: ABI (MPICH, the mpich wheel, Intel MPI); libmpi_abi.so the MPI-5 ABI library MPICH ships
+_MPI_LIB = re.compile(r"lib(mpi|mpich|mpi_abi)\.so(\.\d+)*")
+_FAMILY_OF_LIB = {"libmpi.so.40": "openmpi", "libmpich.so.12": "mpich", "libmpi.so.12": "mpich",
+                  "libmpi_abi.so.1": "mpich"}
+
+
+@dataclass(frozen=True)
+class ProgramMPI:
+    """The MPI a program runs with: ``family`` "openmpi", "mpich" or "none" (no MPI: independent
+    copies), MPICH's ``netmod`` ("ofi" or "ucx"), and where that was read (``source``).
+
+    >>> ProgramMPI("mpich", "ucx", "libmpich.so.12").label
+    'MPICH (ch4:ucx)'
+    """
+
+    family: str
+    netmod: str | None
+    source: str
+    #: the MPI library the program loads (a path), when read from its dependencies
+    library: str | None = None
+
+    @property
+    def label(self) -> str:
+        name = {"openmpi": "Open MPI", "mpich": "MPICH", "none": "no MPI"}[self.family]
+        return f"{name} (ch4:{self.netmod})" if self.netmod else name
+
+
+def _known() -> str:
+    return "|".join(k for k in WORDS if k != "mpich-ofi")
+
+
+def program_mpi(program: str, word: str | None = None) -> ProgramMPI:
+    """The MPI of ``program``, read from its ELF dependencies (:mod:`fabscope.measure.elfdeps`), or as
+    ``word`` (a key of :data:`WORDS`) says; :class:`MeasureError` in one line naming what was found
+    when the program cannot be launched as an MPI job fabscope knows.
+
+    >>> program_mpi("/bin/sh", "mpich-ucx")
+    ProgramMPI(family='mpich', netmod='ucx', source='--mpi mpich-ucx', library=None)
+    >>> program_mpi("/bin/sh")
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.MeasureError: program /bin/sh links no MPI library (statically linked, or no MPI program); say which MPI it runs with, --mpi openmpi|mpich|mpich-ucx|none (none: independent copies)
+    """
+    from fabscope.measure.elfdeps import closure, read_dynamic
+
+    if word is not None:
+        if word not in WORDS:
+            raise MeasureError(f"--mpi {word!r}: known are {', '.join(WORDS)}")
+        return ProgramMPI(*WORDS[word], f"--mpi {word}")
+    say = f"say which MPI it runs with, --mpi {_known()} (none: independent copies)"
+    if read_dynamic(program) is None:
+        raise MeasureError(f"program {program} is no ELF executable (a script?): its MPI cannot be read; {say}")
+    deps = closure(program)
+    libs = [n for n in deps if _MPI_LIB.fullmatch(n)]
+    if not libs:
+        raise MeasureError(f"program {program} links no MPI library (statically linked, or no MPI program); {say}")
+    families = {_FAMILY_OF_LIB.get(n, "unknown") for n in libs}
+    if "unknown" in families or len(families) > 1:
+        odd = next((n for n in libs if _FAMILY_OF_LIB.get(n) is None), " and ".join(libs))
+        raise MeasureError(f"program {program} links {odd}, an MPI fabscope does not know how to launch "
+                           f"(Open MPI: libmpi.so.40; MPICH: libmpich.so.12, libmpi.so.12); {say}")
+    lib = libs[0]
+    if deps[lib] is None:
+        raise MeasureError(f"program {program} links {lib}, which this machine does not have "
+                           "(not in its runpath, $LD_LIBRARY_PATH or the loader's cache)")
+    family = families.pop()
+    if family == "openmpi":
+        return ProgramMPI("openmpi", None, f"{lib} ({deps[lib]})", deps[lib])
+    netmod = "ofi" if "libfabric.so.1" in deps else "ucx" if "libucp.so.0" in deps else None
+    if netmod is None:
+        raise MeasureError(f"program {program} links {lib} ({deps[lib]}), an MPICH with neither the OFI nor the "
+                           "UCX netmod (no libfabric, no libucp): fabscope cannot keep its ranks on the fabric")
+    return ProgramMPI("mpich", netmod, f"{lib} ({deps[lib]})", deps[lib])
+
+
+#: launchers to try per family, by name on $PATH (Debian's suffixed ones first)
+_LAUNCHER_NAMES = {"openmpi": ("mpirun.openmpi", "mpirun", "mpiexec", "orterun"),
+                   "mpich": ("mpiexec.mpich", "mpiexec.hydra", "mpiexec", "mpirun")}
+
+
+def family_launcher(pm: ProgramMPI, env: Mapping[str, str] | None = None) -> str:
+    """The launcher of ``pm``'s family: the MPI :func:`find_mpi` finds when it is of that family (as
+    ``measure`` would use it), else the first of :data:`_LAUNCHER_NAMES` on ``$PATH`` whose
+    ``--version`` names the family.  A program of no MPI goes with Hydra.  :class:`MeasureError` if none."""
+    family = "mpich" if pm.family == "none" else pm.family
+    try:
+        found = find_mpi(env)
+        if found.vendor == family:
+            return found.mpiexec
+    except MeasureError:
+        pass
+    path = (os.environ if env is None else env).get("PATH", "")
+    tried = []
+    for name in _LAUNCHER_NAMES[family]:
+        exe = _which(name, path)
+        if exe and exe not in tried:
+            tried.append(exe)
+            if vendor_of(_run([exe, "--version"])) == family:
+                return exe
+    what = "Open MPI's mpirun" if family == "openmpi" else "MPICH's Hydra (mpiexec)"
+    raise MeasureError(f"the program is built with {pm.label} ({pm.source}), but {what} is not found: tried "
+                       f"{', '.join(_LAUNCHER_NAMES[family])} on $PATH; install it or put it on $PATH")

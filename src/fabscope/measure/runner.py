@@ -148,9 +148,10 @@ class Plan:
         oversub = self.oversubscribe or (self.hosts is None and self.hostfile is None and self.np > usable_cpus())
         launcher = self._launcher()
         extra = list(self.launcher_args)
-        if (launcher.name == "srun" and self.mpi.vendor == "mpich"
+        if (launcher.name == "srun" and self.mpi.vendor in ("mpich", "openmpi")
                 and not any(a.startswith("--mpi") for a in extra)):
-            extra.insert(0, "--mpi=pmi2")  # MPICH's ranks take their PMI from Slurm's pmi2 plugin
+            # MPICH's ranks take their PMI from Slurm's pmi2 plugin, Open MPI's (4.x: PMIx clients) from its pmix one
+            extra.insert(0, "--mpi=pmi2" if self.mpi.vendor == "mpich" else "--mpi=pmix")
         job = Job(np=self.np, program=[str(self.binary), *self.args, "--out", str(self.write_to or self.out)],
                   hosts=self.hosts, hostfile=self.hostfile, ppn=self.ppn, oversubscribe=oversub,
                   extra=tuple(extra))

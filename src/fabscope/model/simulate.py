@@ -23,7 +23,7 @@ from fabscope.fabric.placement import Placement
 from fabscope.model.latency import DEFAULT_ALPHA, message_time
 from fabscope.model.maxmin import congestion_count, maxmin
 from fabscope.result import Result
-from fabscope.fabric.ports import PortPolicy, parse_ports, split_flows
+from fabscope.fabric.ports import PortPolicy, parse_ports, rail_class, split_flows
 from fabscope.routing import Routing, make_routing, terminal_routes
 from fabscope.traffic.flows import Traffic
 
@@ -95,6 +95,8 @@ def simulate(fabric: Fabric, placement: Placement, traffic: Traffic, routing: Ro
     }
     if traffic.n_scenarios > 1:
         pairs["scenario"] = traffic.scenario[first]
+    if not fabric.single_port:  # where hosts have several ports: same rail or cross rail
+        pairs["rail"] = rail_class(fabric, sub)[first]
     # link loads (max over scenarios) and what limits each class
     load_r = A @ np.where(np.isfinite(sub_rate), sub_rate, 0.0)
     link_rows = (used % n_r) < n_l

@@ -73,14 +73,52 @@ def mgmt_ip(subnet: str, i: int) -> str:
 
 
 def route_lines(p: Plan, j: int, lft: np.ndarray) -> list[str]:
-    """One route per destination host on switch ``j`` (switch number), by its forwarding table."""
+    """One route per destination host port (terminal) on switch ``j`` (switch number), by its
+    forwarding table ``lft[switch, terminal]``."""
     out = []
-    for d in range(p.fabric.n_hosts):
+    for d in range(p.fabric.n_terminals):
         l = int(lft[j, d])
         if l >= 0:
-            out.append(f"route replace {p.host_ip(d)}/32 via {GATEWAY} dev {p.ifname(l)} onlink")
+            out.append(f"route replace {p.terminal_ip(d)}/32 via {GATEWAY} dev {p.ifname(l)} onlink")
         else:
-            out.append(f"route replace unreachable {p.host_ip(d)}/32")
+            out.append(f"route replace unreachable {p.terminal_ip(d)}/32")
+    return out
+
+
+#: policy routing tables of a host's ports: port p's own table is ``PORT_TABLE + p``
+PORT_TABLE = 100
+
+
+def host_route_lines(p: Plan, host: int) -> list[str]:
+    """A host's addresses and routes: each port its own address; where it has several, a packet
+    leaves by the port its source address belongs to (one policy table per port: a socket bound to
+    an interface's address, as Open MPI's TCP BTL binds each of its interfaces, sends by that
+    interface), and an unbound one by the port of the destination port's index (its rail).
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> from fabscope.testbed.plan import make_plan
+    >>> q = make_plan("tb2", fat_tree(k=2, levels=2, rails=2), rate=25e6)
+    >>> [ln for ln in host_route_lines(q, 0) if "101" in ln or "dev fab1" == ln[-8:]][:3]
+    ['addr add 10.200.0.2/32 dev fab1', 'rule add from 10.200.0.2 table 101 priority 101', 'route replace 10.200.0.0/16 via 10.199.255.254 dev fab1 onlink table 101']
+    >>> host_route_lines(q, 0)[-1]
+    'route replace 10.200.0.8/32 via 10.199.255.254 dev fab1 onlink'
+    """
+    f = p.fabric
+    first = int(f.host_uplinks[0][host])
+    n_ports = int(f.host_n_ports[host])
+    out = []
+    for q in range(n_ports):
+        dev = names.host_if(q)
+        out.append(f"addr add {p.terminal_ip(first + q)}/32 dev {dev}")
+        if n_ports > 1:
+            out += [f"rule add from {p.terminal_ip(first + q)} table {PORT_TABLE + q} priority {PORT_TABLE + q}"]
+            out += [f"route replace {net} via {GATEWAY} dev {dev} onlink table {PORT_TABLE + q}"
+                    for net in ("10.200.0.0/16", "10.201.0.0/16")]
+    out += [f"route replace {net} via {GATEWAY} dev {names.HOST_IF} onlink" for net in ("10.200.0.0/16", "10.201.0.0/16")]
+    if n_ports > 1:
+        for t in np.flatnonzero(f.terminal_port > 0):
+            out.append(f"route replace {p.terminal_ip(int(t))}/32 via {GATEWAY} "
+                       f"dev {names.host_if(int(f.terminal_port[t]) % n_ports)} onlink")
     return out
 
 
@@ -100,11 +138,9 @@ def node_ip_lines(p: Plan, node: int, lft: np.ndarray, subnet: str) -> list[str]
         out.append(f"link set {p.ifname(int(l))} up")
         out.append(neigh_line(p, int(l)))
     if node < f.n_hosts:
-        out += [f"link set {names.MGMT_IF} up",
-                f"addr add {p.host_ip(node)}/32 dev {names.HOST_IF}",
-                f"addr add {mgmt_ip(subnet, node)}/24 dev {names.MGMT_IF}",
-                f"route replace 10.200.0.0/16 via {GATEWAY} dev {names.HOST_IF} onlink",
-                f"route replace 10.201.0.0/16 via {GATEWAY} dev {names.HOST_IF} onlink"]
+        own = host_route_lines(p, node)
+        out += [f"link set {names.MGMT_IF} up", own[0], f"addr add {mgmt_ip(subnet, node)}/24 dev {names.MGMT_IF}"]
+        out += own[1:]
     else:
         j = node - f.n_hosts
         out.append(f"addr add {p.switch_ip(j)}/32 dev lo")
@@ -173,8 +209,8 @@ HTB_RATE_FACTOR = 10
 
 
 def link_sources(p: Plan, lft: np.ndarray) -> list[list[int]]:
-    """For every directed link of ``p``'s fabric, the hosts whose routes (forwarding tables ``lft``:
-    switch x destination host -> link) cross it, in order.
+    """For every directed link of ``p``'s fabric, the host ports (terminals; hosts where each has one)
+    whose routes (forwarding tables ``lft``: switch x destination terminal -> link) cross it, in order.
 
     >>> from fabscope.fabric.generators import fat_tree
     >>> from fabscope.routing import make_routing
@@ -185,15 +221,13 @@ def link_sources(p: Plan, lft: np.ndarray) -> list[list[int]]:
     ([0], 3)
     """
     f = p.fabric
-    n = f.n_hosts
-    host_link = np.full(n, -1, np.int64)
-    for l in np.flatnonzero(f.link_src < n)[::-1]:
-        host_link[int(f.link_src[l])] = l
-    crossed = np.zeros((f.n_links, n), bool)
-    hosts = np.arange(n)
-    for d in range(n):
-        src = hosts[(hosts != d) & (host_link >= 0)]
-        link = host_link[src]
+    n, n_t = f.n_hosts, f.n_terminals
+    term_link = np.asarray(f.terminal_uplink, np.int64)
+    crossed = np.zeros((f.n_links, n_t), bool)
+    terms = np.arange(n_t)
+    for d in range(n_t):
+        src = terms[(f.terminal_host != f.terminal_host[d]) & (lft[f.terminal_switch - n, d] >= 0)]
+        link = term_link[src]
         for _ in range(f.n_nodes + 1):               # a route visits each node once: a loop in the tables ends here
             if not src.size:
                 break
@@ -215,7 +249,7 @@ def shaper_lines(p: Plan, node: int, sources: list[list[int]] | None = None, fai
     f = p.fabric
     out: list[str] = []
     for l in np.flatnonzero(f.link_src == node):
-        ips = [p.host_ip(h) for h in sources[int(l)]] if fair and sources is not None else []
+        ips = [p.terminal_ip(t) for t in sources[int(l)]] if fair and sources is not None else []
         out += shaper(p.ifname(int(l)), p.wire_rate(int(l)), p.mtu,
                       float(f.link_latency[l]) if p.delay else 0.0, sources=ips)
     return out
@@ -224,5 +258,7 @@ def shaper_lines(p: Plan, node: int, sources: list[list[int]] | None = None, fai
 SWITCH_SYSCTL = ["net.ipv4.ip_forward=1", "net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
                  "net.ipv4.icmp_ratelimit=0", "net.ipv6.conf.all.disable_ipv6=1",
                  "net.ipv6.conf.default.disable_ipv6=1"]
-HOST_SYSCTL = ["net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
+# icmp_ratelimit: a host with several ports answered traceroute's probes to its second port only after
+# a dozen unanswered ones (the ICMP errors to one peer share one rate limit)
+HOST_SYSCTL = ["net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0", "net.ipv4.icmp_ratelimit=0",
                "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]

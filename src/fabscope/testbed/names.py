@@ -10,9 +10,9 @@ management bridge             ``fbNAMEbr`` (root namespace)
 management veth, root end     ``fbNAMEm<i>`` (root namespace)
 ============================  ==============================================
 
-Interfaces inside a namespace need no global name: a host's fabric port is
-``fab0`` in every host (one MPI setting serves all), its management port
-``mgmt0``; a switch's ports are ``p<port>``.  Linux limits interface names
+Interfaces inside a namespace need no global name: a host's fabric ports are
+``fab0``, ``fab1``, ... in port order in every host (one MPI setting serves all),
+its management port ``mgmt0``; a switch's ports are ``p<port>``.  Linux limits interface names
 to 15 characters, hence testbed names of at most 8 letters and digits.
 
 >>> ns_host("tb1", 3), ns_switch("tb1", 0), bridge("tb1"), mgmt_veth("tb1", 12)
@@ -59,6 +59,15 @@ def ns_host(name: str, i: int) -> str:
 
 def ns_switch(name: str, j: int) -> str:
     return f"{NETNS_PREFIX}{name}-s{j}"
+
+
+def host_if(port: int) -> str:
+    """A host's fabric interface of port index ``port`` (0-based): ``fab0``, ``fab1``, ...
+
+    >>> host_if(0) == HOST_IF, host_if(1)
+    (True, 'fab1')
+    """
+    return f"fab{int(port)}"
 
 
 def bridge(name: str) -> str:

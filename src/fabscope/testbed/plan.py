@@ -5,6 +5,9 @@ with two changes that make it the model of what runs here:
 
 * hosts are renamed ``fstb-NAME-h<i>``: the names MPI reports (their UTS
   host names), so measured pairs find their hosts in it;
+* a host with several ports gets one fabric interface per port (``fab0``,
+  ``fab1``, ...), each with its own address (:meth:`Plan.terminal_ip`), and
+  switches forward by destination port, as a LID addresses a port;
 * capacities are scaled by one factor, ``scale = rate / fastest link``, and
   then by the payload share of an Ethernet frame (``efficiency``, TCP/IP
   headers at the MTU used): the tc shapers count frames on the wire, MPI
@@ -20,6 +23,13 @@ with two changes that make it the model of what runs here:
 ('fstb-tb1-h0', 'fstb-tb1-s0', 'fab0', 'p1')
 >>> p.host_ip(0), p.switch_ip(0)
 ('10.200.0.1', '10.201.0.1')
+
+Two ports per host: ``fab0`` and ``fab1``, an address each, the host's own
+address its first port's:
+
+>>> q = make_plan("tb2", fat_tree(k=2, levels=2, rails=2), rate=25e6)
+>>> [q.ifname(int(l)) for l in q.fabric.terminal_uplink[:2]], q.terminal_ip(1), q.host_ip(1)
+(['fab0', 'fab1'], '10.200.0.2', '10.200.0.3')
 """
 
 from __future__ import annotations
@@ -84,7 +94,12 @@ class Plan:
         out = []
         for l in range(f.n_links):
             s, port = int(f.link_src[l]), int(f.link_src_port[l])
-            out.append(names.HOST_IF if s < f.n_hosts else (f"p{port}" if port > 0 else f"c{l // 2}"))
+            out.append(f"p{port}" if s >= f.n_hosts else "")
+        for t, l in enumerate(f.terminal_uplink):             # a host's ports: fab0, fab1, ... in port order
+            out[int(l)] = names.host_if(int(f.terminal_port[t]))
+        for l, n in enumerate(out):
+            if n == "p0":
+                out[l] = f"c{l // 2}"
         seen: dict[tuple[int, str], int] = {}
         for l, n in enumerate(out):
             key = (int(f.link_src[l]), n)
@@ -100,7 +115,12 @@ class Plan:
         return "02:fb:" + ":".join(f"{x:02x}" for x in b)
 
     def host_ip(self, i: int) -> str:
-        return _ip("10.200", i)
+        """Address of host ``i``: its first port's."""
+        return self.terminal_ip(int(self.fabric.host_uplinks[0][i]))
+
+    def terminal_ip(self, t: int) -> str:
+        """Address of host port (terminal) ``t``; where hosts have one port, host ``t``'s."""
+        return _ip("10.200", t)
 
     def switch_ip(self, j: int) -> str:
         return _ip("10.201", j)
@@ -131,11 +151,6 @@ def testbed_fabric(name: str, fabric: Fabric, rate: float, mtu: int = MTU) -> tu
 
 def make_plan(name: str, fabric: Fabric, rate: float, mtu: int = MTU) -> Plan:
     """Check that ``fabric`` can run as a testbed here and compute its plan; raises TestbedError."""
-    indptr, _ = fabric.host_uplinks
-    multi = np.flatnonzero(np.diff(indptr) != 1)
-    if len(multi):
-        raise TestbedError(f"host {fabric.node_names[int(multi[0])]!r} has {int(np.diff(indptr)[multi[0]])} ports; "
-                           "the testbed gives each host one fabric port (fab0)")
     if fabric.n_hosts > MAX_MGMT_HOSTS:
         raise TestbedError(f"fabric {fabric.name!r} has {fabric.n_hosts} hosts; a testbed holds at most "
                            f"{MAX_MGMT_HOSTS} (one management /24)")
@@ -146,9 +161,11 @@ def make_plan(name: str, fabric: Fabric, rate: float, mtu: int = MTU) -> Plan:
 
 
 def forwarding(fabric: Fabric, routing) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Destination-based tables ``lft[switch, host]`` (link ids, -1 none) that realise ``routing``'s
-    routes for every pair: what each switch namespace is told.  Raises TestbedError if the routing
-    is not destination-based (a switch would need two next hops for one destination).
+    """Destination-based tables ``lft[switch, terminal]`` (link ids, -1 none) that realise ``routing``'s
+    routes for every pair of host ports (terminals; hosts where each has one) on different hosts that
+    the switches join (not across separate planes): what each switch namespace is told.  Raises
+    TestbedError if the routing is not destination-based (a switch would need two next hops for one
+    destination).
 
     >>> from fabscope.fabric.generators import fat_tree
     >>> from fabscope.routing import make_routing
@@ -157,19 +174,23 @@ def forwarding(fabric: Fabric, routing) -> np.ndarray:  # type: ignore[no-untype
     >>> [f.link_name(l) for l in lft[0]]
     ['s1-0000[1] -> h0000[1]', 's1-0000[2] -> h0001[1]', 's1-0000[3] -> s2-0000[1]', 's1-0000[4] -> s2-0001[1]']
     """
-    h = fabric.n_hosts
-    src, dst = np.meshgrid(np.arange(h), np.arange(h), indexing="ij")
+    from fabscope.fabric.ports import planes
+    from fabscope.routing import terminal_routes
+
+    h, n_t = fabric.n_hosts, fabric.n_terminals
+    src, dst = np.meshgrid(np.arange(n_t), np.arange(n_t), indexing="ij")
     src, dst = src.ravel(), dst.ravel()
-    keep = src != dst
+    plane = planes(fabric)
+    keep = (fabric.terminal_host[src] != fabric.terminal_host[dst]) & (plane[src] == plane[dst])
     src, dst = src[keep], dst[keep]
     try:
-        r = routing.routes(src, dst)
+        r = terminal_routes(routing, src, dst, fabric)
     except FabscopeError as err:
         raise TestbedError(f"routing {getattr(routing, 'name', '?')}: {err}") from err
     if np.any(r.weight != 1):
         raise TestbedError(f"routing {routing.name!r} splits flows over several paths; a testbed switch "
                            "forwards by destination on one path (choose dmodk, minhop or tables)")
-    lft = np.full((fabric.n_switches, h), -1, np.int64)
+    lft = np.full((fabric.n_switches, n_t), -1, np.int64)
     at = fabric.link_src[r.link].astype(np.int64)
     sw = at >= h
     s_idx, d_idx, l_idx = at[sw] - h, dst[r.flow[sw]], r.link[sw].astype(np.int64)
@@ -178,7 +199,7 @@ def forwarding(fabric: Fabric, routing) -> np.ndarray:  # type: ignore[no-untype
     if clash.any():
         i = int(np.flatnonzero(clash)[0])
         raise TestbedError(f"routing {routing.name!r} is not destination-based: switch "
-                           f"{fabric.node_names[int(s_idx[i]) + h]} sends packets for {fabric.node_names[int(d_idx[i])]} "
+                           f"{fabric.node_names[int(s_idx[i]) + h]} sends packets for {fabric.terminal_label(int(d_idx[i]))} "
                            "by more than one port; the testbed needs one route per destination")
     # entries no host-to-host route uses (a spine towards hosts routed by other spines) still get
     # a shortest path, as a switch's full table would: ICMP answers from switches need them

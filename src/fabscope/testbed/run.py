@@ -1,8 +1,12 @@
 """``fabscope testbed run``: any MPI program across a testbed's hosts.
 
-The program is launched as ``measure --testbed`` launches fabscope-bench:
-MPICH's Hydra with the testbed's launcher options (:func:`fabscope.testbed.launch.hydra_args`:
-proxies entered into the hosts' namespaces, ranks talking over ``fab0`` only), under the
+The program's MPI is read first, from its ELF dependencies or ``--mpi``
+(:func:`fabscope.measure.mpi.program_mpi`), and it is launched as that MPI launches, as
+``measure --testbed`` launches fabscope-bench (:func:`fabscope.testbed.launch.launch_args`):
+an MPICH program by Hydra (OFI or, for a UCX build, UCX on TCP), an Open MPI program by
+Open MPI's own ``mpirun``; in both the ranks enter the hosts' namespaces and talk over
+``fab0`` only.  A program of no MPI fabscope knows is refused before anything starts (started
+by the other family's launcher it would run as N one-rank worlds).  The job runs under the
 supervisor of :mod:`fabscope.measure.supervise` (nothing of the job outlives fabscope, even
 a SIGKILLed one).  Where the ranks go:
 
@@ -27,8 +31,6 @@ The exit status is the program's: the first rank to fail gives its status (kille
 ['h2', 'h0', 'h2']
 >>> placement_hosts(["h3:2", "h1:1"], "p"), placement_hosts(["h3", "h3", "h1"], "p")
 (['h3', 'h3', 'h1'], ['h3', 'h3', 'h1'])
->>> machine_file(["h0", "h0", "h1", "h0"])
-'h0:2\\nh1:1\\nh0:1\\n'
 """
 
 from __future__ import annotations
@@ -41,13 +43,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from fabscope.measure.launchers import Job, get_launcher
 from fabscope.measure.processes import JobProcesses
 from fabscope.measure.runner import GRACE, Stopped, _SignalsToExceptions, _supervisor_env, supervised
-from fabscope.names import check_host_name, launcher_host
+from fabscope.names import check_host_name
 from fabscope.testbed.names import TestbedError
+
+if TYPE_CHECKING:
+    from fabscope.measure.mpi import ProgramMPI
 
 #: exit status of a run stopped by --timeout (as timeout(1))
 TIMEOUT_STATUS = 124
@@ -107,17 +112,6 @@ def placement_hosts(lines: Iterable[str], source: str) -> list[str]:
     return seq
 
 
-def machine_file(hosts: Sequence[str]) -> str:
-    """Hydra's machine file putting rank *i* on ``hosts[i]``: ``host:count`` runs in rank order."""
-    runs: list[list] = []
-    for h in hosts:
-        if runs and runs[-1][0] == h:
-            runs[-1][1] += 1
-        else:
-            runs.append([h, 1])
-    return "".join(f"{launcher_host(h)}:{k}\n" for h, k in runs)
-
-
 def rank_hosts(name: str, fabric, default_ppn: int, hostfile: str | None = None, placement: str | None = None,
                ppn: int | None = None) -> list[str]:  # type: ignore[no-untyped-def]
     """The testbed host of every rank, in rank order; :class:`TestbedError` in one line for a host
@@ -164,7 +158,7 @@ RANK_WRAPPER = """#!/bin/sh
 d="$1"; shift
 "$@"
 s=$?
-[ "$s" -eq 0 ] || echo "$s ${PMI_RANK:-?} $(uname -n)" > "$d/failed.$$"
+[ "$s" -eq 0 ] || echo "$s ${PMI_RANK:-${OMPI_COMM_WORLD_RANK:-?}} $(uname -n)" > "$d/failed.$$"
 exit "$s"
 """
 
@@ -194,14 +188,19 @@ def first_failure(folder: str) -> tuple[int, str, str] | None:
 
 
 def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: str | None = None,
-        ppn: int | None = None, np: int | None = None, timeout: float | None = None,
+        ppn: int | None = None, np: int | None = None, timeout: float | None = None, mpi: str | None = None,
+        rank_env: dict[str, str] | None = None, pm: "ProgramMPI | None" = None,
         say: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> int:
     """Run ``argv`` (an MPI program and its arguments) across testbed ``name``; its exit status.
 
-    Everything is checked before anything starts (options, program, testbed, hosts).
+    Everything is checked before anything starts (options, program and its MPI, testbed, hosts);
+    ``mpi`` says the program's MPI (a key of :data:`fabscope.measure.mpi.WORDS`) where its ELF
+    dependencies do not (``pm``: as read already); ``rank_env`` goes to every rank's environment
+    (not the launcher's), as the launcher passes it.
     """
-    from fabscope.measure.mpi import find_mpi
-    from fabscope.testbed.launch import hydra_args, ready
+    from fabscope.errors import MeasureError
+    from fabscope.measure.mpi import family_launcher, program_mpi
+    from fabscope.testbed.launch import host_file, launch_args, ready
     from fabscope.testbed.lifecycle import launcher_path
 
     if hostfile and placement:
@@ -213,36 +212,42 @@ def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: 
         raise TestbedError(f"--timeout must be positive, got {timeout:g}")
     argv = list(argv[1:] if argv and argv[0] == "--" else argv)
     exe = _program(argv)
+    try:
+        pm = pm or program_mpi(exe, mpi)
+        launcher_exe = family_launcher(pm)
+    except MeasureError as err:
+        raise TestbedError(str(err)) from None
     st, fabric = ready(name)
     hosts = rank_hosts(name, fabric, st.ppn, hostfile, placement, ppn)
     if np is not None and np > len(hosts):
         where = f"--placement {placement}" if placement else f"--hostfile {hostfile}" if hostfile else f"testbed {name}"
         raise TestbedError(f"--np {np}, but {where} places {len(hosts)} ranks")
     hosts = hosts[:np] if np else hosts
-    mpi = find_mpi()
     folder = tempfile.mkdtemp(prefix=f".{name}-run.", dir=launcher_path(name).parent)
     try:
         mf, wrapper = os.path.join(folder, "hosts"), os.path.join(folder, "rank.sh")
         with open(mf, "w") as fh:
-            fh.write(machine_file(hosts))
+            fh.write(host_file(pm.family, hosts))
         with open(wrapper, "w") as fh:
             fh.write(RANK_WRAPPER)
         os.chmod(wrapper, 0o700)
-        job = Job(np=len(hosts), program=[wrapper, folder, exe, *argv[1:]], hostfile=mf,
-                  extra=tuple(hydra_args(name)))
-        cmd = get_launcher("mpich", mpi.mpiexec).command(job)
-        return _supervise(cmd, folder, timeout, say, os.path.basename(exe))
+        kind, args = launch_args(name, pm.family, pm.netmod, len(hosts))
+        launcher = get_launcher(kind, launcher_exe)
+        args += launcher.rank_env(dict(rank_env or {}))
+        job = Job(np=len(hosts), program=[wrapper, folder, exe, *argv[1:]], hostfile=mf, extra=tuple(args))
+        return _supervise(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env())
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _supervise(cmd: list[str], folder: str, timeout: float | None, say: Callable[[str], None], prog: str) -> int:
+def _supervise(cmd: list[str], folder: str, timeout: float | None, say: Callable[[str], None], prog: str,
+               env: dict[str, str] | None = None) -> int:
     """Run ``cmd`` under the supervisor, output passed through; the status as :func:`run` gives it."""
     watch, alive = os.pipe()
     with _SignalsToExceptions():
         try:
             proc = subprocess.Popen(supervised(cmd, watch), stdin=subprocess.DEVNULL,
-                                    env=_supervisor_env(dict(os.environ)), start_new_session=True, pass_fds=(watch,))
+                                    env=_supervisor_env({**os.environ, **(env or {})}), start_new_session=True, pass_fds=(watch,))
         except OSError as err:
             os.close(alive)
             raise TestbedError(f"cannot start {cmd[0]}: {err.strerror}") from err

@@ -63,6 +63,13 @@ class State:
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def fabric_interfaces(self) -> list[str]:
+        """Every host's fabric interfaces, ``fab0`` to ``fab{P-1}`` for the most ports ``P`` a host has:
+        what MPI is told to use (Open MPI's TCP BTL stripes a large message over all of them)."""
+        from fabscope.testbed.names import host_if
+
+        return [host_if(p) for p in range(int(self.base_fabric().host_n_ports.max()))]
+
 
 def save(st: State) -> None:
     d = state_dir()
