@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         if signal.getsignal(signal.SIGINT) is _interrupted_quietly:
             # from here Ctrl-C is KeyboardInterrupt: a running job is stopped and its files settled first
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        from fabscope.cli.files import check as check_files
+
+        check_files(parser, args)       # an output that is an input, by any name: refused before any work
         with hold_output_locks():       # outputs checked by a command stay locked until it ends
             code = int(args.func(args) or 0)
         if argv is None and getattr(args, "exit_at_once", False):

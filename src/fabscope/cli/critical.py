@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from fabscope.cli.files import reads, writes
 from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples
 from fabscope.names import plain
 
@@ -27,11 +28,11 @@ def add_parser(fs: argparse._SubParsersAction) -> None:
                    help="degrade each cable to FACTOR of its capacity (routes unchanged) instead of cutting it")
     c.add_argument("--cables", type=int, metavar="N", help="only the first N cables (a quick look)")
     c.add_argument("--workers", type=int, help="local Dask workers (default: one per core; 0: no Dask, serial)")
-    c.add_argument("--scheduler", metavar="FILE", help="YAML of a dask-jobqueue cluster (jobqueue: slurm, ...)")
+    reads(c.add_argument("--scheduler", metavar="FILE", help="YAML of a dask-jobqueue cluster (jobqueue: slurm, ...)"))
     c.add_argument("--job-script", action="store_true",
                    help="with --scheduler: print the batch job script the cluster would submit, and stop")
     c.add_argument("--top", type=int, default=20, help="cables to list (default 20)")
-    c.add_argument("-o", "--output", help="write the ranking (fabscope.result JSON, kind critical)")
+    writes(c.add_argument("-o", "--output", help="write the ranking (fabscope.result JSON, kind critical)"))
     c.set_defaults(func=run)
 
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 
-    check_outputs(args.output, inputs=[args.scheduler])
+    check_outputs(args.output)
     if args.job_script and not args.scheduler:
         raise FabscopeError("--job-script needs --scheduler FILE")
     if args.workers is not None and args.workers < 0:
