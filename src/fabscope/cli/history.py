@@ -285,19 +285,21 @@ def run_report(args: argparse.Namespace) -> int:
 def run_example(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    import numpy as np
-
-    from fabscope.diagnose.synthetic import as_result, synthetic
-    from fabscope.diagnose.tomography import cable_name
     from fabscope.errors import FabscopeError
     from fabscope.fabric.io import load_fabric
-    from fabscope.history.store import parse_time
 
     if os.path.exists(args.folder) and not os.path.isdir(args.folder):
         raise FabscopeError(f"{args.folder} is a file; name a folder")
     if args.nights < 1 or not 0 < args.factor <= 1 or args.noise < 0:
         raise FabscopeError("--nights must be >= 1, --factor in (0, 1], --noise >= 0")
     f = load_fabric(args.fabric)
+    _room_for_nights(args.folder, args.nights, 12 * (f.n_hosts // 2))
+    import numpy as np      # the slower imports once the nights are known to fit
+
+    from fabscope.diagnose.synthetic import as_result, synthetic
+    from fabscope.diagnose.tomography import cable_name
+    from fabscope.history.store import parse_time
+
     t0 = dt.datetime.fromisoformat(parse_time(args.start).replace("Z", "+00:00"))
     lv = np.r_[np.zeros(f.n_hosts), f.switch_level]
     a, b = f.link_src[0::2], f.link_dst[0::2]
@@ -324,6 +326,30 @@ def run_example(args: argparse.Namespace) -> int:
     print(f"wrote {args.nights} nights of random pairs on {f.name} to {args.folder}/night01.json ...; "
           f"cable {cable_name(f, cable)} at {args.factor:g} of its capacity from night {args.degrade_from}")
     return 0
+
+
+#: bytes of one night's result file, about: a pair's row (ranks, hosts, bandwidth, ...) and the rest
+NIGHT_BYTES_PER_PAIR, NIGHT_BYTES = 100, 4096
+
+
+def _room_for_nights(folder: str, nights: int, pairs: int) -> None:
+    """Refuse, before the first night is drawn, nights whose files the disk cannot hold (every file is
+    kept aside until the last is written: all of them or none)."""
+    from fabscope.errors import FabscopeError
+    from fabscope.limits import human_bytes
+
+    need = nights * (NIGHT_BYTES + NIGHT_BYTES_PER_PAIR * pairs)
+    where = os.path.abspath(folder)
+    while not os.path.exists(where):
+        where = os.path.dirname(where)
+    try:
+        st = os.statvfs(where)
+    except OSError:
+        return
+    free = st.f_bavail * st.f_frsize
+    if need > free:
+        raise FabscopeError(f"--nights {nights:,}: about {human_bytes(need)} of result files ({pairs:,} pairs a "
+                            f"night); {where} has {human_bytes(free)} free")
 
 
 def run_migrate(args: argparse.Namespace) -> int:
