@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from fabscope.cli.files import reads, writes
 from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples
@@ -79,7 +80,12 @@ def run(args: argparse.Namespace) -> int:
                           workers=args.workers, cluster=cluster, jobs=jobs)
     finally:
         if cluster is not None:
-            cluster.close()
+            from fabscope.diagnose.critical import job_failures
+
+            # a job the batch system refused is a worker Dask cannot close (an AssertionError inside
+            # it): the line already said what happened; closing must not replace it with a traceback
+            with job_failures(), contextlib.suppress(Exception):
+                cluster.close()
     print("\n".join(plain(ln) for ln in critical_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)
