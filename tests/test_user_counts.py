@@ -39,3 +39,28 @@ def test_a_billion_nights_refused_before_the_folder_is_made(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert rc == 1 and "\n" not in err and "--nights 1,000,000,000" in err and "free" in err, err
     assert not folder.exists() and os.listdir(tmp_path) == []
+
+
+def test_a_large_trace_is_announced_before_it_is_read(tmp_path, capsys, monkeypatch):
+    """The count a trace's size implies is said before the trace is read (here the bound is lowered:
+    the announcement is for traces of a million messages and more)."""
+    from fabscope.cli import mapping
+    from fabscope.dynamic import programs
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("time,src,dst,bytes\n" + "".join(f"{i * 1e-6:.6f},{i % 4},{(i + 1) % 4},65536\n"
+                                                      for i in range(200)))
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))     # no node list there: the fabric's first hosts
+    monkeypatch.setattr(mapping, "TRACE_ANNOUNCED", 100)
+    order = []
+    real = programs.replay_trace
+    monkeypatch.setattr(programs, "replay_trace", lambda *a, **k: (order.append("read"), real(*a, **k))[1])
+    monkeypatch.setattr(mapping, "_announce_trace", lambda *a, _f=mapping._announce_trace: (order.append("said"),
+                                                                                            _f(*a))[1])
+    assert main(["map", "--fabric", "fat-tree:k=4,levels=2", "--ppn", "1", "--comm", "ring:4", "--trace",
+                 str(trace)]) == 0
+    err = capsys.readouterr().err
+    assert "about 0.0 million messages, replayed on 1 mapping" in err and order[:2] == ["said", "read"], (err, order)

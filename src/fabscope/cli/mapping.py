@@ -183,6 +183,7 @@ def run_map(args: argparse.Namespace) -> int:
         from fabscope.dynamic.programs import replay_trace
 
         args.predict = True
+        _announce_trace(args.trace, len([a for a in (args.compare or "").split(",") if a.strip()]) + 1)
         replay_trace(args.trace)                  # read once here: a bad trace is refused before the mapping
     if args.predict:
         require_positive(args, "iterations")
@@ -235,6 +236,33 @@ def run_map(args: argparse.Namespace) -> int:
         line = launch_command(args.format, args.output, m.n_ranks, ompi, vendor, tb)
         print(f"# wrote {args.output}; launch: {line}", file=out)
     return 0
+
+
+#: bytes of a trace line, about ("0.000123,12,40,65536"): the count a trace's size implies
+TRACE_LINE_BYTES = 24
+#: traces of more messages (about) are announced before they are read
+TRACE_ANNOUNCED = 1_000_000
+
+
+def _announce_trace(path: str, mappings: int) -> None:
+    """Before a large trace is read: how many messages its size implies, replayed on how many mappings
+    (reading and replaying take seconds a million messages; the run's memory is checked from the real
+    count before it starts)."""
+    import os
+    import warnings
+
+    from fabscope.errors import FabscopeWarning
+    from fabscope.limits import human_bytes
+
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return                                   # the reader says what is wrong with it
+    about = size // TRACE_LINE_BYTES
+    if about >= TRACE_ANNOUNCED:
+        warnings.warn(f"--trace {path}: {human_bytes(size)}, about {about / 1e6:.1f} million messages, replayed "
+                      f"on {mappings} mapping{'s' * (mappings != 1)}: this takes a while (Ctrl-C stops it)",
+                      FabscopeWarning, stacklevel=2)
 
 
 def _predict(args: argparse.Namespace, graph, target, results, rows) -> dict:
