@@ -4,7 +4,6 @@ that is also an input, by any name, is refused in one line with every file left 
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import re
 import sys
@@ -13,6 +12,7 @@ import pytest
 
 from fabscope.cli import build_parser, main, walk_parsers
 from fabscope.cli.files import ATTR, NONE
+from test_outputs import _run  # the CLI in-process, standard input empty
 
 #: words in an option's name, metavar or help that say it may name a file: an undeclared option
 #: with one of them fails the walk below
@@ -48,17 +48,6 @@ def test_the_net_catches_every_declared_file():
     assert len(declared) > 40
     missed = [f"{cmd} {a.dest}" for cmd, a in declared if not FILE_WORDS.search(_text(a))]
     assert not missed, missed
-
-
-def _run(argv, capsys):
-    old = sys.stdin
-    sys.stdin = io.StringIO("")
-    try:
-        rc = main(argv)
-    finally:
-        sys.stdin = old
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 @pytest.fixture

@@ -86,17 +86,9 @@ def test_a_damaged_history_is_one_line(db_url, small_fabric, capsys, damage, com
 
 # ---- full disk ------------------------------------------------------------------------------------
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(tmpfs):
     """A 1 MB tmpfs (root only): a disk that fills."""
-    d = tmp_path / "disk"
-    d.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
-    yield d
-    subprocess.run(["umount", "-l", str(d)], check=True)
+    return tmpfs("1m")
 
 
 def _fill_disk(folder):
@@ -144,23 +136,9 @@ def test_full_disk_on_a_later_add_keeps_the_history(small_disk, tmp_path, capsys
 
 
 @pytest.fixture
-def server_disk():
-    """A 24 MB tmpfs (a database's first files take 8) the PostgreSQL server (run as nobody) may write in: not under pytest's 0700 folders."""
-    import tempfile
-    from pathlib import Path
-
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a tmpfs needs root")
-    d = Path(tempfile.mkdtemp(prefix="fabscope-pgdisk-"))
-    os.chmod(d, 0o755)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0755", "tmpfs", str(d)], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        os.rmdir(d)
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
-    yield d
-    subprocess.run(["umount", "-l", str(d)], check=True)
-    os.rmdir(d)
+def server_disk(tmpfs):
+    """A 24 MB tmpfs (a database's first files take 8) the PostgreSQL server, run as nobody, may write in."""
+    return tmpfs("24m", 0o755)
 
 
 def test_full_disk_on_postgresql_is_one_line(pg_server, server_disk, small_fabric, tmp_path, capsys):
