@@ -4,11 +4,13 @@
 
 Prints one table: for each input, the seconds to refuse it, the peak Python
 memory while doing so (tracemalloc, numpy included) and the one-line message
-(file paths shown as FILE).  The goal: each under 1 s and 200 MB.
+(file paths shown as FILE).  The goal: each under 1 s and 200 MB (the counts a user types,
+``--iterations`` and ``--nights``, under 1 s and 100 MB).
 
 Inputs: the fabric, pattern and comm specs a user might mistype (huge fabrics, NaN and
 negative numbers, periodic flags that are not 0/1, a billion cores, a billion
-bisection samples), ``fabric critical --workers 100000``, a report of a result
+bisection samples), ``fabric critical --workers 100000``, ``simulate --dynamic --iterations
+1000000000000``, ``history example --nights 1000000000``, a report of a result
 naming a huge generated fabric; and files: ``--mb`` MB of random bytes into
 the streaming ibnetdiscover and forwarding-table readers (beside reading it
 whole, the least any reader that does not stream pays), ``--mb`` MB on one
@@ -92,7 +94,28 @@ def spec_rows() -> list[tuple[str, Callable[[], Any]]]:
         attach_fabric([run])
         raise FabscopeError(f"report: fabric {'not rebuilt' if run.fabric is None else 'REBUILT'}")
     rows.append(("report of a result naming torus(100000x100000x100000)", report_huge))
+    rows += count_rows()
     return rows
+
+
+def count_rows() -> list[tuple[str, Callable[[], Any]]]:
+    """Counts a user types that drive an allocation: refused from the count, before it is made."""
+    import numpy as np
+
+    from fabscope.cli import build_parser
+    from fabscope.dynamic.programs import pingpong, ring
+
+    def command(*argv: str) -> Callable[[], Any]:
+        def run() -> None:
+            args = build_parser(argv[0]).parse_args(list(argv))
+            args.func(args)
+        return run
+
+    folder = os.path.join(tempfile.gettempdir(), "fabscope-bench-nights-never-made")
+    return [("simulate --dynamic --iterations 1000000000000 (ping-pong)",
+             lambda: pingpong(np.arange(8), np.arange(8, 16), 1e6, 10 ** 12, n_ranks=16)),
+            ("simulate --dynamic --pattern natural-ring --iterations 1e12", lambda: ring(16, 1e6, 10 ** 12)),
+            ("history example --nights 1000000000", command("history", "example", folder, "--nights", "1000000000"))]
 
 
 def file_rows(d: str, mb: int) -> list[tuple[str, str, Callable[[str], Any]]]:

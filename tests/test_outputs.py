@@ -247,20 +247,9 @@ def test_hard_link_to_an_input_is_the_same_file(tmp_path, capsys):
 
 
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(tmpfs):
     """A 64 kB tmpfs (root only): a disk that fills."""
-    import shutil
-    import subprocess
-
-    d = tmp_path / "disk"
-    d.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a tmpfs needs root")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
-    yield d
-    subprocess.run(["umount", str(d)], check=True)
+    return tmpfs("64k")
 
 
 def test_full_disk_is_named_and_nothing_is_left(small_disk, capsys):

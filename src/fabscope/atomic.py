@@ -18,7 +18,10 @@ follows:
   the target, held until the rename; see :func:`output_lock`).  The CLI
   holds each command's outputs from :func:`check_outputs` to the command's
   end (:func:`hold_output_locks`), so two long runs to one file do not
-  silently replace each other.
+  silently replace each other.  A lock name that is a hard link to another
+  file (more than one link) is refused, not written into; the temporary files
+  of a writer of the same output that died (SIGKILL: ``.NAME.*.fabscope-tmp``,
+  measure's ``.NAME.*.part``) are removed when the next writer takes the lock.
 
 >>> import os, tempfile
 >>> d = tempfile.mkdtemp()
@@ -56,6 +59,8 @@ import errno
 import fcntl
 import io
 import os
+import re
+import stat
 import sys
 from typing import IO, Iterable, Iterator, Mapping
 
@@ -209,17 +214,49 @@ def hold_output_locks() -> Iterator[None]:
             lock.release()
 
 
+def _base(name: str) -> str:
+    """The name an output's lock and temporary files are made from: the output's own, or for a long
+    one (its lock would pass the file system's 255 bytes) a hash of it."""
+    if len(name.encode(errors="surrogateescape")) > 200:
+        import hashlib
+
+        return hashlib.sha256(name.encode(errors="surrogateescape")).hexdigest()[:32]
+    return name
+
+
+_RANDOM = re.compile(r"[a-z0-9_]{8}")
+#: how the temporary files of an output end: atomic_open's, and measure's run file while it runs
+TEMP_SUFFIXES = (".fabscope-tmp", ".part")
+
+
+def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[str]:
+    """Remove the temporary files a dead writer of ``path`` left beside it (``.NAME.*.fabscope-tmp``,
+    ``.NAME.*.part``); call only while holding the output's lock (no live writer has any)."""
+    folder, name = os.path.split(os.path.abspath(os.fspath(path)))
+    head = f".{_base(name)}."
+    gone = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return gone
+    for n in names:
+        # exactly head + mkstemp's 8 random characters + a suffix: not the temporary of ``NAME.b`` beside
+        suffix = next((s for s in TEMP_SUFFIXES if n.endswith(s)), None)
+        if suffix is None or not n.startswith(head) or not _RANDOM.fullmatch(n[len(head):-len(suffix)]):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, n))
+            gone.append(n)
+    return gone
+
+
 class Lock:
     """An exclusive ``flock`` on ``.NAME.fabscope-lock`` beside an output, holding this process's pid."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         folder, name = os.path.split(os.path.abspath(self.path))
-        if len(name.encode()) > 200:    # a long name's lock would pass the file system's 255 bytes
-            import hashlib
-
-            name = hashlib.sha256(name.encode(errors="surrogateescape")).hexdigest()[:32]
-        self.lock = os.path.join(folder, f".{name}.fabscope-lock")
+        self.lock = os.path.join(folder, f".{_base(name)}.fabscope-lock")
         self.fd: int | None = None
         self.nested = False
 
@@ -232,6 +269,14 @@ class Lock:
                 fd = os.open(self.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
             except OSError as err:
                 raise OutputError(f"{self.path}: cannot create the lock file {self.lock} ({err.strerror})") from None
+            st = os.fstat(fd)
+            if st.st_nlink > 1 or not stat.S_ISREG(st.st_mode):
+                # made in advance as a hard link to another file: writing the pid would change that file
+                os.close(fd)
+                what = f"has {st.st_nlink} links (a hard link to another file)" if st.st_nlink > 1 else \
+                    "is not a regular file"
+                raise OutputError(f"{self.path}: the lock file {self.lock} {what}; fabscope does not write "
+                                  "into it: remove it")
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
@@ -254,6 +299,7 @@ class Lock:
                 os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
                 self.fd = fd
                 _HELD[self.lock] = self
+                remove_stale_temporaries(self.path)     # no live writer of it: what is there, one left
                 return self
             os.close(fd)
         raise OutputError(f"{self.path}: cannot lock {self.lock}: other processes keep replacing it")
@@ -357,7 +403,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
 
     lock = Lock(path).acquire()
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".fabscope-", suffix=".tmp", dir=folder)
+        # named after the output: the next writer of it removes this file if this process dies meanwhile
+        fd, tmp = tempfile.mkstemp(prefix=f".{_base(os.path.basename(path))}.", suffix=TEMP_SUFFIXES[0], dir=folder)
     except BaseException as err:
         lock.release()
         if isinstance(err, FileNotFoundError):

@@ -95,6 +95,10 @@ def numbers(values: Any, what: str, lo: float | None = None, hi: float | None = 
     Traceback (most recent call last):
     ...
     fabscope.errors.SchemaError: memory_bw of host 'n2' is -1.0, not a number > 0
+    >>> numbers([3, 1e308], "'sent'", lo=0, integer=True)
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.SchemaError: 'sent' entry 2 is 1e+308, more than a 64-bit integer holds
     """
     try:
         a = np.asarray(values)
@@ -107,6 +111,8 @@ def numbers(values: Any, what: str, lo: float | None = None, hi: float | None = 
     bad = ~fin
     if integer:
         bad |= fin & (np.floor(np.where(fin, f, 0.0)) != np.where(fin, f, 0.0))
+        # beyond int64 the cast below would wrap round (1e+308 became a negative rank)
+        bad |= fin & (np.abs(np.where(fin, f, 0.0)) >= 2.0 ** 63)
     if lo is not None:
         bad |= (f <= lo) if lo_open else (f < lo)
     if hi is not None:
@@ -115,6 +121,7 @@ def numbers(values: Any, what: str, lo: float | None = None, hi: float | None = 
         i = int(np.flatnonzero(bad.ravel())[0])
         at = f"{what} entry {i + 1}" if names is None else f"{what} {str(names[i])[:60]!r}"
         number(a.ravel()[i].item(), at, lo, hi, lo_open=lo_open, integer=integer, error=error)
+        raise error(f"{at} is {_show(a.ravel()[i].item())}, more than a 64-bit integer holds")
     return a.astype(np.int64) if integer else f
 
 

@@ -174,6 +174,13 @@ class Result:
             for col, integer in LINK_NUMBERS.items():
                 if links is not None and col in links:
                     numbers(links[col], f"{origin}: link column {col!r}", lo=0, integer=integer)
+            if links:          # one row per link: every column as long as the first
+                sizes = {k: len(v) for k, v in links.items()}
+                first = next(iter(sizes))
+                odd = next((k for k, n in sizes.items() if n != sizes[first]), None)
+                if odd is not None:
+                    raise SchemaError(f"{origin}: link column {odd!r} has {sizes[odd]} rows, {first!r} has "
+                                      f"{sizes[first]}; one row per link")
             n_cls = len(doc["class_labels"])
             if "cls" in pairs and len(pairs["cls"]) and int(pairs["cls"].max()) >= n_cls:
                 raise SchemaError(f"{origin}: pair column 'cls' names class {int(pairs['cls'].max())}; "

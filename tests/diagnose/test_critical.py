@@ -95,3 +95,27 @@ def test_bad_scheduler_files_are_one_line(tmp_path, capsys, text, msg):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and msg in err[0], err
     assert not out.exists()
+
+
+def test_a_refused_batch_job_is_one_line_not_a_wait(tmp_path):
+    """sbatch exits 1: one line naming its error, exit 1, no traceback, no wait for workers that never come."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("dask_jobqueue")
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: Batch job submission failed: Invalid partition "
+                                 "name specified' >&2\nexit 1\n")
+    (bin_ / "sbatch").chmod(0o755)
+    cfg = tmp_path / "slurm.yaml"
+    cfg.write_text("jobqueue: slurm\njobs: 1\ncores: 1\nmemory: 1GB\nwalltime: '00:10:00'\n")
+    env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run([sys.executable, "-m", "fabscope.cli", "fabric", "critical", "--fabric", SPEC,
+                        "--scheduler", str(cfg), "-o", str(tmp_path / "c.json")], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=300)
+    err = r.stderr.strip()
+    assert r.returncode == 1 and "\n" not in err and "Traceback" not in err, err
+    assert "did not take the workers' job (sbatch: error: Batch job submission failed" in err, err
+    assert not (tmp_path / "c.json").exists()

@@ -182,6 +182,20 @@ def test_down_after_a_lost_slurm_folder_stops_the_daemons():
     assert not slurm.slurm_dir(name).exists()
 
 
+def test_down_returns_once_every_daemon_is_gone():
+    """Not only no process naming the folder: every process the daemons were is gone from /proc (not
+    reaped yet counts) when ``down`` returns."""
+    name = "t38a"
+    try:
+        up(name, "fat-tree:k=2,levels=2", 1e6, slurm=True, calibrate=False)
+        pids = mine(name)
+        assert len(pids) == 6
+    finally:
+        down(name)
+    assert [p for p in pids if os.path.exists(f"/proc/{p}")] == []
+    assert not slurm.slurm_dir(name).exists()
+
+
 def job_exit(name: str, job: str, timeout: float = 600) -> tuple[str, str]:
     """(state, exit code) of a batch job once it ended (slurmctld keeps it MinJobAge=30 s)."""
     wait_done(name, job, timeout)

@@ -50,6 +50,7 @@ if _as_program():
     _one_blas_thread(sys.argv)
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import importlib  # noqa: E402
 import warnings  # noqa: E402
 
@@ -102,6 +103,15 @@ def walk_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
                 yield from walk_parsers(child, path + (name,))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, a batch system ending the job): unwound as Ctrl-C is, so that locks, ``.part`` and
+    temporary files and a history's first file are removed on the way out; exit 143 (128 + 15)."""
+
+
+def _terminated(num: int, frame: object) -> None:
+    raise Terminated()
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
     """fabscope's own warnings as one line; others as Python prints them."""
     if issubclass(category, FabscopeWarning):
@@ -122,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         if signal.getsignal(signal.SIGINT) is _interrupted_quietly:
             # from here Ctrl-C is KeyboardInterrupt: a running job is stopped and its files settled first
             signal.signal(signal.SIGINT, signal.default_int_handler)
-        with hold_output_locks():       # outputs checked by a command stay locked until it ends
+        from fabscope.cli.files import check as check_files
+
+        check_files(parser, args)       # an output that is an input, by any name: refused before any work
+        with hold_output_locks(), _sigterm_unwinds():   # outputs checked stay locked until the command ends
             code = int(args.func(args) or 0)
         if argv is None and getattr(args, "exit_at_once", False):
             # run as the program, outputs written (fabscope.atomic: renamed into place) and their
@@ -134,17 +147,36 @@ def main(argv: list[str] | None = None) -> int:
     except FabscopeError as err:
         print(f"fabscope: error: {plain(err)}", file=sys.stderr)   # a name's escape sequence shown, not run
         return 1
-    except KeyboardInterrupt:
-        print("fabscope: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as err:
+        terminated = isinstance(err, Terminated)
+        print(f"fabscope: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        code = 143 if terminated else 130
         if argv is None:
             # run as the program: leave at once; the interpreter's teardown of a large
             # simulation's memory takes seconds on a busy machine, and nothing is left to write
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(130)
-        return 130
+            os._exit(code)
+        return code
     except BrokenPipeError:
         return 0
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds():
+    """While a command runs, SIGTERM raises :class:`Terminated` (where nothing else handles it: measure
+    installs its own for its job), and the default comes back after."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 if __name__ == "__main__":  # pragma: no cover

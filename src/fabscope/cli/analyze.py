@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from fabscope.cli.files import existing, not_a_file, reads, writes
 from fabscope.cli.options import examples
 from fabscope.names import plain
 from fabscope.units import format_rate, plural
@@ -26,13 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=examples("fabscope analyze run.jsonl",
                                        "fabscope analyze run.jsonl --fabric itasca --csv pairs.csv",
                                        "fabscope analyze run.jsonl --fabric itasca -o pairs.json"))
-    p.add_argument("files", nargs="+", metavar="FILE", help="fabscope-bench output (.jsonl)")
-    p.add_argument("--fabric", help="fabric spec or JSON file to class pairs by (default: socket/node)")
-    p.add_argument("--host-map", help="file of 'job-host fabric-host' lines: how this job's host names are "
-                                      "named in --fabric (e.g. \"$(hostname) node0001\")")
-    p.add_argument("--test", help="test whose pairs to tabulate and write (default: the first pair test)")
-    p.add_argument("-o", "--output", help="write the per-pair result (fabscope.result JSON)")
-    p.add_argument("--csv", help="write the per-pair table as CSV")
+    reads(p.add_argument("files", nargs="+", metavar="FILE", help="fabscope-bench output (.jsonl)"))
+    reads(p.add_argument("--fabric", help="fabric spec or JSON file to class pairs by (default: socket/node)"), existing)
+    reads(p.add_argument("--host-map", help="file of 'job-host fabric-host' lines: how this job's host names are "
+                                            "named in --fabric (e.g. \"$(hostname) node0001\")"))
+    not_a_file(p.add_argument("--test", help="test whose pairs to tabulate and write (default: the first pair test)"))
+    writes(p.add_argument("-o", "--output", help="write the per-pair result (fabscope.result JSON)"))
+    writes(p.add_argument("--csv", help="write the per-pair table as CSV"))
     p.add_argument("--merge", action="store_true",
                    help="read a file holding several runs (several headers) as one run (refused otherwise)")
     p.add_argument("--peak-gflops", type=float, help="peak GFLOPS of one core (default: clock x --flops-per-cycle)")
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.measure import analysis as an
     from fabscope.measure.parse import read_run, to_result
 
-    check_outputs({"-o/--output": args.output, "--csv": args.csv}, inputs=[*args.files, getattr(args, "fabric", None)])
+    check_outputs({"-o/--output": args.output, "--csv": args.csv})
     fabric = None
     if args.fabric:
         from fabscope.resolver import resolve_fabric

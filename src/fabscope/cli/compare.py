@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Sequence
 
+from fabscope.cli.files import database_file, existing, not_a_file, reads, reads_and_writes, writes
 from fabscope.cli.options import add_ports, examples
 from fabscope.names import plain
 from fabscope.cli.options import resolve_fabric
@@ -24,13 +24,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "fabscope compare run.jsonl --fabric itasca --top 5 -o compared.json",
                                        "fabscope compare halo-block.jsonl halo-random.jsonl halo-map.jsonl "
                                        "--fabric tb1"))
-    p.add_argument("files", nargs="+", metavar="MEASURED",
-                   help="fabscope-bench output (.jsonl) or a measured result (.json)")
-    p.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed: tb1 (as built) or tb1:now (with its faults)")
-    p.add_argument("--model", default="dynamic", metavar="dynamic|static|FILE",
-                   help="dynamic (default): the program the benchmark ran, in time; static: the snapshot, every "
-                        "pair of a round sharing links all the time; FILE: a modeled result of the same hosts "
-                        "(fabscope simulate -o, with or without --dynamic)")
+    reads(p.add_argument("files", nargs="+", metavar="MEASURED",
+                         help="fabscope-bench output (.jsonl) or a measured result (.json)"))
+    reads(p.add_argument("--fabric", help="fabric spec, fabric JSON, or a testbed: tb1 (as built) or tb1:now (with "
+                                          "its faults)"), existing)
+    reads(p.add_argument("--model", default="dynamic", metavar="dynamic|static|FILE",
+                         help="dynamic (default): the program the benchmark ran, in time; static: the snapshot, every "
+                              "pair of a round sharing links all the time; FILE: a modeled result of the same hosts "
+                              "(fabscope simulate -o, with or without --dynamic)"), existing)
     p.add_argument("--model-iterations", type=int, metavar="N",
                    help="dynamic: model N timed iterations instead of the measured count (faster)")
     p.add_argument("--start-offset", type=float, default=0.0, metavar="SECONDS",
@@ -43,15 +44,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--phase-draws", type=int, default=8, metavar="N",
                    help="dynamic, --phases independent: draws of the phases averaged per pair (default 8)")
     p.add_argument("--seed", type=int, default=0, help="dynamic: seed of the phases' draws (default 0)")
-    p.add_argument("--routing", help="routing engine (default: the fabric's own)")
+    not_a_file(p.add_argument("--routing", help="routing engine (default: the fabric's own)"))
     add_ports(p)
-    p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
+    reads(p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise"))
     p.add_argument("--top", type=int, default=15, help="pairs to list")
-    p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare; for "
-                                          "application runs the table as JSON)")
-    p.add_argument("--json", help="write the comparison as JSON (the same as -o)")
-    p.add_argument("--csv", help="write the per-pair table as CSV")
-    p.add_argument("--db", help="also add the result to this history (see 'fabscope history')")
+    writes(p.add_argument("-o", "--output", help="write the comparison (fabscope.result JSON, kind compare; for "
+                                                 "application runs the table as JSON)"))
+    writes(p.add_argument("--json", help="write the comparison as JSON (the same as -o)"))
+    writes(p.add_argument("--csv", help="write the per-pair table as CSV"))
+    reads_and_writes(p.add_argument("--db", help="also add the result to this history (see 'fabscope history')"),
+                     database_file)
     p.set_defaults(func=run)
 
 
@@ -81,15 +83,16 @@ def load_hostmap(path: str | None):
     return read_hostmap(path)
 
 
-def check_outputs(*paths: str | None, inputs: Sequence[str | None] = ()) -> None:
-    """Refuse, before any work, an output whose folder does not exist, or that is one of ``inputs``."""
+def check_outputs(*paths: str | None) -> None:
+    """Refuse, before any work, an output whose folder does not exist (one that is an input,
+    :mod:`fabscope.cli.files` refused before the command ran)."""
     from fabscope.atomic import check_outputs as check_all
     from fabscope.errors import FabscopeError
 
     for p in paths:
         if p and p != "-" and not os.path.isdir(os.path.dirname(os.path.abspath(p))):
             raise FabscopeError(f"cannot write {p}: no folder {os.path.dirname(os.path.abspath(p))}")
-    check_all({f"output {i + 1}" if len(paths) > 1 else "-o/--output": p for i, p in enumerate(paths)}, inputs=inputs)
+    check_all({f"output {i + 1}" if len(paths) > 1 else "-o/--output": p for i, p in enumerate(paths)})
 
 
 def model_choice(args: argparse.Namespace) -> str:
@@ -120,8 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
     from fabscope.result import Result
 
-    check_outputs(args.output, args.csv, args.json,
-                  inputs=[*args.files, args.model if args.model not in MODELS else None])
+    check_outputs(args.output, args.csv, args.json)
     from fabscope.measure.apps import is_app_run
 
     if any(is_app_run(f) for f in args.files):

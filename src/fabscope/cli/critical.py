@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 
+from fabscope.cli.files import reads, writes
 from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples
 from fabscope.names import plain
 
@@ -27,11 +29,11 @@ def add_parser(fs: argparse._SubParsersAction) -> None:
                    help="degrade each cable to FACTOR of its capacity (routes unchanged) instead of cutting it")
     c.add_argument("--cables", type=int, metavar="N", help="only the first N cables (a quick look)")
     c.add_argument("--workers", type=int, help="local Dask workers (default: one per core; 0: no Dask, serial)")
-    c.add_argument("--scheduler", metavar="FILE", help="YAML of a dask-jobqueue cluster (jobqueue: slurm, ...)")
+    reads(c.add_argument("--scheduler", metavar="FILE", help="YAML of a dask-jobqueue cluster (jobqueue: slurm, ...)"))
     c.add_argument("--job-script", action="store_true",
                    help="with --scheduler: print the batch job script the cluster would submit, and stop")
     c.add_argument("--top", type=int, default=20, help="cables to list (default 20)")
-    c.add_argument("-o", "--output", help="write the ranking (fabscope.result JSON, kind critical)")
+    writes(c.add_argument("-o", "--output", help="write the ranking (fabscope.result JSON, kind critical)"))
     c.set_defaults(func=run)
 
 
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.traffic.spec import make_traffic
     from fabscope.units import parse_size
 
-    check_outputs(args.output, inputs=[args.scheduler])
+    check_outputs(args.output)
     if args.job_script and not args.scheduler:
         raise FabscopeError("--job-script needs --scheduler FILE")
     if args.workers is not None and args.workers < 0:
@@ -78,7 +80,12 @@ def run(args: argparse.Namespace) -> int:
                           workers=args.workers, cluster=cluster, jobs=jobs)
     finally:
         if cluster is not None:
-            cluster.close()
+            from fabscope.diagnose.critical import job_failures
+
+            # a job the batch system refused is a worker Dask cannot close (an AssertionError inside
+            # it): the line already said what happened; closing must not replace it with a traceback
+            with job_failures(), contextlib.suppress(Exception):
+                cluster.close()
     print("\n".join(plain(ln) for ln in critical_lines(res, args.top)))
     if args.output:
         res.write_json(args.output)

@@ -6,6 +6,7 @@ import argparse
 import re
 
 from fabscope.cli.compare import check_outputs, load_hostmap
+from fabscope.cli.files import database_file, existing, not_a_file, reads, reads_and_writes, writes
 from fabscope.cli.options import add_size, examples
 from fabscope.names import plain, shell_word
 from fabscope.cli.options import resolve_fabric
@@ -21,11 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=examples("fabscope diagnose rp.jsonl --fabric tb1   # runs on a testbed (docs/diagnose.md)",
                                        "fabscope diagnose --plan --fabric fat-tree:k=4,levels=2 --budget 5min",
                                        "fabscope diagnose --plan --fabric fat-tree:k=4,levels=2 -o plan.sh"))
-    p.add_argument("files", nargs="*", metavar="MEASURED",
-                   help="fabscope-bench output (.jsonl) or measured results (.json); several runs are combined")
-    p.add_argument("--fabric", required=True, help="fabric spec, fabric JSON, or a testbed (tb1: as built, the "
-                                                    "nominal fabric a fault is found against)")
-    p.add_argument("--routing", help="routing engine (default: the fabric's own)")
+    reads(p.add_argument("files", nargs="*", metavar="MEASURED",
+                         help="fabscope-bench output (.jsonl) or measured results (.json); several runs are combined"))
+    reads(p.add_argument("--fabric", required=True, help="fabric spec, fabric JSON, or a testbed (tb1: as built, the "
+                                                          "nominal fabric a fault is found against)"), existing)
+    not_a_file(p.add_argument("--routing", help="routing engine (default: the fabric's own)"))
     p.add_argument("--model", choices=("dynamic", "static"), default="dynamic",
                    help="the healthy fabric's prediction: dynamic (default), the program the benchmark ran in "
                         "time; static, the snapshot (the capacities are fitted on the snapshot either way)")
@@ -34,14 +35,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-refine", action="store_true",
                    help="dynamic: fit once (default: where suspects are found, run the program in time again "
                         "with their estimated capacities and fit a second time)")
-    p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise")
+    reads(p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise"))
     p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas")
     p.add_argument("--penalty", type=float, help="evidence a suspect must bring, in nats of log-likelihood "
                                                  "(default: what noise alone exceeds with chance --false-alarm)")
     p.add_argument("--no-calibrate", action="store_true",
                    help="take the model's rates as they are (default: scale by the median measured/modeled)")
     p.add_argument("--top", type=int, default=10, help="suspects and pairs to list")
-    p.add_argument("-o", "--output", help="write the diagnosis (fabscope.result JSON, kind diagnose)")
+    writes(p.add_argument("-o", "--output", help="write the diagnosis (fabscope.result JSON, kind diagnose); with "
+                                                 "--plan the script and its JSON summary beside"), written_by)
     p.add_argument("--exit-status", action="store_true",
                    help="exit 3 when a suspect is found, 0 when none (for cron, scrontab or a monitoring system)")
     p.add_argument("--plan", action="store_true", help="print a plan of measurements instead of diagnosing")
@@ -53,14 +55,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round")
     p.add_argument("--seed", type=int, default=1, help="seed of the planned random-pairs rounds")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--testbed", metavar="NAME", help="the plan's script measures on testbed NAME (default, when "
-                                                         "--fabric names a testbed: that one)")
-    where.add_argument("--launcher", help="the plan's script launches with this (mpiexec, mpich, openmpi, srun; "
-                                          "default: the MPI's own) on the host files it writes")
-    p.add_argument("--db", help="also add the result to this history (see 'fabscope history')")
-    p.add_argument("--confirm", metavar="RESULT",
+    not_a_file(where.add_argument("--testbed", metavar="NAME", help="the plan's script measures on testbed NAME (default, when "
+                                                         "--fabric names a testbed: that one)"))
+    not_a_file(where.add_argument("--launcher", help="the plan's script launches with this (mpiexec, mpich, openmpi, "
+                                                     "srun; default: the MPI's own) on the host files it writes"))
+    reads_and_writes(p.add_argument("--db", help="also add the result to this history (see 'fabscope history')"),
+                     database_file)
+    reads(p.add_argument("--confirm", metavar="RESULT",
                    help="with --plan: the follow-up run of a diagnosis (diagnose -o RESULT): new pairs across each "
-                        "suspect and pairs beside it, and the joint diagnosis of both runs")
+                        "suspect and pairs beside it, and the joint diagnosis of both runs"))
     p.add_argument("--false-alarm", type=float, default=0.01,
                    help="chance that noise alone names a suspect in one diagnosis; sets the default penalty "
                         "from the noise model fitted to the pairs (default 0.01)")
@@ -81,6 +84,13 @@ def plan_outputs(output: str) -> tuple[str, str]:
     return output, output + ".json"
 
 
+def written_by(output: str | None, args: argparse.Namespace) -> list[str]:
+    """The files ``-o OUTPUT`` stands for: with ``--plan``, the script and the JSON summary beside it."""
+    if not output:
+        return []
+    return list(plan_outputs(output)) if getattr(args, "plan", False) else [output]
+
+
 def parse_duration(text: str) -> float:
     """``600``, ``600s``, ``10min``, ``1h`` -> seconds.
 
@@ -98,7 +108,8 @@ def parse_duration(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from fabscope.errors import FabscopeError
 
-    check_outputs(args.output, inputs=[*args.files, args.host_map])
+    if not args.plan:
+        check_outputs(args.output)
     if not 0 < args.false_alarm < 1:
         raise FabscopeError(f"--false-alarm {args.false_alarm:g}: give a chance between 0 and 1, e.g. 0.01")
     if args.confirm and not args.plan:
@@ -215,7 +226,7 @@ def _confirm(args: argparse.Namespace) -> int:
     from fabscope.units import parse_size
 
     script_path, summary_path = plan_outputs(args.output) if args.output else (None, None)
-    check_outputs({"-o (script)": script_path, "-o (summary)": summary_path}, inputs=[args.confirm])
+    check_outputs({"-o (script)": script_path, "-o (summary)": summary_path})
     try:
         res = Result.read_json(args.confirm)
     except (OSError, ValueError, KeyError, TypeError) as err:

@@ -7,6 +7,7 @@ import os
 import sys
 
 from fabscope.atomic import check_outputs
+from fabscope.cli.files import in_folder, not_a_file, reads, writes
 from fabscope.cli.options import (add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples,
                                   job_shape, require_positive)
 
@@ -28,10 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                       epilog=examples("fabscope fabric discover --from raw/ --hostmap samples/nodes.csv -o fabric.json",
                                       "fabscope fabric discover --from raw/ --no-tables -o topo-only.json",
                                       "fabscope fabric discover --save raw/ -o fabric.json"))
-    d.add_argument("-o", "--output", required=True, help="fabric JSON to write")
-    d.add_argument("--from", dest="from_dir", help="read ibnetdiscover.txt and dump_fts.txt from this folder")
-    d.add_argument("--save", help="keep the tools' raw outputs in this folder")
-    d.add_argument("--hostmap", help="map of node descriptions or GUIDs to host names")
+    writes(d.add_argument("-o", "--output", required=True, help="fabric JSON to write"))
+    reads(d.add_argument("--from", dest="from_dir", help="read ibnetdiscover.txt and dump_fts.txt from this folder"),
+          in_folder(*RAW_FILES))
+    writes(d.add_argument("--save", help="keep the tools' raw outputs in this folder"), in_folder(*RAW_FILES[:2]))
+    reads(d.add_argument("--hostmap", help="map of node descriptions or GUIDs to host names"))
     d.add_argument("--no-tables", action="store_true", help="topology only, no forwarding tables")
     d.add_argument("--timeout", type=float, default=60, help="seconds each tool may take (default 60)")
     d.set_defaults(func=_discover)
@@ -41,19 +43,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                       epilog=examples("fabscope fabric import --ibnetdiscover samples/ibnetdiscover.txt --lfts "
                                       "samples/opensm-lfts.dump --hostmap samples/nodes.csv --cores 8 -o fabric.json",
                                       "fabscope fabric import --ibnetdiscover samples/ibnetdiscover.txt -o topo.json"))
-    i.add_argument("--ibnetdiscover", required=True, help="ibnetdiscover output (default or -p form)")
-    i.add_argument("--lfts", help="opensm-lfts.dump, dump_fts or ibroute output")
-    i.add_argument("--hostmap", help="map of node descriptions or GUIDs to host names")
+    reads(i.add_argument("--ibnetdiscover", required=True, help="ibnetdiscover output (default or -p form)"))
+    reads(i.add_argument("--lfts", help="opensm-lfts.dump, dump_fts or ibroute output"))
+    reads(i.add_argument("--hostmap", help="map of node descriptions or GUIDs to host names"))
     i.add_argument("--cores", type=int, default=1, help="cores per host (default 1)")
-    i.add_argument("--name", help="fabric name")
-    i.add_argument("-o", "--output", required=True, help="fabric JSON to write")
+    not_a_file(i.add_argument("--name", help="fabric name"))
+    writes(i.add_argument("-o", "--output", required=True, help="fabric JSON to write"))
     i.set_defaults(func=_import)
     x = fs.add_parser("example", help="write sample ibnetdiscover and OpenSM outputs to try 'fabric import' on",
                       description="Copy the sample files shipped with fabscope (ibnetdiscover.txt, "
                                   "opensm-lfts.dump, dump_fts.txt, a host map nodes.csv) into DIR.",
                       epilog=examples("fabscope fabric example samples",
                                       "fabscope fabric example /tmp/ib-samples"))
-    x.add_argument("folder", metavar="DIR", help="folder to write them to (made if missing)")
+    writes(x.add_argument("folder", metavar="DIR", help="folder to write them to (made if missing)"), samples_written)
     x.set_defaults(func=_example)
     e = fs.add_parser("export", help="write a fabric as an ibsim net file, Slurm topology.conf, dot or JSON",
                       description="Write a fabric for other tools: ibsim's net file (an emulated subnet to run "
@@ -66,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_fabric(e, required=True)
     e.add_argument("--format", required=True, choices=("ibsim", "slurm", "dot", "json"),
                    help="ibsim: net file; slurm: topology.conf; dot: Graphviz graph; json: fabscope's fabric file")
-    e.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
+    writes(e.add_argument("-o", "--output", default="-", help="file to write (default: standard output)"))
     e.set_defaults(func=_export)
     w = fs.add_parser("whatif", help="which pairs lose bandwidth when cables fail",
                       description="Cut cables (or whole switches), reroute as the fabric's routing (or the subnet "
@@ -92,6 +94,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_critical(fs)
 
 
+#: the tools' outputs ``discover --save`` keeps and ``--from`` reads
+RAW_FILES = ("ibnetdiscover.txt", "dump_fts.txt", "opensm-lfts.dump")
+
+
+def samples_written(folder: str, args: argparse.Namespace) -> list[str]:
+    """The files ``fabric example DIR`` writes."""
+    from fabscope.fabric.importers.samples import SAMPLES
+
+    return [os.path.join(folder, n) for n in SAMPLES]
+
+
 def _write(fabric, path: str) -> None:
     from fabscope.fabric.io import write_json
 
@@ -109,9 +122,7 @@ def _discover(args: argparse.Namespace) -> int:
     from fabscope.fabric.ibtools import discover, dump_fts_warning
     from fabscope.fabric.importers import import_fabric
 
-    check_outputs({"-o/--output": args.output}, inputs=[
-        os.path.join(args.from_dir, n) for n in ("ibnetdiscover.txt", "dump_fts.txt", "opensm-lfts.dump")
-    ] if args.from_dir else [args.hostmap])
+    check_outputs({"-o/--output": args.output})
     if args.from_dir:
         topo = os.path.join(args.from_dir, "ibnetdiscover.txt")
         lfts = next((os.path.join(args.from_dir, n) for n in ("dump_fts.txt", "opensm-lfts.dump")
@@ -130,7 +141,7 @@ def _import(args: argparse.Namespace) -> int:
     from fabscope.fabric.importers import import_fabric
 
     require_positive(args, "cores")
-    check_outputs({"-o/--output": args.output}, inputs=[args.ibnetdiscover, args.lfts, args.hostmap])
+    check_outputs({"-o/--output": args.output})
     _write(import_fabric(args.ibnetdiscover, args.lfts, args.hostmap, args.name, args.cores), args.output)
     return 0
 
@@ -149,7 +160,7 @@ def _export(args: argparse.Namespace) -> int:
     from fabscope.fabric.exporters import export_fabric
     from fabscope.resolver import resolve_fabric
 
-    check_outputs({"-o/--output": args.output}, inputs=[args.fabric if os.path.exists(args.fabric) else None])
+    check_outputs({"-o/--output": args.output})
     export_fabric(resolve_fabric(args.fabric), args.format, args.output)
     return 0
 

@@ -6,15 +6,16 @@ import argparse
 import json
 import os
 
+from fabscope.cli.files import database_file, existing, not_a_file, reads, reads_and_writes, writes
 from fabscope.cli.options import examples
 
 DEFAULT_DB = "fabscope-history.db"
 
 
 def _db_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", default=os.environ.get("FABSCOPE_HISTORY", DEFAULT_DB),
-                   help=f"history: an SQLite file (default $FABSCOPE_HISTORY or {DEFAULT_DB}), "
-                        "duckdb:PATH, or postgresql://user@host/dbname")
+    reads_and_writes(p.add_argument("--db", default=os.environ.get("FABSCOPE_HISTORY", DEFAULT_DB),
+                                    help=f"history: an SQLite file (default $FABSCOPE_HISTORY or {DEFAULT_DB}), "
+                                         "duckdb:PATH, or postgresql://user@host/dbname"), database_file)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,13 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                                       "nights/night01.json nights/night02.json",
                                       "fabscope history add --db extra.db nights/night03.json --label 'after maintenance'"))
     _db_option(a)
-    a.add_argument("files", nargs="+", metavar="RESULT",
-                   help="fabscope.result JSON files (measure, simulate, compare, diagnose) or fabscope-bench .jsonl")
-    a.add_argument("--fabric", help="the history's fabric (spec or JSON; needed once, checked after)")
-    a.add_argument("--time", help="when the run ran (ISO time; default: the run's own, else the file's mtime)")
+    reads(a.add_argument("files", nargs="+", metavar="RESULT",
+                         help="fabscope.result JSON files (measure, simulate, compare, diagnose) or fabscope-bench "
+                              ".jsonl"))
+    reads(a.add_argument("--fabric", help="the history's fabric (spec or JSON; needed once, checked after)"), existing)
+    not_a_file(a.add_argument("--time", help="when the run ran (ISO time; default: the run's own, else the file's mtime)"))
     a.add_argument("--label", help="a label for these runs, e.g. 'after maintenance'")
-    a.add_argument("--job-id", help="batch job id (default: the result's, $SLURM_JOB_ID, $PBS_JOBID)")
-    a.add_argument("--routing", help="routing engine of the tomography (default: the run's, else the fabric's)")
+    not_a_file(a.add_argument("--job-id", help="batch job id (default: the result's, $SLURM_JOB_ID, $PBS_JOBID)"))
+    not_a_file(a.add_argument("--routing", help="routing engine of the tomography (default: the run's, else the fabric's)"))
     a.add_argument("--no-diagnose", action="store_true",
                    help="keep the pairs only: no model ratios or cable estimates (faster)")
     a.set_defaults(func=run_add)
@@ -54,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=examples("fabscope history list --db nightly.db",
                                        "fabscope history list --db nightly.db --json"))
     _db_option(ls)
-    ls.add_argument("--since", help="runs from this time on")
+    not_a_file(ls.add_argument("--since", help="runs from this time on"))
     ls.add_argument("--json", action="store_true", help="print JSON lines")
     ls.set_defaults(func=run_list)
 
@@ -88,7 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     ck.add_argument("--persistent", action="store_true",
                     help="also alarm on regressions that were already there in the previous run")
     ck.add_argument("--all", action="store_true", help="print every class, cable and host tested")
-    ck.add_argument("-o", "--output", help="write the findings as JSON")
+    writes(ck.add_argument("-o", "--output", help="write the findings as JSON"))
     ck.set_defaults(func=run_check)
 
     pr = hs.add_parser("prune", help="delete old runs",
@@ -107,7 +109,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=examples("fabscope history report --db nightly.db -o history.html",
                                        "fabscope history report --db nightly.db -o history.html --title 'tb1 nights'"))
     _db_option(rp)
-    rp.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    writes(rp.add_argument("-o", "--output", required=True, help="the HTML file to write"))
     rp.add_argument("--baseline", type=int, default=7, help="earlier runs each run is checked against (default 7)")
     rp.add_argument("--min-effect", type=float, default=0.10, help="as for check (default 0.10)")
     rp.add_argument("--title", help="title of the page")
@@ -119,8 +121,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "slowed from one night on) to try the history workflow without a cluster.",
                        epilog=examples("fabscope history example nights2 --nights 5 --degrade-from 4",
                                        "fabscope history example nights3 --nights 4 --factor 0.25"))
-    ex.add_argument("folder", help="where to write night01.json, night02.json, ...")
-    ex.add_argument("--fabric", default="fat-tree:k=4,levels=2", help="fabric (default fat-tree:k=4,levels=2)")
+    writes(ex.add_argument("folder", help="where to write night01.json, night02.json, ..."), nights_written)
+    reads(ex.add_argument("--fabric", default="fat-tree:k=4,levels=2", help="fabric (default fat-tree:k=4,levels=2)"),
+          existing)
     ex.add_argument("--nights", type=int, default=10, help="nights (default 10)")
     ex.add_argument("--degrade-from", type=int, default=8, help="first night of the slow cable (default 8)")
     ex.add_argument("--factor", type=float, default=0.5, help="the slow cable's capacity factor (default 0.5)")
@@ -135,6 +138,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "fabscope history migrate --db extra.db"))
     _db_option(mg)
     mg.set_defaults(func=run_migrate)
+
+
+def nights_written(folder: str, args: argparse.Namespace) -> list[str]:
+    """The files of ``folder`` that ``history example`` would replace (night01.json ... up to --nights)."""
+    import re
+
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [os.path.join(folder, n) for n in sorted(names)
+            if (m := re.fullmatch(r"night(\d{2,})\.json", n)) and 1 <= int(m.group(1)) <= args.nights]
 
 
 # ---- add --------------------------------------------------------------------------
@@ -270,19 +285,21 @@ def run_report(args: argparse.Namespace) -> int:
 def run_example(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    import numpy as np
-
-    from fabscope.diagnose.synthetic import as_result, synthetic
-    from fabscope.diagnose.tomography import cable_name
     from fabscope.errors import FabscopeError
     from fabscope.fabric.io import load_fabric
-    from fabscope.history.store import parse_time
 
     if os.path.exists(args.folder) and not os.path.isdir(args.folder):
         raise FabscopeError(f"{args.folder} is a file; name a folder")
     if args.nights < 1 or not 0 < args.factor <= 1 or args.noise < 0:
         raise FabscopeError("--nights must be >= 1, --factor in (0, 1], --noise >= 0")
     f = load_fabric(args.fabric)
+    _room_for_nights(args.folder, args.nights, 12 * (f.n_hosts // 2))
+    import numpy as np      # the slower imports once the nights are known to fit
+
+    from fabscope.diagnose.synthetic import as_result, synthetic
+    from fabscope.diagnose.tomography import cable_name
+    from fabscope.history.store import parse_time
+
     t0 = dt.datetime.fromisoformat(parse_time(args.start).replace("Z", "+00:00"))
     lv = np.r_[np.zeros(f.n_hosts), f.switch_level]
     a, b = f.link_src[0::2], f.link_dst[0::2]
@@ -309,6 +326,30 @@ def run_example(args: argparse.Namespace) -> int:
     print(f"wrote {args.nights} nights of random pairs on {f.name} to {args.folder}/night01.json ...; "
           f"cable {cable_name(f, cable)} at {args.factor:g} of its capacity from night {args.degrade_from}")
     return 0
+
+
+#: bytes of one night's result file, about: a pair's row (ranks, hosts, bandwidth, ...) and the rest
+NIGHT_BYTES_PER_PAIR, NIGHT_BYTES = 100, 4096
+
+
+def _room_for_nights(folder: str, nights: int, pairs: int) -> None:
+    """Refuse, before the first night is drawn, nights whose files the disk cannot hold (every file is
+    kept aside until the last is written: all of them or none)."""
+    from fabscope.errors import FabscopeError
+    from fabscope.limits import human_bytes
+
+    need = nights * (NIGHT_BYTES + NIGHT_BYTES_PER_PAIR * pairs)
+    where = os.path.abspath(folder)
+    while not os.path.exists(where):
+        where = os.path.dirname(where)
+    try:
+        st = os.statvfs(where)
+    except OSError:
+        return
+    free = st.f_bavail * st.f_frsize
+    if need > free:
+        raise FabscopeError(f"--nights {nights:,}: about {human_bytes(need)} of result files ({pairs:,} pairs a "
+                            f"night); {where} has {human_bytes(free)} free")
 
 
 def run_migrate(args: argparse.Namespace) -> int:

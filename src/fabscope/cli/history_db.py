@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -13,15 +12,18 @@ def _read(path: str, fabric: Any) -> list[tuple[Any, dict[str, Any]]]:
     """The results in one file: a fabscope.result JSON, or each pair test of a fabscope-bench run."""
     from fabscope.errors import FabscopeError
     from fabscope.result import Result
+    from fabscope.textio import MAX_LINE, loads_json
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            first = fh.readline()
+        with open(path, "rb") as fh:
+            first = fh.readline(MAX_LINE + 1)     # a header line is short; a longer one is no header
     except OSError as err:
         raise FabscopeError(f"cannot read {path}: {err.strerror}") from None
     try:
-        head = json.loads(first)
-    except json.JSONDecodeError:
+        # through the bounded, depth-checked reader: a first line nested 1,000 deep is no header
+        # (Result.read_json then says what the file is)
+        head = loads_json(first, path) if len(first) <= MAX_LINE else None
+    except FabscopeError:
         head = None
     if isinstance(head, dict) and head.get("type") == "header":
         from fabscope.measure.parse import PAIR_TESTS, read_run, to_result

@@ -13,6 +13,7 @@ import json
 import sys
 
 from fabscope.atomic import all_or_none, atomic_open, check_outputs
+from fabscope.cli.files import existing, nodes_or_stdin, reads, writes
 from fabscope.cli.options import add_seed, add_size, examples, require_positive
 from fabscope.cli.names import FORMATS
 
@@ -22,15 +23,17 @@ FORMAT_HELP = ("file format: hostfile (one host per rank, for mpirun --map-by se
 
 
 def _common(p: argparse.ArgumentParser, comm: bool = True) -> None:
-    p.add_argument("--fabric", default="itasca", help="fabric spec, JSON file or testbed (default: itasca)")
-    p.add_argument("--nodes", help="the job's nodes: a host file ($PBS_NODEFILE, 'host slots=N', 'host:N') "
-                                   "or a compressed list ($SLURM_JOB_NODELIST); default: standard input if it "
-                                   "is not a terminal, else the fabric's first hosts")
+    reads(p.add_argument("--fabric", default="itasca", help="fabric spec, JSON file or testbed (default: itasca)"),
+          existing)
+    reads(p.add_argument("--nodes", help="the job's nodes: a host file ($PBS_NODEFILE, 'host slots=N', 'host:N') "
+                                         "or a compressed list ($SLURM_JOB_NODELIST); default: standard input if it "
+                                         "is not a terminal, else the fabric's first hosts"), nodes_or_stdin)
     p.add_argument("--ppn", type=int, help="ranks per node (default: the host file's counts, else all cores)")
     if comm:
-        p.add_argument("--comm", required=True, help="communication graph: stencil3d:16x16x32, stencil2d:64x64, "
-                                                     "pencils:32x32, ring:N, tree:N, random:N, a .csv/.mtx file, "
-                                                     "or an application kernel's run (.jsonl of fabscope-bench)")
+        reads(p.add_argument("--comm", required=True,
+                             help="communication graph: stencil3d:16x16x32, stencil2d:64x64, pencils:32x32, ring:N, "
+                                  "tree:N, random:N, a .csv/.mtx file, or an application kernel's run (.jsonl of "
+                                  "fabscope-bench)"), existing)
         p.add_argument("--algorithm", default="topo", help="mapping algorithm (default: topo; see docs/mapping.md)")
         p.add_argument("--io-ranks", default="", help="comma-separated ranks that each get a node of their own")
         add_seed(p, what="the random and annealing algorithms")
@@ -50,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "--algorithm hier"))
     _common(p)
     p.add_argument("--format", choices=FORMATS, default="hostfile", help=FORMAT_HELP)
-    p.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    writes(p.add_argument("-o", "--output", default="-", help="output file (default: standard output)"))
     p.set_defaults(func=run_permute)
     p = sub.add_parser("map", help="map ranks topology-aware, compare algorithms, write host/rank files",
                        description="Map the ranks of a communication graph onto a job's nodes, print hop-bytes, "
@@ -64,7 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "fabscope map --fabric itasca --nodes nodes.txt --ppn 8 --comm ring:128 "
                                        "--format rankfile -o ranks.txt"))
     _common(p)
-    p.add_argument("--compare", help="comma-separated algorithms to print side by side, e.g. block,cyclic,random,scotch")
+    p.add_argument("--compare", help="comma-separated algorithms to print side by side, e.g. block,cyclic,random,"
+                                     "scotch")
     p.add_argument("--model", action="store_true", help="also predict one exchange's time with the flow model")
     p.add_argument("--predict", action="store_true",
                    help="also predict the application's time per iteration on each mapping: its program run in "
@@ -72,14 +76,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--iterations", type=int, default=1, metavar="N",
                    help="--predict: the --comm matrix holds N iterations' bytes (a PMPI matrix of a whole run; "
                         "default 1; a kernel's run says its own)")
-    p.add_argument("--trace", metavar="FILE",
+    reads(p.add_argument("--trace", metavar="FILE",
                    help="--predict: replay this trace of timed messages (CSV time,src,dst,bytes; --iterations N: "
-                        "it holds N iterations) instead of the graph's program; implies --predict")
+                        "it holds N iterations) instead of the graph's program; implies --predict"))
     p.add_argument("--model-iterations", type=int, default=20, metavar="N",
                    help="--predict: simulate at most N timed iterations after the warm-up (default 20)")
     p.add_argument("--format", choices=FORMATS, default="hostfile", help=FORMAT_HELP)
-    p.add_argument("-o", "--output", help="write the chosen algorithm's mapping to this file")
-    p.add_argument("--json", help="write the metrics as JSON")
+    writes(p.add_argument("-o", "--output", help="write the chosen algorithm's mapping to this file"))
+    writes(p.add_argument("--json", help="write the metrics as JSON"))
     p.set_defaults(func=run_map)
     p = sub.add_parser("place", help="how a job's nodes sit in the fabric, and the bandwidth they can expect",
                        description="Say how a job's nodes sit in the fabric (leaves, levels crossed, as seed 000's "
@@ -89,7 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "fabscope place --fabric itasca --nodes 'node[0001-0064]' --json place.json"))
     _common(p, comm=False)
     add_size(p, "message size of the modeled traffic")
-    p.add_argument("--json", help="write the report as JSON")
+    writes(p.add_argument("--json", help="write the report as JSON"))
     p.set_defaults(func=run_place)
 
 
@@ -179,6 +183,7 @@ def run_map(args: argparse.Namespace) -> int:
         from fabscope.dynamic.programs import replay_trace
 
         args.predict = True
+        _announce_trace(args.trace, len([a for a in (args.compare or "").split(",") if a.strip()]) + 1)
         replay_trace(args.trace)                  # read once here: a bad trace is refused before the mapping
     if args.predict:
         require_positive(args, "iterations")
@@ -236,6 +241,33 @@ def run_map(args: argparse.Namespace) -> int:
         line = launch_command(args.format, args.output, m.n_ranks, ompi, vendor, tb)
         print(f"# wrote {args.output}; launch: {line}", file=out)
     return 0
+
+
+#: bytes of a trace line, about ("0.000123,12,40,65536"): the count a trace's size implies
+TRACE_LINE_BYTES = 24
+#: traces of more messages (about) are announced before they are read
+TRACE_ANNOUNCED = 1_000_000
+
+
+def _announce_trace(path: str, mappings: int) -> None:
+    """Before a large trace is read: how many messages its size implies, replayed on how many mappings
+    (reading and replaying take seconds a million messages; the run's memory is checked from the real
+    count before it starts)."""
+    import os
+    import warnings
+
+    from fabscope.errors import FabscopeWarning
+    from fabscope.limits import human_bytes
+
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return                                   # the reader says what is wrong with it
+    about = size // TRACE_LINE_BYTES
+    if about >= TRACE_ANNOUNCED:
+        warnings.warn(f"--trace {path}: {human_bytes(size)}, about {about / 1e6:.1f} million messages, replayed "
+                      f"on {mappings} mapping{'s' * (mappings != 1)}: this takes a while (Ctrl-C stops it)",
+                      FabscopeWarning, stacklevel=2)
 
 
 def _predict(args: argparse.Namespace, graph, target, results, rows) -> dict:

@@ -8,6 +8,7 @@ import warnings
 
 from fabscope.cli.analyze import report
 from fabscope.atomic import check_outputs
+from fabscope.cli.files import database_file, existing, not_a_file, reads, reads_and_writes, writes
 from fabscope.cli.options import examples
 from fabscope.errors import FabscopeWarning, MeasureError
 from fabscope.cli.names import OVERSUBSCRIBE_FACTOR
@@ -20,20 +21,23 @@ def _own_options(p: argparse.ArgumentParser, default: object = None) -> None:
         return x if default is None else default
     p.add_argument("--np", type=int, default=d(None), help="number of ranks (default: 2; on a testbed, its hosts x --ppn)")
     p.add_argument("--launcher", default=d("auto"), help="mpich (mpiexec), openmpi (mpirun), srun; default: the MPI's own")
-    p.add_argument("--hostfile", default=d(None), help="hosts to run on (default: $PBS_NODEFILE, $SLURM_JOB_NODELIST, or this host)")
+    reads(p.add_argument("--hostfile", default=d(None),
+                         help="hosts to run on (default: $PBS_NODEFILE, $SLURM_JOB_NODELIST, or this host)"))
     p.add_argument("--ppn", type=int, default=d(None), help="ranks per node")
-    p.add_argument("--fabric", default=d(None), help="fabric spec or JSON file: class pairs by its groups, pass leaves/coordinates")
-    p.add_argument("--out", default=d(None), help="JSON-lines output (default: fabscope-TEST.jsonl)")
-    p.add_argument("-o", "--output", default=d(None), help="also write the per-pair result (fabscope.result JSON)")
+    reads(p.add_argument("--fabric", default=d(None),
+                         help="fabric spec or JSON file: class pairs by its groups, pass leaves/coordinates"), existing)
+    writes(p.add_argument("--out", default=d(None), help="JSON-lines output (default: fabscope-TEST.jsonl)"), run_file)
+    writes(p.add_argument("-o", "--output", default=d(None), help="also write the per-pair result (fabscope.result JSON)"))
     p.add_argument("--timeout", type=float, default=d(None),
                    help="stop the job after this many seconds (finished lines are kept)")
     p.add_argument("--oversubscribe", action="store_true", default=d(False),
                    help=f"run more than {OVERSUBSCRIBE_FACTOR} ranks per CPU this job may use on this host")
     p.add_argument("--launcher-arg", action="append", default=d([]), help="extra option for the launcher (repeatable)")
-    p.add_argument("--db", default=d(None), help="also add the run to this history (see 'fabscope history')")
-    p.add_argument("--testbed", metavar="NAME", default=d(None),
+    reads_and_writes(p.add_argument("--db", default=d(None), help="also add the run to this history (see 'fabscope "
+                                                                  "history')"), database_file)
+    not_a_file(p.add_argument("--testbed", metavar="NAME", default=d(None),
                    help="run on testbed NAME (see 'fabscope testbed'): its hosts (or --hostfile's, named as on "
-                        "the testbed), its fabric, --ppn ranks per host, launched into its namespaces")
+                        "the testbed), its fabric, --ppn ranks per host, launched into its namespaces"))
 
 
 def _with_bench_help(p: argparse.ArgumentParser):
@@ -69,9 +73,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     _own_options(p)
     p.add_argument("test", nargs="?", default="suite",
                    help="test or comma-separated tests, listed below (default: suite)")
-    p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="OPTION",
-                   help="options of fabscope-bench, listed below ('measure TEST --help': the test's help)")
+    # fabscope's own options among them are declared above (split_args takes them out); the program's
+    # options name no file fabscope reads or writes
+    not_a_file(p.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="OPTION",
+                              help="options of fabscope-bench, listed below ('measure TEST --help': the test's help)"))
     p.set_defaults(func=run)
+    global _PARSER
+    _PARSER = p
+
+
+#: measure's parser, whose declared files are checked again once split_args has taken fabscope's options
+#: from after TEST
+_PARSER: argparse.ArgumentParser | None = None
+
+
+def run_file(out: str | None, args: argparse.Namespace) -> list[str]:
+    """The JSON-lines file of the run: ``--out``, else fabscope-TEST.jsonl."""
+    return [out or f"fabscope-{str(getattr(args, 'test', 'suite')).replace(',', '+')}.jsonl"]
 
 
 def split_args(args: argparse.Namespace) -> list[str]:
@@ -121,10 +139,13 @@ def run(args: argparse.Namespace) -> int:
                            "'fabscope simulate --pattern random-pairs:rounds=R --seed S'")
     if args.timeout is not None and not args.timeout > 0:
         raise MeasureError(f"--timeout must be positive, got {args.timeout:g}")
-    out = args.out or f"fabscope-{args.test.replace(',', '+')}.jsonl"
-    # -o and --out checked first (folders, links, each other, the inputs): nothing is built or launched before
-    check_outputs({"--out": out, "-o": args.output},
-                  inputs=[args.hostfile, args.fabric if args.fabric and os.path.exists(args.fabric) else None])
+    out = run_file(args.out, args)[0]
+    if _PARSER is not None:     # options given after TEST: the same check as those before it had
+        from fabscope.cli.files import check
+
+        check(_PARSER, args)
+    # -o and --out checked first (folders, links, each other): nothing is built or launched before
+    check_outputs({"--out": out, "-o": args.output})
     if args.db:
         from fabscope.cli.history_db import check_db
         check_db(args.db)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
+from fabscope.cli.files import existing, not_a_file, pattern_files, reads
 from fabscope.errors import PlacementError
 
 #: the default message size everywhere: seed 000's "Message size: 1MB" in the MPI sense of 2**20 bytes
@@ -72,9 +73,11 @@ def examples(*commands: str) -> str:
 def add_fabric(p: argparse.ArgumentParser, required: bool = False) -> None:
     what = "fabric spec, fabric JSON file, or a testbed: tb1 (as built) or tb1:now (with its faults)"
     if required:
-        p.add_argument("--fabric", required=True, help=f"{what}, e.g. itasca, fat-tree:k=4,levels=2 (required)")
+        reads(p.add_argument("--fabric", required=True, help=f"{what}, e.g. itasca, fat-tree:k=4,levels=2 (required)"),
+              existing)
     else:
-        p.add_argument("--fabric", default="itasca", help=f"{what} (default: itasca, seed 000's cluster)")
+        reads(p.add_argument("--fabric", default="itasca", help=f"{what} (default: itasca, seed 000's cluster)"),
+              existing)
 
 
 def add_size(p: argparse.ArgumentParser, what: str = "message size") -> None:
@@ -100,9 +103,10 @@ def job_shape(args: argparse.Namespace, fabric) -> tuple[int, int]:
 def add_pattern(p: argparse.ArgumentParser, dynamic: bool = False) -> None:
     static = pattern_names()
     only = [n for n in pattern_names(True) if n not in static] if dynamic else []
-    p.add_argument("--pattern", default="random-pairs",
-                   help="traffic pattern[:key=value,...], one of " + ", ".join(static)
-                        + (f"; with --dynamic also {', '.join(only)}" if only else "") + " (default: random-pairs)")
+    reads(p.add_argument("--pattern", default="random-pairs",
+                         help="traffic pattern[:key=value,...], one of " + ", ".join(static)
+                              + (f"; with --dynamic also {', '.join(only)}" if only else "") + " (default: random-pairs)"),
+          pattern_files)
 
 
 def pattern_names(dynamic: bool = False) -> list[str]:
@@ -132,9 +136,9 @@ def library_pattern_names() -> list[str]:
 def add_routing(p: argparse.ArgumentParser) -> None:
     from fabscope.cli.names import ENGINES
 
-    p.add_argument("--routing", metavar="ENGINE",
+    not_a_file(p.add_argument("--routing", metavar="ENGINE",
                    help=f"routing engine: {', '.join(ENGINES)}, with options such as dor:tie=simgrid or "
-                        "updn:roots=S1+S2 (default: the fabric's own)")
+                        "updn:roots=S1+S2 (default: the fabric's own)"))
 
 
 def add_ports(p: argparse.ArgumentParser) -> None:
@@ -142,7 +146,8 @@ def add_ports(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ports", default="rank", metavar="POLICY",
                    help="how ranks use hosts with several ports: rank (one port per rank, local rank "
                         "round-robin, to the destination rank's own port, across rails as MPI), rail (the "
-                        "same source port, to the destination's port of its rail, as NCCL's PXN) or stripe[:THRESHOLD] (a message from THRESHOLD bytes, "
+                        "same source port, to the destination's port of its rail: rail-aligned traffic) or "
+                        "stripe[:THRESHOLD] (a message from THRESHOLD bytes, "
                         "default 500000 as IBM HPS, split over all port pairs p->p); one-port hosts: no effect")
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Sequence
 
+from fabscope.cli.files import existing, named_later, reads, writes
 from fabscope.cli.options import examples
 from fabscope.errors import FabscopeError
 
@@ -18,11 +18,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "fabric are set side by side with the pairs and classes that changed most.",
                        epilog=examples("fabscope report run.jsonl -o run.html",
                                        "fabscope report run.jsonl --fabric itasca --title 'first run' -o run.html --quiet"))
-    p.add_argument("files", nargs="+", metavar="FILE", help="fabscope.result JSON or fabscope-bench JSON lines")
-    p.add_argument("-o", "--output", required=True, help="the HTML file to write")
-    p.add_argument("--model", help="a modeled result of the same pairs: measured beside modeled, pair by pair")
-    p.add_argument("--fabric", help="fabric spec or JSON file the runs are on (default: rebuilt from the result)")
-    p.add_argument("--images", metavar="DIR", help="also write every picture as PNG and SVG into DIR (kaleido)")
+    reads(p.add_argument("files", nargs="+", metavar="FILE", help="fabscope.result JSON or fabscope-bench JSON lines"))
+    writes(p.add_argument("-o", "--output", required=True, help="the HTML file to write"))
+    reads(p.add_argument("--model", help="a modeled result of the same pairs: measured beside modeled, pair by pair"))
+    reads(p.add_argument("--fabric", help="fabric spec or JSON file the runs are on (default: rebuilt from the "
+                                          "result)"), existing)
+    writes(p.add_argument("--images", metavar="DIR", help="also write every picture as PNG and SVG into DIR "
+                                                          "(kaleido)"), named_later)
     p.add_argument("--title", help="title of the page")
     p.add_argument("--partial", action="store_true", help="report a truncated fabscope-bench file as far as it is whole")
     p.add_argument("--quiet", action="store_true", help="do not print the tables")
@@ -38,8 +40,9 @@ def _need_libraries() -> None:
                             "pip install 'fabscope[report]'") from err
 
 
-def check_output(path: str, inputs: Sequence[str | None] = ()) -> None:
-    """Refuse before any work a report that cannot be written (and a missing report library)."""
+def check_output(path: str) -> None:
+    """Refuse before any work a report that cannot be written (and a missing report library); that it is
+    none of the command's inputs, :mod:`fabscope.cli.files` checked already."""
     from fabscope.atomic import check_outputs
 
     _need_libraries()
@@ -48,7 +51,7 @@ def check_output(path: str, inputs: Sequence[str | None] = ()) -> None:
         raise FabscopeError(f"cannot write {path}: no folder {folder}")
     if not os.access(folder, os.W_OK):
         raise FabscopeError(f"cannot write {path}: folder {folder} is not writable")
-    check_outputs({"-o/--output": path}, inputs=inputs)
+    check_outputs({"-o/--output": path})
 
 
 def check_images(folder: str) -> None:
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.resolver import resolve_fabric
 
         fabric = resolve_fabric(args.fabric)
-    check_output(args.output, inputs=[*args.files, args.fabric if args.fabric and os.path.exists(args.fabric) else None])
+    check_output(args.output)
     if args.images:
         from fabscope.report.export import find_browser
 

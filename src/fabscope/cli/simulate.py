@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from fabscope.atomic import all_or_none, check_outputs
+from fabscope.cli.files import reads, writes
 from fabscope.cli.options import (add_fabric, add_job, add_pattern, add_ports, add_routing, add_seed, add_size, examples,
                                   job_shape, require_positive)
 from fabscope.errors import PlacementError
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_job(p)
     p.add_argument("--placement", choices=("block", "cyclic"), default="block",
                    help="block: --ppn ranks on one host, then the next; cyclic: one rank per host in turn")
-    p.add_argument("--hostfile", help="place ranks by a host file, one line per rank ($PBS_NODEFILE)")
+    reads(p.add_argument("--hostfile", help="place ranks by a host file, one line per rank ($PBS_NODEFILE)"))
     add_size(p)
     add_seed(p)
     add_routing(p)
@@ -38,9 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(ORCS's rule; with --dynamic applied at every event)")
     p.add_argument("--offset", type=int, help="leaf-offset: offset between paired leaves (default: 1)")
     p.add_argument("--hops", type=int, help="partner-hops: hops between partners (default: 1)")
-    p.add_argument("-o", "--output", help="write the result as JSON")
-    p.add_argument("--csv", help="write the per-pair table as CSV")
-    p.add_argument("--report", metavar="HTML", help="also write the one-file HTML report (see 'fabscope report')")
+    writes(p.add_argument("-o", "--output", help="write the result as JSON"))
+    writes(p.add_argument("--csv", help="write the per-pair table as CSV"))
+    writes(p.add_argument("--report", metavar="HTML", help="also write the one-file HTML report (see 'fabscope report')"))
     p.add_argument("--matrix", choices=("min", "avg", "max"), default="min",
                    help="leaf-pairs: which leaf matrix to draw")
     from fabscope.cli.dynamic import add_arguments
@@ -60,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
         from fabscope.cli.report import check_output
 
         check_output(args.report)
-    check_outputs({"-o/--output": args.output, "--csv": args.csv, "--report": args.report},
-                  inputs=[args.fabric if os.path.exists(args.fabric) else None, args.hostfile])
+    check_outputs({"-o/--output": args.output, "--csv": args.csv, "--report": args.report})
     from fabscope.resolver import resolve_fabric
 
     from fabscope.fabric.ports import parse_ports

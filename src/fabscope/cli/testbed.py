@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from fabscope.cli.files import existing, not_a_file, reads
 from fabscope.cli.options import examples
 import json
 import sys
@@ -24,14 +25,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "Running it again with the same name keeps what exists.",
                         epilog=examples("sudo fabscope testbed up --fabric fat-tree:k=4,levels=2 --name tb1",
                                         "sudo fabscope testbed up --fabric fabric.json --rate 200Mbit --name real1"))
-    u.add_argument("--fabric", required=True, help="fabric spec or JSON file (e.g. fat-tree:k=4,levels=2)")
-    u.add_argument("--rate", default="100Mbit",
+    reads(u.add_argument("--fabric", required=True, help="fabric spec or JSON file (e.g. fat-tree:k=4,levels=2)"),
+          existing)
+    not_a_file(u.add_argument("--rate", default="100Mbit",
                    help="rate of the fabric's fastest link here; every link is scaled by the same factor "
                         "(default: 100Mbit); 'auto': the highest this machine forwards now, up to 100Mbit "
-                        "(auto:40Mbit: up to 40Mbit)")
+                        "(auto:40Mbit: up to 40Mbit)"))
     u.add_argument("--no-calibrate", action="store_true",
                    help="do not measure what this machine forwards now (a second) to check --rate against it")
-    u.add_argument("--routing", help="routing engine (default: the fabric's own; tables for imported ones)")
+    not_a_file(u.add_argument("--routing", help="routing engine (default: the fabric's own; tables for imported ones)"))
     u.add_argument("--name", default="tb1", help="testbed name, 1-8 letters/digits (default: tb1)")
     u.add_argument("--slurm", action="store_true",
                    help="also run Slurm over the hosts: munged, slurmctld, one slurmd per host, partition "
@@ -89,16 +91,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                                         "sudo fabscope testbed run tb1 --hostfile hosts.txt --ppn 2 -- ./a.out"))
     x.add_argument("name", help="testbed name, as given to 'testbed up --name' (see 'fabscope testbed status')")
     _run_options(x)
-    x.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    not_a_file(x.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]"))
     x.set_defaults(func=_run)
 
 
 def _run_options(x: argparse.ArgumentParser, default: object = None) -> None:
     where = x.add_mutually_exclusive_group()
-    where.add_argument("--hostfile", default=default, help="hosts in this order (host, host:N, 'host slots=N'), named as on the "
-                                          "testbed or as in the fabric it was built from")
-    where.add_argument("--placement", default=default, help="a placement as 'fabscope map -o' writes it (hostfile, rankfile, "
-                                           "machinefile, slurm or map format): each rank's host")
+    reads(where.add_argument("--hostfile", default=default,
+                             help="hosts in this order (host, host:N, 'host slots=N'), named as on the testbed or as "
+                                  "in the fabric it was built from"))
+    reads(where.add_argument("--placement", default=default,
+                             help="a placement as 'fabscope map -o' writes it (hostfile, rankfile, machinefile, slurm "
+                                  "or map format): each rank's host"))
     x.add_argument("--ppn", type=int, default=default, help="ranks per host (default: the host file's counts, else 1)")
     x.add_argument("--np", type=int, default=default, help="ranks (default: every slot of the hosts or placement)")
     x.add_argument("--timeout", type=float, default=default,

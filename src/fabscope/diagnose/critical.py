@@ -34,9 +34,11 @@ builds a dask-jobqueue cluster (Slurm, PBS, ...) from a YAML file instead.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import time
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -239,6 +241,71 @@ def _name(f: Fabric, c: int) -> str:
     return cable_name(f, c)
 
 
+#: seconds the workers of a batch cluster's jobs may take to start
+WORKER_WAIT = 600.0
+#: the loggers Dask's event loop reports a failed job submission through (it is not raised to the caller)
+JOB_LOGGERS = ("tornado.application", "asyncio", "distributed.deploy.spec", "distributed.deploy.cluster")
+
+
+class JobFailures(logging.Handler):
+    """The batch system's refusals of the workers' jobs (``sbatch`` exiting 1), logged inside Dask's event
+    loop as tracebacks: kept here to be said in one line."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        text = str(exc) if exc is not None else record.getMessage()
+        if "exit code" in text.lower():
+            self.errors.append(text)
+
+    def line(self) -> str | None:
+        """The submission's own error line (its stderr), or the first line of the error."""
+        if not self.errors:
+            return None
+        text = self.errors[0].replace("\\n", "\n")
+        after = text.split("stderr:", 1)[1] if "stderr:" in text else text
+        lines = [ln.strip(" '\")>") for ln in after.splitlines() if ln.strip(" '\")>")]
+        return lines[0][:300] if lines else text.splitlines()[0][:300]
+
+
+@contextlib.contextmanager
+def job_failures() -> Iterator[JobFailures]:
+    """While inside, a failed job submission is recorded in the handler, not printed as a traceback."""
+    h = JobFailures()
+    loggers = [logging.getLogger(n) for n in JOB_LOGGERS]
+    before = [(lg.handlers, lg.propagate) for lg in loggers]
+    for lg in loggers:       # Dask gives some of them a handler to the terminal of their own: ours only
+        lg.handlers = [h]
+        lg.propagate = False
+    try:
+        yield h
+    finally:
+        for lg, (handlers, prop) in zip(loggers, before):
+            lg.handlers = handlers
+            lg.propagate = prop
+
+
+def _wait_for_jobs(client: Any, jobs: int, failures: JobFailures, wait: float = WORKER_WAIT) -> None:
+    """One worker of each job, or one line: the batch system refused the job, or none started in time."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            client.wait_for_workers(jobs, timeout=1.0)
+            return
+        except (TimeoutError, OSError):
+            pass
+        line = failures.line()
+        if line is not None:
+            raise FabscopeError(f"--scheduler: the batch system did not take the workers' job ({line}); "
+                                "nothing ran")
+        if time.monotonic() > deadline:
+            raise FabscopeError(f"--scheduler: no worker of the {jobs} job{'s' * (jobs != 1)} started within "
+                                f"{wait:.0f} s (queued? see the batch system's queue); nothing ran")
+
+
 def _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, workers, cluster, jobs, chunks,
              engine=None):
     try:
@@ -248,29 +315,29 @@ def _on_dask(fabric, placement, traffic, name, mode, factor, todo, before, worke
                             f"--workers 0: {err}") from None
     own = cluster is None
     n = workers or os.cpu_count() or 1
-    if own:
-        import logging
-
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
-        used = f"dask LocalCluster, {n} workers"
-    else:
-        cluster.scale(jobs=jobs)
-        used = f"dask {type(cluster).__name__}, {jobs} jobs"
-    try:
-        with Client(cluster) as client:
-            if not own:  # one worker of each job at least: the sweep is spread over every job asked for
-                client.wait_for_workers(jobs, timeout=600)
-            n_chunks = chunks or max(1, 4 * len(client.scheduler_info()["workers"]))
-            parts = [p for p in np.array_split(todo, min(n_chunks, len(todo))) if len(p)]
-            args = client.scatter([fabric, placement, traffic, before], broadcast=True)
-            futs = [client.submit(sweep_chunk, args[0], args[1], args[2], name, mode, factor, p, args[3],
-                                  engine, pure=False) for p in parts]
-            rows = [r for fut in client.gather(futs) for r in fut]
-            ran = sorted({w for ws in client.who_has(futs).values() for w in ws})
-    finally:
+    # a job the batch system refuses is logged from Dask's event loop as it is submitted: caught from here on
+    with job_failures() as failures:
         if own:
-            cluster.close()
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)
+            used = f"dask LocalCluster, {n} workers"
+        else:
+            cluster.scale(jobs=jobs)
+            used = f"dask {type(cluster).__name__}, {jobs} jobs"
+        try:
+            with Client(cluster) as client:
+                if not own:  # one worker of each job at least: the sweep is spread over every job asked for
+                    _wait_for_jobs(client, jobs, failures)
+                n_chunks = chunks or max(1, 4 * len(client.scheduler_info()["workers"]))
+                parts = [p for p in np.array_split(todo, min(n_chunks, len(todo))) if len(p)]
+                args = client.scatter([fabric, placement, traffic, before], broadcast=True)
+                futs = [client.submit(sweep_chunk, args[0], args[1], args[2], name, mode, factor, p, args[3],
+                                      engine, pure=False) for p in parts]
+                rows = [r for fut in client.gather(futs) for r in fut]
+                ran = sorted({w for ws in client.who_has(futs).values() for w in ws})
+        finally:
+            if own:
+                cluster.close()
     return rows, used, ran
 
 

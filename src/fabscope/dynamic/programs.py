@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabscope.dynamic.program import Program
+from fabscope.dynamic.sizes import check_counts
 from fabscope.errors import TrafficError
 from fabscope.traffic.draws import msg_rounds, random_pairing, ring_order
 
@@ -69,6 +70,7 @@ def pingpong(a, b, size: float, iterations: int, warmup: int = 2, n_ranks: int |
     first, second = _pairs(a, b)
     n = int(max(first.max(), second.max())) + 1 if n_ranks is None else n_ranks
     k = 2 * (iterations + warmup)
+    check_counts("ping-pong", len(first) * k, 2 * len(first) * k, n)     # before the arrays are made
     rnd = np.repeat(np.arange(k), len(first))
     odd = (rnd % 2).astype(bool)
     f, s = np.tile(first, k), np.tile(second, k)
@@ -108,6 +110,7 @@ def window(a, b, size: float, iterations: int, window: int = 64, warmup: int = 2
     first, second = _pairs(a, b)
     n = int(max(first.max(), second.max())) + 1 if n_ranks is None else n_ranks
     its = iterations + warmup
+    check_counts("bw", len(first) * (window + 1) * its, 2 * len(first) * (window + 1) * its, n)
     rounds = []
     for _ in range(its):
         rounds.append((np.repeat(first, window), np.repeat(second, window), size))
@@ -120,6 +123,7 @@ def random_messaging(n_ranks: int, iterations: int, seed: int = 0, low: int = 10
     """Seed 004's Random Messaging as fabscope-bench runs it: each iteration (``warmup`` untimed
     ones first) the ranks form a random cycle; each sends a message of random size in [low, high]
     to its successor.  The cycles and sizes are the benchmark's with the same ``--seed``."""
+    check_counts("random-messaging", n_ranks * (warmup + iterations), 2 * n_ranks * (warmup + iterations), n_ranks)
     rounds = [(o, np.roll(o, -1), b.astype(float))
               for o, b in msg_rounds(n_ranks, seed, warmup + iterations, low, high)]
     return Program.from_rounds("random-messaging", n_ranks, rounds, iterations=iterations, warmup=warmup,
@@ -128,6 +132,7 @@ def random_messaging(n_ranks: int, iterations: int, seed: int = 0, low: int = 10
 
 def bucket_brigade(n_ranks: int, size: float, iterations: int = 1) -> Program:
     """Seed 004's Bucket Brigade: rank r receives from r-1, then passes to r+1 (pipelined)."""
+    check_counts("bucket-brigade", (n_ranks - 1) * iterations, 2 * (n_ranks - 1) * iterations, n_ranks)
     r = np.arange(n_ranks - 1)
     src = np.tile(r, iterations)
     it = np.repeat(np.arange(iterations), n_ranks - 1)
@@ -139,6 +144,7 @@ def bucket_brigade(n_ranks: int, size: float, iterations: int = 1) -> Program:
 
 def ring(n_ranks: int, size: float, iterations: int = 1, order: str = "natural", seed: int = 0) -> Program:
     """HPCC rings (seed 001): every rank exchanges with both neighbours at once, per iteration."""
+    check_counts(f"{order}-ring", 2 * n_ranks * iterations, 4 * n_ranks * iterations, n_ranks)
     p = np.arange(n_ranks) if order == "natural" else ring_order(n_ranks, seed)
     src = np.r_[p, p]
     dst = np.r_[np.roll(p, -1), np.roll(p, 1)]

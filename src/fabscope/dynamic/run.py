@@ -20,6 +20,8 @@ import numpy as np
 from fabscope.dynamic.outcome import Observer, Outcome
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.resources import Paths, build_paths
+from fabscope.dynamic.sizes import (BYTES_PER_HOP, BYTES_PER_MESSAGE, BYTES_PER_STEP,  # noqa: F401 (theirs)
+                                    SimulationTooLarge, available_memory, check_counts, run_bytes)
 from fabscope.errors import FabscopeError, TrafficError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
@@ -30,16 +32,6 @@ from fabscope.routing import Routing
 ENGINES = ("auto", "python", "c")
 #: how messages in flight share resources (see engine.run_program)
 SHARINGS = ("maxmin", "count")
-
-#: rough bytes the engine holds per message, per step and per path entry (measured with tracemalloc)
-BYTES_PER_MESSAGE = 700
-BYTES_PER_STEP = 250
-BYTES_PER_HOP = 120
-
-
-class SimulationTooLarge(FabscopeError):
-    """A simulation that would not fit in memory."""
-
 
 @dataclass
 class Run:
@@ -79,30 +71,11 @@ def join_outcome(out: Outcome, sub: SubFlows) -> Outcome:
 
 def memory_estimate(program: Program, mean_hops: float = 8.0) -> int:
     """Bytes a run of ``program`` needs, about (checked before any work)."""
-    return int(program.n_messages * (BYTES_PER_MESSAGE + mean_hops * 16) + program.n_steps * BYTES_PER_STEP
-               + min(program.n_messages, program.n_ranks ** 2) * mean_hops * BYTES_PER_HOP)
-
-
-def available_memory() -> int:
-    """MemAvailable from /proc/meminfo (bytes); a large number where unknown."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    return 1 << 62
+    return run_bytes(program.n_messages, program.n_steps, program.n_ranks, mean_hops)
 
 
 def check_memory(program: Program, limit: int | None = None) -> int:
-    need = memory_estimate(program)
-    have = available_memory() if limit is None else limit
-    if need > have:
-        raise SimulationTooLarge(
-            f"program {program.name!r} has {program.n_messages:,} messages and {program.n_steps:,} steps: "
-            f"simulating it needs about {need / 2**30:.1f} GiB, {have / 2**30:.1f} GiB are available")
-    return need
+    return check_counts(program.name, program.n_messages, program.n_steps, program.n_ranks, limit)
 
 
 def run_program_on(fabric: Fabric, placement: Placement, program: Program, routing: Routing | str | None = None,

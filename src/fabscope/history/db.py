@@ -8,6 +8,9 @@ placeholders; the layer turns them into ``%s`` for psycopg.  Bulk rows go
 through :meth:`Database.insert_rows`: ``executemany`` on the embedded
 SQLite, ``COPY`` on PostgreSQL, and on DuckDB ``COPY`` from a temporary CSV
 file (its ``executemany`` goes row by row: 100,000 rows took minutes).
+Every driver error is one line (:mod:`.dberrors`): a damaged file, a full disk,
+a database another process keeps locked for longer than ``FABSCOPE_HISTORY_WAIT``
+seconds (default 30).
 
 >>> import os, tempfile
 >>> db = connect(os.path.join(tempfile.mkdtemp(), "h.db"))
@@ -28,6 +31,7 @@ import os
 from typing import Any, Iterable, Iterator, Sequence
 
 from fabscope.errors import FabscopeError
+from fabscope.history.dberrors import lock_wait, storage_error
 
 
 class HistoryError(FabscopeError):
@@ -53,25 +57,56 @@ def describe(url: str) -> str:
 class Database:
     """A connection and its dialect; every write inside :meth:`transaction`."""
 
-    def __init__(self, conn: Any, dialect: str, url: str) -> None:
+    def __init__(self, conn: Any, dialect: str, url: str, path: str | None = None) -> None:
         self.conn, self.dialect = conn, dialect
         self.url = describe(url)           # for messages: no password
+        self.path = path                   # the file of an embedded database
         self._depth = 0
+
+    @contextlib.contextmanager
+    def storage(self) -> Iterator[None]:
+        """A driver's error inside (damaged, full, locked, ...) becomes one :class:`HistoryError` line."""
+        try:
+            yield
+        except HistoryError:
+            raise
+        except Exception as err:
+            holder = self._pg_holders() if self.dialect == "postgresql" and "lock" in str(err).lower() else None
+            msg = storage_error(err, self.url, self.path, holder)
+            if msg is None:
+                raise
+            raise HistoryError(msg) from None
+
+    def _pg_holders(self) -> str | None:
+        """The other sessions at work on this PostgreSQL database (who may hold the lock); best effort."""
+        try:
+            self.conn.rollback()
+            cur = self.conn.cursor()
+            cur.execute("SELECT pid, usename, application_name FROM pg_stat_activity WHERE datname = "
+                        "current_database() AND pid <> pg_backend_pid() AND state <> 'idle'")
+            rows = cur.fetchall()
+            cur.close()
+            self.conn.rollback()
+        except Exception:
+            return None
+        return ", ".join(f"server process {p} of {u}" + (f" ({a})" if a else "") for p, u, a in rows[:5]) or None
 
     # ---- statements ------------------------------------------------------------
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        cur = self.conn.cursor()
-        cur.execute(self._sql(sql), tuple(params))
-        cur.close()
+        with self.storage():
+            cur = self.conn.cursor()
+            cur.execute(self._sql(sql), tuple(params))
+            cur.close()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cur = self.conn.cursor()
-        cur.execute(self._sql(sql), tuple(params))
-        rows = [tuple(r) for r in cur.fetchall()]
-        cur.close()
+        with self.storage():
+            cur = self.conn.cursor()
+            cur.execute(self._sql(sql), tuple(params))
+            rows = [tuple(r) for r in cur.fetchall()]
+            cur.close()
         return rows
 
     def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
@@ -80,6 +115,10 @@ class Database:
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         """Many rows at once (``COPY`` on PostgreSQL)."""
+        with self.storage():
+            self._insert_rows(table, columns, rows)
+
+    def _insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         cols = ", ".join(columns)
         if self.dialect == "postgresql":
             cur = self.conn.cursor()
@@ -116,10 +155,11 @@ class Database:
         marks = ", ".join("?" * len(values))
         sql = f"INSERT INTO {table} ({cols}) VALUES ({marks})"
         if self.dialect == "sqlite":
-            cur = self.conn.cursor()
-            cur.execute(sql, tuple(values.values()))
-            rid = int(cur.lastrowid)
-            cur.close()
+            with self.storage():
+                cur = self.conn.cursor()
+                cur.execute(sql, tuple(values.values()))
+                rid = int(cur.lastrowid)
+                cur.close()
             return rid
         return int(self.query(sql + " RETURNING id", tuple(values.values()))[0][0])
 
@@ -143,22 +183,32 @@ class Database:
                 self._depth -= 1
             return
         self._depth = 1
-        if self.dialect == "sqlite":
-            self.conn.execute("BEGIN IMMEDIATE")
-        elif self.dialect == "duckdb":
-            self.conn.execute("BEGIN TRANSACTION")
         try:
-            yield self
-        except BaseException:
-            self.conn.rollback() if self.dialect != "duckdb" else self.conn.execute("ROLLBACK")
-            raise
-        else:
-            self.conn.commit() if self.dialect != "duckdb" else self.conn.execute("COMMIT")
+            with self.storage():
+                if self.dialect == "sqlite":
+                    self.conn.execute("BEGIN IMMEDIATE")
+                elif self.dialect == "duckdb":
+                    self.conn.execute("BEGIN TRANSACTION")
+            try:
+                yield self
+            except BaseException:
+                with contextlib.suppress(Exception):   # a connection lost or a file gone: the error says so
+                    self.conn.rollback() if self.dialect != "duckdb" else self.conn.execute("ROLLBACK")
+                raise
+            else:
+                with self.storage():
+                    try:
+                        self.conn.commit() if self.dialect != "duckdb" else self.conn.execute("COMMIT")
+                    except Exception:
+                        with contextlib.suppress(Exception):
+                            self.conn.rollback() if self.dialect != "duckdb" else self.conn.execute("ROLLBACK")
+                        raise
         finally:
             self._depth = 0
 
     def close(self) -> None:
-        self.conn.close()
+        with contextlib.suppress(Exception):
+            self.conn.close()
 
 
 def connect(url: str) -> Database:
@@ -174,7 +224,11 @@ def connect(url: str) -> Database:
         except psycopg.Error as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise HistoryError(f"cannot connect to {describe(url)}: {first}") from None
-        return Database(conn, "postgresql", url)
+        db = Database(conn, "postgresql", url)
+        with db.storage():      # a lock held longer than the wait is an error, not a hang
+            conn.execute(f"SET lock_timeout = {int(lock_wait() * 1000)}")
+            conn.commit()
+        return db
     if url.startswith("duckdb:"):
         try:
             import duckdb
@@ -194,12 +248,18 @@ def connect(url: str) -> Database:
     if os.path.isdir(path):
         raise HistoryError(f"--db {path} is a folder; name a database file")
     try:
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.DatabaseError as err:
-        raise HistoryError(f"{path} is not a history database ({err})") from None
-    return Database(conn, "sqlite", url)
+        conn = sqlite3.connect(path, isolation_level=None, timeout=lock_wait())
+    except sqlite3.Error as err:
+        raise HistoryError(f"cannot open history {path}: {err}") from None
+    db = Database(conn, "sqlite", url, path)
+    try:
+        with db.storage():
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except HistoryError:
+        db.close()
+        raise
+    return db
 
 
 def _check_folder(path: str) -> None:

@@ -88,11 +88,17 @@ def version(db: Database) -> int | None:
 
 
 def check_readable(db: Database) -> int | None:
-    """The version, refusing one newer than this fabscope's (nothing written)."""
+    """The version, refusing one newer than this fabscope's (nothing written), or one that lacks a table
+    of its version (damaged: every command would fail on it sooner or later)."""
     v = version(db)
     if v is not None and v > SCHEMA_VERSION:
         raise HistoryError(f"history {db.url} has schema version {v}, newer than this fabscope's "
                            f"({SCHEMA_VERSION}); use a newer fabscope (nothing was written)")
+    if v is not None and v in DDL:
+        missing = sorted(set(DDL[v]) - db.tables())
+        if missing:
+            raise HistoryError(f"history {db.url} is damaged (no table {', '.join(missing)}): restore it from a "
+                               "backup, or start a new one with another --db")
     return v
 
 

@@ -151,7 +151,7 @@ class History:
         self.db.close()
         if failed and self._new_file:   # a file this call made and could not fill: leave nothing behind
             path = self.url.split(":", 1)[1] if self.url.startswith(("duckdb:", "sqlite:")) else self.url
-            for p in (path, path + "-journal", path + ".wal"):
+            for p in (path, path + "-journal", path + "-wal", path + "-shm"):
                 if os.path.exists(p):
                     os.unlink(p)
 

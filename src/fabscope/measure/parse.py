@@ -184,12 +184,20 @@ def _check_ranks(where: str, d: dict[str, Any], nranks: int) -> dict[str, Any]:
         raise SchemaError(f"{where}: 'host' of the ranks line is not a list of host names")
     if len(hosts) != nranks:
         raise SchemaError(f"{where}: the ranks line lists {len(hosts)} hosts for {nranks} ranks")
-    for key in ("core", "socket"):
+    # every per-rank list fabscope-bench writes, typed here once: its readers (analysis.wait_loop,
+    # failures.dead_rank) index and compare them as numbers
+    for key, lo, hi in (("core", -1, MAX_RANKS), ("socket", -1, MAX_RANKS), ("pid", 0, 1 << 31),
+                        ("cpus", 0, MAX_RANKS), ("host_cpus", 0, MAX_RANKS), ("machine_ranks", 0, MAX_RANKS),
+                        ("machine_cpus", 0, MAX_RANKS)):
         if key in d:
             v = d[key]
             if not isinstance(v, list) or len(v) != nranks:
                 raise SchemaError(f"{where}: {key!r} of the ranks line is not a list of {nranks} numbers")
-            numbers(v, f"{where}: {key!r}", -1, MAX_RANKS, integer=True)
+            d[key] = [int(x) for x in numbers(v, f"{where}: {key!r}", lo, hi, integer=True).tolist()]
+    if "wait" in d:
+        w = d["wait"]
+        if not isinstance(w, list) or len(w) != nranks or not all(x in ("spin", "yield") for x in w):
+            raise SchemaError(f"{where}: 'wait' of the ranks line is not a list of {nranks} 'spin' or 'yield'")
     return d
 
 

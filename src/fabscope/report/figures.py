@@ -392,7 +392,7 @@ def link_level(fabric: Fabric | None, link: int) -> str:
     >>> link_level(f, 0), link_level(f, f.n_links - 1), link_level(None, 0)
     ('host - leaf', 'leaf - level 2', 'link')
     """
-    if fabric is None or fabric.switch_level is None:
+    if fabric is None or fabric.switch_level is None or not 0 <= link < fabric.n_links:
         return "link"
     def tier(node: int) -> int:
         return 0 if node < fabric.n_hosts else int(fabric.switch_level[node - fabric.n_hosts])
@@ -523,6 +523,11 @@ def fabric_drawing(fabric: Fabric, result: Result | None, max_nodes: int = 160) 
     if result is not None and result.links is not None and len(result.links.get("link", [])) \
             and "load" in result.links:    # a diagnosis's links carry estimates, not loads
         lid = np.asarray(result.links["link"], np.int64)
+        if len(lid) and (lid.min() < 0 or lid.max() >= fabric.n_links):
+            from fabscope.errors import SchemaError
+
+            raise SchemaError(f"the result's link {int(lid.max() if lid.max() >= fabric.n_links else lid.min())} "
+                              f"is no link of fabric {fabric.name!r} ({fabric.n_links} links)")
         load[lid] = np.asarray(result.links["load"], float)
         util[lid] = load[lid] / np.asarray(result.links["capacity"], float)
     pos = _positions(fabric)

@@ -171,13 +171,19 @@ def _kill_inside(namespaces: list[str]) -> None:
     """SIGKILL processes still running in these namespaces (a measurement cut short): a namespace
     outlives its name while a process holds it, and no process of a testbed may outlive it."""
     import signal
+    import time
 
+    killed = []
     for ns in namespaces:
         for pid in system.run(["ip", "netns", "pids", ns], check=False).split():
             try:
                 os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
             except (ProcessLookupError, PermissionError, ValueError):
                 pass
+    end = time.monotonic() + 20.0      # gone before down returns, not a moment after
+    while killed and time.monotonic() < end and any(os.path.exists(f"/proc/{p}") for p in killed):
+        time.sleep(0.1)
 
 
 def _free_subnet() -> str:

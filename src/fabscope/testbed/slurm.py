@@ -118,10 +118,21 @@ def running(name: str) -> bool:
     return bool(_daemons(name))
 
 
+#: seconds ``stop`` waits, after SIGKILL, for the daemons' processes to be gone from /proc
+GONE_WAIT = 20.0
+
+
+def _alive(pid: int) -> bool:
+    """``pid`` still exists (a process that exited but is not yet reaped counts: ps and pgrep show it)."""
+    return os.path.exists(f"/proc/{pid}")
+
+
 def stop(name: str) -> int:
-    """Stop every daemon of testbed ``name``'s Slurm (SIGTERM, then SIGKILL after 5 s) and remove
-    its folder; returns how many processes were stopped."""
+    """Stop every daemon of testbed ``name``'s Slurm (SIGTERM, then SIGKILL after 5 s), wait until each
+    of their processes is gone (not only no longer naming the folder: ``testbed down`` returns with
+    none left), and remove its folder; returns how many processes were stopped."""
     pids = _daemons(name)
+    seen = set(pids)
     for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
         for p in pids:
             try:
@@ -134,8 +145,12 @@ def stop(name: str) -> int:
         if not _daemons(name):
             break
         pids = _daemons(name)
+        seen |= set(pids)
+    end = time.monotonic() + GONE_WAIT
+    while time.monotonic() < end and any(_alive(p) for p in seen):
+        time.sleep(0.1)
     shutil.rmtree(slurm_dir(name), ignore_errors=True)
-    return len(pids)
+    return len(seen)
 
 
 def env(name: str) -> dict[str, str]:
