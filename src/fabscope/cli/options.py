@@ -143,12 +143,12 @@ def add_routing(p: argparse.ArgumentParser) -> None:
 
 def add_ports(p: argparse.ArgumentParser) -> None:
     """``--ports``: how MPI uses hosts with several ports (fabscope.fabric.ports)."""
-    p.add_argument("--ports", default="rank", metavar="POLICY",
+    not_a_file(p.add_argument("--ports", default="rank", metavar="POLICY",
                    help="how ranks use hosts with several ports: rank (one port per rank, local rank "
                         "round-robin, to the destination rank's own port, across rails as MPI), rail (the "
                         "same source port, to the destination's port of its rail: rail-aligned traffic) or "
                         "stripe[:THRESHOLD] (a message from THRESHOLD bytes, "
-                        "default 500000 as IBM HPS, split over all port pairs p->p); one-port hosts: no effect")
+                        "default 500000 as IBM HPS, split over all port pairs p->p); one-port hosts: no effect"))
 
 
 def add_seed(p: argparse.ArgumentParser, default: int = 0, what: str = "random patterns and routing choices") -> None:
