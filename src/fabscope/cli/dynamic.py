@@ -58,7 +58,8 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
         bad = [k for k in kw if k != "algorithm"]
         if bad:
             raise TrafficError(f"pattern {name!r} has no parameter {bad[0]!r} (takes: algorithm)")
-        return [(pg.collective(name, kw.get("algorithm"), n, size), None)], name
+        ppn = _ranks_per_node(placement) if kw.get("algorithm") == "rail" else None
+        return [(pg.collective(name, kw.get("algorithm"), n, size, ppn=ppn), None)], name
     if name == "replay":
         return [(pg.replay_matrix(arg, n), None)], name
     if name == "trace":
@@ -84,6 +85,20 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
 
     return [(Program.from_arrays(traffic.name, n, traffic.src, traffic.dst, traffic.bytes,
                                  np.zeros(traffic.n_flows, dtype=np.int64), **dict(traffic.params)), None)], traffic.name
+
+
+def _ranks_per_node(placement: Placement) -> int:
+    """The ranks per node of a placement that puts the same number on every node used, node by
+    node (rank ``node * ppn + i`` is local rank ``i``), as the rail-aligned allreduce numbers them."""
+    import numpy as np
+
+    host = np.asarray(placement.host)
+    ppn = int(np.bincount(host).max())
+    nodes = host[::ppn]
+    if len(host) % ppn or np.any(host != np.repeat(nodes, ppn)) or len(np.unique(nodes)) != len(nodes):
+        raise TrafficError(f"allreduce:rail needs {ppn} ranks on every node, numbered node by node "
+                           "(--placement block with a rank count that fills its nodes)")
+    return ppn
 
 
 def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placement, size: float) -> int:

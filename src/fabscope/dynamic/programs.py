@@ -17,6 +17,8 @@ libraries use for a collective; the algorithm's name goes into the program's
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from fabscope.dynamic.program import Program
@@ -25,7 +27,7 @@ from fabscope.errors import TrafficError
 from fabscope.traffic.draws import msg_rounds, random_pairing, ring_order
 
 COLLECTIVES = {
-    "allreduce": ("ring", "recursive-doubling"),
+    "allreduce": ("ring", "recursive-doubling", "rail"),
     "alltoall": ("pairwise", "bruck"),
     "bcast": ("binomial",),
 }
@@ -180,6 +182,48 @@ def allreduce_recursive_doubling(n_ranks: int, size: float) -> Program:
     return Program.from_rounds("allreduce", n_ranks, rounds, algorithm="recursive-doubling", size=size)
 
 
+def allreduce_rail(n_ranks: int, size: float, ppn: int | None) -> Program:
+    """Rail-aligned hierarchical allreduce, as NCCL- and UCC-style stacks run it on rail-optimised
+    GPU pods: ``ppn`` ranks on each of ``N = n_ranks / ppn`` nodes, numbered node by node (rank
+    ``node * ppn + i`` is local rank ``i``: the block placement).
+
+    1. reduce-scatter on the node: ``ppn - 1`` rounds, local rank ``i`` sends ``size / ppn`` to
+       local rank ``i + 1 mod ppn`` (on-node copies);
+    2. ``ppn`` independent ring allreduces of ``size / ppn`` each, ring ``i`` joining local rank
+       ``i`` of every node: ``2 (N - 1)`` rounds of ``size / (ppn N)`` to the same local rank
+       of the next node (under ``--ports rank`` or ``rail`` ring ``i`` stays on NIC and rail
+       ``i``);
+    3. allgather on the node: as step 1.
+
+    ``2 n (ppn - 1) + 2 n (N - 1)`` messages of ``n = n_ranks``; ``ppn = 1`` is the flat ring,
+    ``ppn = n_ranks`` the ring on one node.
+
+    >>> p = allreduce_rail(8, 8e6, ppn=2)         # 4 nodes of 2: 2*8*1 + 2*8*3
+    >>> p.n_messages, sorted(set(p.bytes.tolist()))
+    (64, [1000000.0, 4000000.0])
+    >>> allreduce_rail(8, 8e6, ppn=1).n_messages == allreduce_ring(8, 8e6).n_messages == 112
+    True
+    >>> allreduce_rail(6, 1.0, ppn=4)
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.TrafficError: allreduce:rail needs the same ranks on every node: 6 ranks do not make nodes of 4
+    """
+    if ppn is None:
+        raise TrafficError("allreduce:rail needs the ranks per node (the placement's)")
+    if ppn < 1 or n_ranks % ppn:
+        raise TrafficError(f"allreduce:rail needs the same ranks on every node: "
+                           f"{n_ranks} ranks do not make nodes of {ppn}")
+    n_nodes = n_ranks // ppn
+    r = np.arange(n_ranks)
+    node, local = np.divmod(r, ppn)
+    on_node = (r, node * ppn + (local + 1) % ppn, size / ppn)
+    across = (r, (node + 1) % n_nodes * ppn + local, size / n_ranks)
+    rounds = [on_node] * (ppn - 1) + [across] * (2 * (n_nodes - 1)) + [on_node] * (ppn - 1)
+    if not rounds:
+        raise TrafficError("allreduce needs at least 2 ranks")
+    return Program.from_rounds("allreduce", n_ranks, rounds, algorithm="rail", size=size, ppn=ppn)
+
+
 def alltoall_pairwise(n_ranks: int, size: float) -> Program:
     """Pairwise exchange: in round k rank r sends ``size`` to r + k and receives from r - k."""
     r = np.arange(n_ranks)
@@ -214,8 +258,9 @@ def bcast_binomial(n_ranks: int, size: float, root: int = 0) -> Program:
     return Program.from_rounds("bcast", n_ranks, rounds, algorithm="binomial", size=size, root=root)
 
 
-def collective(name: str, algorithm: str | None, n_ranks: int, size: float) -> Program:
-    """``allreduce`` / ``alltoall`` / ``bcast`` by algorithm (default: the first listed in COLLECTIVES)."""
+def collective(name: str, algorithm: str | None, n_ranks: int, size: float, ppn: int | None = None) -> Program:
+    """``allreduce`` / ``alltoall`` / ``bcast`` by algorithm (default: the first listed in COLLECTIVES);
+    ``ppn``: ranks per node, for the algorithms that follow the nodes (``rail``)."""
     if name not in COLLECTIVES:
         raise TrafficError(f"unknown collective {name!r}; choose from {', '.join(COLLECTIVES)}")
     algo = algorithm or COLLECTIVES[name][0]
@@ -227,6 +272,7 @@ def collective(name: str, algorithm: str | None, n_ranks: int, size: float) -> P
         ("allreduce", "ring"): allreduce_ring, ("allreduce", "recursive-doubling"): allreduce_recursive_doubling,
         ("alltoall", "pairwise"): alltoall_pairwise, ("alltoall", "bruck"): alltoall_bruck,
         ("bcast", "binomial"): bcast_binomial,
+        ("allreduce", "rail"): partial(allreduce_rail, ppn=ppn),
     }[(name, algo)](n_ranks, size)
 
 
