@@ -134,7 +134,7 @@ def rank_hosts(name: str, fabric, default_ppn: int, hostfile: str | None = None,
     return [h for h in fabric.host_names for _ in range(ppn or default_ppn)]
 
 
-def _program(argv: Sequence[str]) -> str:
+def program_path(argv: Sequence[str]) -> str:
     if not argv:
         raise TestbedError("no program to run: fabscope testbed run NAME [options] -- PROGRAM [ARGS...]")
     prog = argv[0]
@@ -205,7 +205,7 @@ def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: 
     if timeout is not None and not timeout > 0:
         raise TestbedError(f"--timeout must be positive, got {timeout:g}")
     argv = list(argv[1:] if argv and argv[0] == "--" else argv)
-    exe = _program(argv)
+    exe = program_path(argv)
     try:
         pm = pm or program_mpi(exe, mpi)
         launcher_exe = family_launcher(pm)
@@ -229,12 +229,12 @@ def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: 
         launcher = get_launcher(kind, launcher_exe)
         args += launcher.rank_env(dict(rank_env or {}))
         job = Job(np=len(hosts), program=[wrapper, folder, exe, *argv[1:]], hostfile=mf, extra=tuple(args))
-        return _supervise(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env())
+        return supervise_job(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env())
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _supervise(cmd: list[str], folder: str, timeout: float | None, say: Callable[[str], None], prog: str,
+def supervise_job(cmd: list[str], folder: str, timeout: float | None, say: Callable[[str], None], prog: str,
                env: dict[str, str] | None = None) -> int:
     """Run ``cmd`` under the supervisor, output passed through; the status as :func:`run` gives it."""
     watch, alive = os.pipe()
