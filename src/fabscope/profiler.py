@@ -145,13 +145,14 @@ def _run_here(pm: ProgramMPI, exe: str, args: Sequence[str], env: dict[str, str]
     """The program started by its MPI's own launcher (off a testbed), under the job supervisor."""
     from fabscope.measure.launchers import Job, get_launcher
     from fabscope.measure.runner import usable_cpus
-    from fabscope.testbed.run import supervise_job
+    from fabscope.testbed.run import OWN_ABORT, supervise_job
 
     launcher = get_launcher(pm.family, family_launcher(pm))
     job = Job(np=np, program=[exe, *args], hostfile=hostfile, oversubscribe=hostfile is None and np > usable_cpus(),
               extra=tuple(launcher.rank_env(env)))
     folder = tempfile.mkdtemp(prefix=".fabscope-profile.")
     try:
-        return supervise_job(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env())
+        return supervise_job(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env(),
+                             own_abort=OWN_ABORT if pm.family == "openmpi" else 0.0)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
