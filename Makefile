@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.fabscope-installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench bench-all clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/pytest
 
+# the headline table: each quick case beside its peer, the ratio, the command of the full bench
 bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+# every full bench with its default options (long: hours on 2 cores; some need sudo or SimGrid)
+bench-all: $(STAMP)
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:

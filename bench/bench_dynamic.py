@@ -1,4 +1,4 @@
-"""Speed of the dynamic simulation on the issue's cases, with SimGrid's time in the same run.
+"""Speed of the dynamic simulation on its target cases, with SimGrid's time in the same run.
 
     .venv/bin/python bench/bench_dynamic.py                 # every case; SimGrid where it is installed
     .venv/bin/python bench/bench_dynamic.py --no-simgrid    # fabscope only
@@ -41,7 +41,7 @@ process per run (after one untimed set in it: imports), each run's CPU seconds i
 compiled engine and outside it (the Python around the engine), and whether the modeled times are
 the same bit for bit.
 
-``--whole CASE``: the issue's whole-process figures.  ``itasca-20`` is
+``--whole CASE``: whole-process figures.  ``itasca-20`` is
 ``fabscope simulate --fabric itasca --ppn 8 --pattern random-pairs --seed 7
 --dynamic --iterations 20`` (max-min, latencies, the CLI's whole work: Python,
 imports, fabric, routing, program, engine, output), ``itasca-100`` the same
@@ -84,7 +84,7 @@ TARGET = {20: 10.0, 100: 30.0}
 
 
 def whole(key: str, repeat: int, other: str) -> None:
-    """The issue's whole-process case ``key`` (itasca-N), this tree beside ``other``, alternately."""
+    """The whole-process case ``key`` (itasca-N), this tree beside ``other``, alternately."""
     it = int(key.split("-")[1])
     argv = WHOLE[it]
     sides = [("this tree", HERE), ("other", other)]

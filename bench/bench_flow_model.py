@@ -1,4 +1,4 @@
-"""Time and peak memory of the flow model (routing + max-min solve) on the issue's cases.
+"""Time and peak memory of the flow model (routing + max-min solve) on its target cases.
 
 Each case runs in a fresh process so that its peak resident memory is its own.
 Prints one row per case; ``--largest`` also grows a k-ary 4-tree until 1M endpoints.

@@ -4,9 +4,9 @@
 
 Prints one table: for each input, the seconds to refuse it, the peak Python
 memory while doing so (tracemalloc, numpy included) and the one-line message
-(file paths shown as FILE).  The goal (issue #19): each under 1 s and 200 MB.
+(file paths shown as FILE).  The goal: each under 1 s and 200 MB.
 
-Inputs: the fabric, pattern and comm specs of the issue (huge fabrics, NaN and
+Inputs: the fabric, pattern and comm specs a user might mistype (huge fabrics, NaN and
 negative numbers, periodic flags that are not 0/1, a billion cores, a billion
 bisection samples), ``fabric critical --workers 100000``, a report of a result
 naming a huge generated fabric; and files: ``--mb`` MB of random bytes into
@@ -101,7 +101,7 @@ def file_rows(d: str, mb: int) -> list[tuple[str, str, Callable[[str], Any]]]:
     from fabscope.fabric.importers import read_ibnetdiscover, read_lfts
     from fabscope.fabric.importers.hostmap import read_hostmap
     from fabscope.fabric.io import read_json
-    from fabscope.mapping.commfiles import read_comm_file
+    from fabscope.traffic.commfiles import read_comm_file
     from fabscope.mapping.targets import read_nodes
     from fabscope.measure.parse import read_run
     from fabscope.report.inputs import read_input

@@ -5,9 +5,9 @@
 
 quality:   case x algorithm: hop-bytes, max link MB, seconds, Scotch's seed and strategy; then topo
            against Scotch per case (goal: 20 % lower hop-bytes or max link, never worse on both).
-objective: the issue's case, pencils 64x64 on a 16x16x16 torus: fold, fold+swap without and with the
+objective: the busiest-link case, pencils 64x64 on a 16x16x16 torus: fold, fold+swap without and with the
            busiest-link guard, and topo under each objective.
-speed:     topo on 4,096 ranks of a torus (the three cases of issue 9), seconds per stage.
+speed:     topo on 4,096 ranks of a torus (pencils, a halo and an all-to-all), seconds per stage.
 anneal:    the +anneal loop in C against its Python reference (steps per CPU second, same mapping).
 scale:     3D stencils to 1,048,576 ranks.
 
@@ -115,7 +115,7 @@ def part_objective() -> None:
     from fabscope.mapping.algorithms.refine import refine_hops
 
     f, g, t = _setup("pencils:64x64", "torus:16x16x16,cores=1", None)
-    print(f"\nobjective: {g.name} on {f.name} (issue 9's case)\n"
+    print(f"\nobjective: {g.name} on {f.name} (the busiest-link case)\n"
           f"  $ fabscope map --fabric torus:16x16x16,cores=1 --comm pencils:64x64 --compare fold,fold+swap")
     header()
     fold = map_ranks(g, t, "fold")

@@ -1,4 +1,4 @@
-"""Diagnosis under real noise (issue #24), with an injector of its own; today's diagnoser beside it.
+"""Diagnosis under real noise, with an injector of its own; today's diagnoser beside it.
 
     .venv/bin/python bench/bench_noise.py                       # 4 fabrics, every setting, 3 trials
     .venv/bin/python bench/bench_noise.py --trials 10 --fabrics ft3,oversub --settings heavy-3x0.25

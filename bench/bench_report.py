@@ -1,4 +1,4 @@
-"""Size and speed of the HTML report (issue 13's targets), with Plotly's own export as the peer.
+"""Size and speed of the HTML report (size and time targets), with Plotly's own export as the peer.
 
     python bench/bench_report.py            # both cases (a minute or two on 2 idle cores)
     python bench/bench_report.py --part matrix|itasca

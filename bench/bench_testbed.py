@@ -20,8 +20,7 @@ Needs root.  Runs, in order:
 
     sudo .venv/bin/python bench/bench_testbed.py --shapes [--rate auto:40Mbit] [--repeat 3] [--fifo]
 
-   ``--fifo``: every emulated link a tbf alone, serving packets first come, first served (the
-   testbed before session 7), instead of round-robin among the hosts whose routes cross it.
+   ``--fifo``: every emulated link a tbf alone, serving packets first come, first served, instead of round-robin among the hosts whose routes cross it.
 
    ``--repeat N`` measures each test N times, the same pairs in the same rounds, and compares
    them together: the classes pool N times the measurements, and a pair's figure is the
@@ -227,7 +226,7 @@ def run() -> int:
     ap.add_argument("--only", metavar="WORD", help="with --shapes: only the shapes whose label or spec contains "
                                                    "WORD (e.g. torus: to redo a run that was not link-bound)")
     ap.add_argument("--fifo", action="store_true", help="with --shapes: links a tbf alone, first come first "
-                                                        "served (as before session 7), not shared round-robin")
+                                                        "served, not shared round-robin")
     ap.add_argument("--ignore-budget", action="store_true", help="let up run sizes its CPU budget refuses "
                                                                  "(to check the budget)")
     a = ap.parse_args()

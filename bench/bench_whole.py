@@ -1,4 +1,4 @@
-"""The dynamic engine's whole-process figures (issue #25), this tree beside the landed code and SimGrid.
+"""The dynamic engine's whole-process figures, this tree beside the landed code and SimGrid.
 
     .venv/bin/python bench/bench_whole.py                      # every case but the 1M-host tree, 3 runs each
     .venv/bin/python bench/bench_whole.py --case torus --repeat 5
@@ -100,7 +100,7 @@ def cases():
            ["-c", MATCHING, "torus:16x16x16", "dor"], 0.5)
     yield ("torus-1blas", "the same API script with OPENBLAS_NUM_THREADS=1 in the environment (as simulate sets it)",
            ["-c", "import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\n" + MATCHING, "torus:16x16x16", "dor"], 0.5)
-    # what any process that uses NumPy pays before fabscope does anything (issue #25: 40x SimGrid on the torus)
+    # what any process that uses NumPy pays before fabscope does anything (the floor under the target of 40x SimGrid on the torus)
     yield ("python", "the interpreter alone: python -c pass", ["-c", "pass"], None)
     yield ("numpy-floor", "Python with NumPy and numpy.random imported, one OpenBLAS thread: the torus's floor",
            ["-c", "import os\nos.environ['OPENBLAS_NUM_THREADS'] = '1'\nimport numpy, numpy.random"], None)

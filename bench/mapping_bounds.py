@@ -4,7 +4,7 @@
 
 Per case: hop-bytes and the busiest host link (bytes / 1e6) of topo and of
 Scotch (best of N seeds, set up as docs/mapping.md says), and the lower bounds
-of fabscope.mapping.bounds, which no mapping goes below.  The issue's goal,
+of fabscope.mapping.bounds, which no mapping goes below.  The goal,
 20 % below Scotch on hop-bytes or on the busiest link, is out of reach on a
 case where both bounds exceed 0.8 x Scotch's figures ("infeasible"); the
 busiest-link bound covers host links only, so it proves a case infeasible

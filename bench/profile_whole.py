@@ -1,4 +1,4 @@
-"""Where a whole ``fabscope`` process's time and memory go, stage by stage (issue #25).
+"""Where a whole ``fabscope`` process's time and memory go, stage by stage.
 
     .venv/bin/python bench/profile_whole.py                                  # 16x16x16 torus, DOR
     .venv/bin/python bench/profile_whole.py --fabric fat-tree:k=32,levels=4 --routing dmodk

@@ -36,7 +36,7 @@ from fabscope.fabric.generators import director, dragonfly, fat_tree, hypercube,
 from fabscope.fabric.ibtools import IbSim, have_ibsim, parse_ibtracert
 from fabscope.fabric.importers import build_fabric, parse_ibnetdiscover, parse_lfts, read_lfts
 from fabscope.routing.agreement import compare_routes, unroutable
-from fabscope.leafmatrix import leaf_matrix
+from fabscope.report.leafmatrix import leaf_matrix
 from fabscope.model.simulate import simulate
 from fabscope.routing import make_routing
 from fabscope.seeds import ITASCA_MERGE

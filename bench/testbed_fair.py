@@ -1,7 +1,7 @@
 """Do TCP flows that meet on one emulated link get equal shares?  Measured, before and after.
 
-Before session 7 every emulated link was a ``tbf`` alone: packets served first come,
-first served.  Now (``fabscope.testbed.commands.shaper``) an ``htb`` under it serves
+With ``--fifo`` every emulated link is a ``tbf`` alone: packets served first come,
+first served.  By default (``fabscope.testbed.commands.shaper``) an ``htb`` under it serves
 the hosts whose routes cross the link round-robin.  This script ups the same testbed
 both ways (``--fifo`` / fair, testbed name ac1) and runs, each ``--repeat`` times:
 

@@ -1,6 +1,6 @@
 """Do ping-pong pairs that share a link stay in phase?  Measured on the testbed, in time.
 
-The leaf-pairs question of issue 18: on a 2:1 oversubscribed tree, leaf pairs
+The leaf-pairs question: on a 2:1 oversubscribed tree, leaf pairs
 measure about 1.2-1.5 times the static and the lock-step dynamic model, which both
 have the pairs that share an uplink send their messages at the same moments, so
 each gets half the uplink (``compare``'s default now draws the phases independently).  If real pairs drift out of phase, one

@@ -1,6 +1,7 @@
 """The CLI in-process: tables, files, and one clear line on bad input."""
 
 import json
+import re
 
 import pytest
 
@@ -60,3 +61,8 @@ def test_demo_model_part(capsys):
     text = capsys.readouterr().out
     assert "3426.51" in text and "leaf-to-leaf offset" in text
     assert "max-min in time" in text and "congestion in time" in text and "Diff Leafs" in text
+    # the closing claim holds for the table one screen up: each row's last figure is counted sharing's
+    rows = [re.findall(r"\(([+-]\d+)%\)", ln) for ln in text.splitlines() if " ppn " in ln]
+    worst = max(abs(int(r[-1])) for r in rows if len(r) == 3)
+    claim = int(re.search(r"counted sharing in time comes within (\d+)%", " ".join(text.split())).group(1))
+    assert claim >= worst

@@ -65,7 +65,7 @@ def test_help_prints_description_options_and_examples(capsys):
 
 
 def test_pattern_list_names_every_pattern_of_the_registries(capsys):
-    from fabscope.cli.dynamic import PROGRAM_ONLY
+    from fabscope.cli.names import PROGRAM_ONLY
     from fabscope.dynamic.programs import COLLECTIVES
     from fabscope.traffic.spec import PATTERNS
 

@@ -223,7 +223,7 @@ def _env() -> dict[str, str]:
 
 def _prepare(d: pathlib.Path, run: pathlib.Path, nodes: int) -> None:
     from fabscope.fabric.importers.samples import write_samples
-    from fabscope.mapping.commfiles import write_mtx
+    from fabscope.traffic.commfiles import write_mtx
     from fabscope.mapping.commgraph import ring
 
     write_samples(str(d / "samples"))

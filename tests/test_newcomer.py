@@ -1,4 +1,4 @@
-"""What a new user does (issue 8): build a wheel, install it in a fresh venv, and from a
+"""What a new user does: build a wheel, install it in a fresh venv, and from a
 directory outside the checkout run doctor, a 2-rank measure, simulate, map and a fabric
 import of the samples that ship with the package.
 

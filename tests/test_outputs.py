@@ -181,7 +181,7 @@ def test_fabric_example_writes_importable_samples(tmp_path, capsys):
     assert rc == 1 and err.count("\n") == 1 and "does not exist" in err
 
 
-# ---- issue 19: links, inputs, full disks, concurrent writers -------------------------------
+# ---- links, inputs, full disks, concurrent writers -------------------------------
 
 def test_symlink_output_is_refused_and_its_target_untouched(tmp_path, capsys):
     victim = tmp_path / "victim.txt"

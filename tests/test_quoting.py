@@ -1,4 +1,4 @@
-"""Hostile names (issue 19): refused on import, quoted or refused where written.
+"""Hostile names: refused on import, quoted or refused where written.
 
 Each test feeds a name that once went through unchecked: into topology.conf,
 host/rank/machine files, launcher command lines, the terminal's tables and CSV.

@@ -6,6 +6,8 @@
 '1 MiB'
 >>> plural(1, "pair"), plural(24, "pair"), plural(1, "concurrent set"), plural(2, "CPU")
 ('1 pair', '24 pairs', '1 concurrent set', '2 CPUs')
+>>> format_rate(3.07e9), format_rate(2.5e6), format_rate(512e3), format_rate(25e9)
+('3070 MB/s', '2.50 MB/s', '512 kB/s', '25.0 GB/s')
 """
 
 from __future__ import annotations
@@ -59,3 +61,39 @@ def format_size(n: int) -> str:
         if n >= f and n % f == 0:
             return f"{n // f} {unit}"
     return f"{n} B"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """A rate for people: kB/s below 1 MB/s (a testbed's links), MB/s to 10 GB/s (InfiniBand's links,
+    as fabscope-bench prints them), GB/s above; three significant digits, so that no figure rounds to 0.
+
+    >>> format_rate(0), format_rate(850), format_rate(40e3), format_rate(999.6e3), format_rate(4.2e6)
+    ('0 B/s', '850 B/s', '40.0 kB/s', '1000 kB/s', '4.20 MB/s')
+    """
+    unit, size = rate_unit(bytes_per_s)
+    return f"{rate_digits(bytes_per_s / size)} {unit}"
+
+
+def rate_unit(bytes_per_s: float) -> tuple[str, float]:
+    """The unit :func:`format_rate` prints ``bytes_per_s`` in, and its size in bytes/s: a table's
+    column takes the unit of its largest figure.
+
+    >>> rate_unit(3.07e9), rate_unit(6e5), rate_unit(25e9)
+    (('MB/s', 1000000.0), ('kB/s', 1000.0), ('GB/s', 1000000000.0))
+    """
+    v = abs(float(bytes_per_s))
+    for unit, above, size in (("GB/s", 1e10, 1e9), ("MB/s", 1e6, 1e6), ("kB/s", 1e3, 1e3)):
+        if v >= above:
+            return unit, size
+    return "B/s", 1.0
+
+
+def rate_digits(x: float) -> str:
+    """``x`` with three significant digits and no exponent (whole from 100 up).
+
+    >>> rate_digits(3070.4), rate_digits(25.04), rate_digits(0.5), rate_digits(0)
+    ('3070', '25.0', '0.50', '0')
+    """
+    if x == 0 or abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.{2 if abs(x) < 10 else 1}f}"

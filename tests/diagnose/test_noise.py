@@ -1,4 +1,4 @@
-"""Diagnosis under real noise (issue 24): robust per-pair figures, the mixture noise model, the null
+"""Diagnosis under real noise: robust per-pair figures, the mixture noise model, the null
 calibration of the penalty, the confirmation round."""
 
 from __future__ import annotations

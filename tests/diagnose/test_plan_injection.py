@@ -1,4 +1,4 @@
-"""diagnose --plan's script and hostile host names from an ibnetdiscover file (issue 19).
+"""diagnose --plan's script and hostile host names from an ibnetdiscover file.
 
 Node descriptions are set by whoever is root on a node.  ``EOF||touch${IFS}/tmp/x``
 is refused on import (not a host name); ``EOF`` is a valid host name, and it ended

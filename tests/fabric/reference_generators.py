@@ -1,4 +1,4 @@
-"""The generators as they were before they were vectorised (session 6), kept as the reference.
+"""Cable-by-cable generators of the torus and the XGFT, kept as the reference for the vectorised ones.
 
 tests/fabric/test_vectorised.py holds the vectorised generators equal to these,
 array by array.  They build cable by cable (torus) or sort the cables (xgft).
@@ -132,7 +132,7 @@ def xgft_reference(m: Sequence[int], w: Sequence[int], *, links_per_pair: int = 
         key, label, _ = _LEVEL_LABELS.get(l, (f"level{l}", f"Same Level-{l} Subtree", ""))
         groups[key] = np.arange(n_hosts) // P
         levels.append(Level(key, label))
-    far = _LEVEL_LABELS.get(h - 1, ("", "", f"Diff Level-{h - 1} Subtrees"))[2] if h > 1 else "Diff Switches"
+    far = _LEVEL_LABELS.get(h - 1, ("", "", f"Diff Level-{h - 1} Subtrees"))[2] if h > 1 else "Same Switch"
     sw_level = np.repeat(np.arange(1, h + 1), n_at[1:])
     ports = _ports_reference(link_src)
     return Fabric(

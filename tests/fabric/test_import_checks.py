@@ -109,7 +109,7 @@ def _random_file(path, megabytes: int, seed: int, newlines: bool) -> None:
 
 @pytest.mark.parametrize("newlines", [True, False])
 def test_random_bytes_refused_at_line_1_quickly_in_bounded_memory(tmp_path, newlines):
-    # 32 MiB stands in for the 200 MB: reading stops at line 1 either way
+    # 32 MiB stands in for a 200 MB file: reading stops at line 1 either way
     path = tmp_path / "random.bin"
     _random_file(path, 32, 8, newlines)
     tracemalloc.start()

@@ -18,12 +18,17 @@ SMALL = ["torus:4x4x4", "torus:3x5,periodic=0x1,hosts_per_router=2", "torus:2x2x
          "hypercube:d=5", "hypercube:d=3,hosts_per_router=3", "dragonfly:a=4,p=2,h=2,g=9",
          "dragonfly:a=2,p=3,h=1,g=3", "director:radix=36", "director:radix=12,links_per_pair=3",
          "itasca", "itasca:leaves=3,nodes_per_leaf=2", "fat-tree:k=4,levels=3", "fat-tree:k=4,levels=2,up=2",
-         "fat-tree:k=3,levels=1", "xgft:m=4x4,w=1x2", "xgft:m=2x3x2,w=1x2x3,links_per_pair=2"]
+         "fat-tree:k=3,levels=1", "xgft:m=4x4,w=1x2", "xgft:m=2x3x2,w=1x2x3,links_per_pair=2",
+         "fat-tree:k=4,levels=3,rails=3", "fat-tree:k=4,levels=2,up=2,rails=2,rail_optimised=1",
+         "xgft:m=2x3x2,w=1x2x3,links_per_pair=2,rails=4,rail_optimised=1", "director:radix=12,host_ports=2",
+         "itasca:leaves=4,nodes_per_leaf=2,host_ports=2", "gpu-pod"]
 
 
 @pytest.mark.parametrize("spec", SMALL)
 def test_the_estimate_counts_what_the_generator_builds(spec):
-    name, _, arg = spec.partition(":")
+    from fabscope.fabric.io import PRESETS
+
+    name, _, arg = PRESETS.get(spec, spec).partition(":")
     kwargs = _parse_params(name, GENERATORS[name], arg)
     est = ESTIMATORS[name](**kwargs)
     f = load_fabric(spec)
@@ -32,7 +37,8 @@ def test_the_estimate_counts_what_the_generator_builds(spec):
 
 HUGE = ["torus:100000x100000x100000", "fat-tree:k=1000,levels=5", "hypercube:d=60",
         "xgft:m=1000x1000x1000,w=1x1000x1000", "director:radix=100000", "dragonfly:a=1000,p=1000,h=1000,g=1001",
-        "itasca:nodes_per_leaf=100000000", "mesh:100000x100000"]
+        "itasca:nodes_per_leaf=100000000", "mesh:100000x100000", "fat-tree:k=1000,levels=5,rails=8,rail_optimised=1",
+        "director:radix=100000,host_ports=2"]
 
 
 @pytest.mark.parametrize("spec", HUGE)

@@ -1,6 +1,6 @@
 """The vectorised generators build exactly what the cable-by-cable reference built.
 
-``reference_generators.py`` holds the generators as they were before session 6;
+``reference_generators.py`` holds generators that build cable by cable;
 every array of the fabric (links, ports, capacities, coordinates, groups) and
 every name must be the same, so that routes and OpenSM comparisons are unchanged.
 """

@@ -7,7 +7,7 @@ import tempfile
 
 from fuzzkit import fuzz_tests, text_like
 
-from fabscope.mapping.commfiles import read_comm_file
+from fabscope.traffic.commfiles import read_comm_file
 
 CSV = ["# bytes sent, row rank to column rank", "0,10,0,5", "5,0,7,0", "0;3;0;1", "1 2 3 0"]
 MTX = ["%%MatrixMarket matrix coordinate real general", "% fabscope communication graph", "4 4 5",
@@ -48,7 +48,7 @@ def test_reads_what_scipy_writes(dense, sparse, symmetric):
     import scipy.io
     import scipy.sparse
 
-    from fabscope.mapping.commfiles import read_mtx
+    from fabscope.traffic.commfiles import read_mtx
 
     if symmetric:
         dense = np.triu(dense) + np.triu(dense, 1).T

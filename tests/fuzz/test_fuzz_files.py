@@ -19,7 +19,7 @@ from fabscope.dynamic.programs import replay_trace
 from fabscope.fabric.generators import fat_tree
 from fabscope.fabric.importers.hostmap import read_hostmap
 from fabscope.fabric.io import read_json, to_dict
-from fabscope.mapping.commfiles import read_comm_file
+from fabscope.traffic.commfiles import read_comm_file
 from fabscope.mapping.targets import read_nodes
 from fabscope.measure.parse import read_run, to_result
 from fabscope.report.inputs import read_input

@@ -27,7 +27,7 @@ def _readers():
     from fabscope.dynamic.programs import replay_trace
     from fabscope.fabric.importers.hostmap import read_hostmap
     from fabscope.fabric.io import read_json
-    from fabscope.mapping.commfiles import read_comm_file
+    from fabscope.traffic.commfiles import read_comm_file
     from fabscope.mapping.targets import read_nodes
     from fabscope.measure.hostlists import read_hostfile
     from fabscope.measure.parse import read_run

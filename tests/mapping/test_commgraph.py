@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fabscope.errors import TrafficError
-from fabscope.mapping.commfiles import read_comm_file, write_mtx
+from fabscope.traffic.commfiles import read_comm_file, write_mtx
 from fabscope.mapping.commgraph import pencils, random_sparse, ring, stencil, tree
 from fabscope.mapping.commspec import load_comm
 

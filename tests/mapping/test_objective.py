@@ -17,7 +17,7 @@ needs_scotch = pytest.mark.skipif(not scotch_available(), reason="pyscotch not i
 
 @pytest.fixture(scope="module")
 def pencils_case():
-    # the issue's case is pencils 64x64 on 16x16x16 (bench/bench_mapping.py --part objective);
+    # the busiest-link case is pencils 64x64 on 16x16x16 (bench/bench_mapping.py --part objective);
     # this half-size one bites the same way: swaps for hop-bytes pile bytes on one link
     g = pencils(32, 64, size=1e6)
     t = Target.whole(torus((16, 16, 8), cores=1), g.n)

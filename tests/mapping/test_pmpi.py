@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from fabscope.mapping.commfiles import read_comm_file
+from fabscope.traffic.commfiles import read_comm_file
 
 PMPI = os.path.join(os.path.dirname(__file__), "..", "..", "csrc", "pmpi")
 BIN = os.path.dirname(sys.executable)

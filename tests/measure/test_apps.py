@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from fabscope.cli import main
-from fabscope.mapping.commfiles import read_app_comm, read_comm_file
+from fabscope.traffic.commfiles import read_app_comm, read_comm_file
 from fabscope.measure.apps import app_runs
 from fabscope.measure.parse import read_run, to_result
 
@@ -79,7 +79,7 @@ def test_halo2d_sends_each_face_to_its_neighbour(bench, dims, periodic):
     want = expected(4, grid_neighbours(dims, periodic), size * (it + warm))
     assert np.array_equal(a.sent.toarray(), want), a.sent.toarray()
     assert np.array_equal(a.messages.toarray(), want // size)
-    if dims == (2, 2):          # the example: 2*size to each of the two neighbours per iteration
+    if dims == (2, 2):          # 2*size to each of the two neighbours per iteration
         assert a.sent.toarray()[0].tolist() == [0, 2 * size * 6, 2 * size * 6, 0]
     if dims == (4, 1) and not periodic:   # the chain's ends send one face, to one rank
         assert a.sent.toarray()[0].tolist() == [0, size * 6, 0, 0]

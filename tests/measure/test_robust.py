@@ -1,4 +1,4 @@
-"""What a user meets in the first hour of `fabscope measure` (issue 8): oversubscription,
+"""What a user meets in the first hour of `fabscope measure`: oversubscription,
 options after the test name, interrupted and timed-out jobs, a rank that dies, the
 wait loop under a CPU set, which MPI was used.  Real MPI jobs; every job's processes
 carry a marker in their environment, so a test counts its own processes only (other
@@ -267,7 +267,7 @@ def test_doctor_lists_candidates_and_says_fabscope_mpicc_pins(mpi, monkeypatch, 
     assert "set FABSCOPE_MPICC=/path/to/mpicc to pin" in capsys.readouterr().out
 
 
-# ---- issue 19: --out written through a temporary file, locked, renamed at the end ----------
+# ---- --out written through a temporary file, locked, renamed at the end ----------
 
 def test_out_symlink_refused_before_anything_runs(tmp_path, spy, capsys):
     victim = tmp_path / "victim"

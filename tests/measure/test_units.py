@@ -112,7 +112,7 @@ def test_build_key_follows_sources_and_mpi(tmp_path, monkeypatch):
     assert build.build_key(a, src) != k
 
 
-# ---- the latency model: quality, warnings, kinks that earn their place (issue 8) ----
+# ---- the latency model: quality, warnings, kinks that earn their place ----
 SWEEP = 2.0 ** np.arange(0, 23)
 
 

@@ -1,4 +1,4 @@
-"""What the report's pictures show, read from the pixels of a headless Chromium screenshot (issue 20):
+"""What the report's pictures show, read from the pixels of a headless Chromium screenshot:
 tick labels on the leaf heatmaps, near-set outlines visible on sparse matrices, colours that mean what the
 legend says, wide tables that scroll, and a ping-pong sweep drawn as curves (no box plot of "pairs")."""
 

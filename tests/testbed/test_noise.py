@@ -1,4 +1,4 @@
-"""Diagnosis under real jitter on the emulated fabric (issue 24): a CPU-hungry job beside the measurement.
+"""Diagnosis under real jitter on the emulated fabric: a CPU-hungry job beside the measurement.
 
 Not run by the noise branch itself (the testbed was being changed in parallel); written for the lead to
 run after merging: ``pytest tests/testbed/test_noise.py -m testbed``.

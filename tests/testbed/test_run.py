@@ -332,7 +332,7 @@ def test_measure_with_open_mpi_on_the_testbed(testbed, tmp_path):
 def test_profile_an_open_mpi_program_on_the_testbed(testbed, tmp_path):
     """`fabscope profile --testbed` of an Open MPI program: the PMPI library built with Open MPI, passed to the
     ranks on every host with mpirun's -x, and rank 0's matrix of the whole 5-rank world (a ring: r -> r+1)."""
-    from fabscope.mapping.commfiles import read_comm_file
+    from fabscope.traffic.commfiles import read_comm_file
 
     prog = _ring("mpicc.openmpi", tmp_path)
     rf = tmp_path / "ranks.txt"

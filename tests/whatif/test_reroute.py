@@ -19,7 +19,7 @@ from fabscope.whatif.cuts import KeptRoutes, link_map, reroute
 
 
 def test_dmodk_tree_cut_reroutes_as_opensm_would_and_says_so(capsys):
-    """The issue's command: it failed with 'dmodk: switch s2-0000 has no route to h0000'."""
+    """A cut that made D-mod-K fail with 'dmodk: switch s2-0000 has no route to h0000'."""
     assert main(["fabric", "whatif", "--fabric", "fat-tree:k=4,levels=2", "--fail", "s1-0000[5]"]) == 0
     out = capsys.readouterr().out
     assert ("routing after: minhop (dmodk cannot route the cut fabric, and OpenSM's ftree, its subnet-manager "

@@ -108,3 +108,52 @@ def test_imported_tables_reroute_with_the_engine_that_wrote_them(capsys):
     lft[leaf, d] = next(l for l in up if l != lft[leaf, d])
     x = whatif(dataclasses.replace(f, lft=lft), ["s1-0000[5]"], p, t, "tables")
     assert x.routing_after.startswith("minhop (standing in for the subnet manager: no fabscope engine")
+
+
+def _tables_fabric(engine: str):
+    from fabscope.routing import make_routing
+
+    f = fat_tree(k=4, levels=2)
+    return dataclasses.replace(f, lft=make_routing(f, engine).lft)
+
+
+def test_imported_tables_label_names_the_engine_that_reproduces_them_not_its_fallback():
+    """Tables ftree made (as on a testbed); a cut ftree refuses: min-hop reroutes, ftree reproduced the tables."""
+    f = _tables_fabric("ftree")
+    p = Placement.block(f, 16, ppn=1)
+    w = whatif(f, ["s1-0000[5]"], p, make_traffic("shift:k=4", f, p, 1e6), routing="tables")
+    assert w.routing_after.startswith("minhop")
+    assert "the engine that reproduces the imported tables" not in w.routing_after
+    assert w.routing_after.endswith("; ftree reproduces the imported tables")
+
+
+def test_imported_tables_rerouted_by_their_own_engine_say_so():
+    f = _tables_fabric("ftree")
+    p = Placement.block(f, 16, ppn=1)
+    w = whatif(f, ["s2-0000"], p, make_traffic("shift:k=4", f, p, 1e6), routing="tables")
+    assert w.routing_after.startswith("ftree") and "the engine that reproduces the imported tables" in w.routing_after
+
+
+def test_whatif_pair_lines_scale_units_at_testbed_rates():
+    """At a testbed's rates (under 1 MB/s) the losing pairs read in kB/s, not '1 -> 0 MB/s'."""
+    f = fat_tree(k=4, levels=2)
+    p = Placement.block(f, 16, ppn=1)
+    w = whatif(f, ["s1-0000[5]"], p, make_traffic("shift:k=4", f, p, 1e6))
+    scale = 0.6e6 / float(w.bw_before.max())                  # the fastest pair at 0.6 MB/s (5 Mbit)
+    slow = dataclasses.replace(w, bw_before=w.bw_before * scale, bw_after=w.bw_after * scale, bw_own=None)
+    pairs = [ln for ln in slow.lines() if ln.startswith("  ") and " -> " in ln and "%)" in ln]
+    assert pairs, slow.lines()
+    assert not any(" -> 0 MB/s" in ln or ": 0 -> " in ln for ln in pairs), pairs
+    assert all(ln.count("kB/s") == 2 for ln in pairs), pairs
+
+
+def test_whatif_class_table_takes_the_unit_of_its_figures():
+    """On 0.5 MB/s links (a 4 Mbit testbed) the class table reads in kB/s, every cell above 0."""
+    from fabscope.fabric.generators import fat_tree as ft
+
+    f = ft(k=4, levels=2, capacity=5e5)
+    p = Placement.block(f, 16, ppn=1)
+    lines = whatif(f, ["s1-0000[5]"], p, make_traffic("shift:k=4", f, p, 1e6)).lines()
+    assert "Max/Avg/Min kB/s" in lines[1]
+    cells = [float(x) for ln in lines[2:] if ln.split()[0] in ("Overall", "Same", "Diff") for x in ln.split()[-6:]]
+    assert cells and min(cells) > 0, lines[:6]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabscope.cli.options import examples
 from fabscope.names import plain
-from fabscope.units import plural
+from fabscope.units import format_rate, plural
 
 if TYPE_CHECKING:
     from fabscope.measure.parse import BenchRun
@@ -75,11 +75,11 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
                 out.append(f"no latency model: fewer than two sizes from {link_from} B, the first the links' own")
         elif test == "stream":
             for x in recs:
-                out.append(f"stream {x['mode']:>6} {x['host']}: {x['ranks']} ranks, {x['bandwidth'] / MB:.0f} MB/s")
+                out.append(f"stream {x['mode']:>6} {x['host']}: {x['ranks']} ranks, {format_rate(x['bandwidth'])}")
         elif test in HEADLINE:
             key = HEADLINE[test]
             pts = ", ".join(f"{x['bytes']} B{'/' + str(x['ranks']) + 'r' if 'ranks' in x and test in ('alltoall', 'allreduce') else ''}: "
-                            + (f"{x[key] * 1e6:.2f} us" if key == "latency" else f"{x[key] / MB:.1f} MB/s")
+                            + (f"{x[key] * 1e6:.2f} us" if key == "latency" else format_rate(x[key]))
                             for x in recs[:: max(1, len(recs) // 6)])
             out.append(f"{test}: {pts}")
     from fabscope.measure.apps import app_runs, app_table
@@ -103,7 +103,7 @@ def testbed_link_from(path: str) -> int | None:
 
 def _leaf_blocks(result: Any, fabric: Any) -> list[str]:
     """Seed 000's all-pairs summary: the per-leaf-pair minima over near-set and far pairs, and the map."""
-    from fabscope.leafmatrix import leaf_matrix
+    from fabscope.report.leafmatrix import leaf_matrix
 
     m = leaf_matrix(result, fabric)
     out = ["leaf pairs, min of the node pairs between two leaves [MB/sec]:"]
@@ -132,10 +132,10 @@ def run(args: argparse.Namespace) -> int:
         print(("\n" if i else "") + "\n".join(plain(ln) for ln in report(r, fabric, args.peak_gflops,
                                                                          args.flops_per_cycle, testbed_link_from(r.path))))
     kinds = {an.pair_kind(r): r for r in runs if r.of("pingpong")}
-    intra = kinds.get("Intra-socket") or kinds.get("Inter-socket")
-    if intra and "Inter-node" in kinds:
+    sides = an.cbr_sides(runs)               # mbw may sit in files of its own, beside the pingpong ones
+    if "pingpong" in sides.get("intra", {}) and "pingpong" in sides.get("inter", {}):
         print("\nCommunication Balance Ratios (intra / inter, seed 001):")
-        for metric, by_size in an.cbr(intra, kinds["Inter-node"]).items():
+        for metric, by_size in an.cbr(sides["intra"], sides["inter"]).items():
             print(f"  CBR-{metric}: " + ", ".join(f"{s} B {v:.2f}" for s, v in list(by_size.items())[::4]))
     else:
         print("\n" + an.cbr_missing(list(kinds)))

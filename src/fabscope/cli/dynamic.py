@@ -13,6 +13,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from fabscope.atomic import all_or_none
+from fabscope.cli.names import PROGRAM_ONLY
 from fabscope.errors import TrafficError
 from fabscope.units import format_size
 
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 #: patterns whose flows are ping-pong pairs (both directions of a pair id)
 PAIR_PATTERNS = ("random-pairs", "leaf-offset", "leaf-pairs", "partner-hops", "bisection")
-PROGRAM_ONLY = ("allreduce", "alltoall", "bcast", "replay", "trace")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -106,6 +106,7 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
         for prog, scenario in progs:
             task = bar.add_task(f"simulating {prog.name}", total=prog.n_messages)
             run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
+                                 ports=getattr(args, "ports", None),
                                  sharing=sharing, progress=lambda done, t, task=task: bar.update(task, completed=done))
             bar.remove_task(task)
             meta = {"pattern": pattern, "model": args.model, "ppn": args.ppn or None, "size": size,

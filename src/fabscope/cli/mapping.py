@@ -186,11 +186,16 @@ def run_map(args: argparse.Namespace) -> int:
     # when the mapping goes to standard output, the table goes to standard error
     out = sys.stderr if args.output == "-" else sys.stdout
     graph, target, m, io = _map(args, args.algorithm)
-    algs = [a.strip() for a in args.compare.split(",") if a.strip()] if args.compare else []
+    # the chosen algorithm's row comes once, last, whether or not --compare names it too
+    algs = [a.strip() for a in args.compare.split(",") if a.strip() and a.strip() != args.algorithm] \
+        if args.compare else []
     results = compare(graph, target, algs, seed=args.seed, model=args.model, io_ranks=io, objective=args.objective,
                       scotch_seeds=args.scotch_seeds) if algs else []
     results.append((m, evaluate(m, graph, model=args.model)))
     rows = metrics_rows(results)
+    for row, asked in zip(rows, algs + [args.algorithm]):
+        if not row["algorithm"].startswith(asked):        # topo names the stage it chose: say whose row it is
+            row["algorithm"] = f"{asked}: {row['algorithm']}"
     predict = _predict(args, graph, target, results, rows) if args.predict else None
     print(f"# {graph.name}: {graph.n} ranks on {target.n_nodes} nodes of {target.fabric.name} "
           f"({target.n_slots} slots); hops: {'router hops' if target.fabric.coords is not None else 'links crossed'}",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 
 from fabscope.cli.analyze import report
 from fabscope.atomic import check_outputs
 from fabscope.cli.options import examples
-from fabscope.errors import MeasureError
+from fabscope.errors import FabscopeWarning, MeasureError
 from fabscope.measure.benchhelp import help_of_test, options_help, tests_help
 from fabscope.cli.names import OVERSUBSCRIBE_FACTOR
 from fabscope.names import plain
@@ -71,6 +72,10 @@ def split_args(args: argparse.Namespace) -> list[str]:
             v = list(getattr(args, k) or []) + v
         setattr(args, k, v)
     return rest
+
+
+#: a run expected to take longer than this says so before it starts (seconds)
+ESTIMATE_ABOVE = 60.0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,9 +145,21 @@ def run(args: argparse.Namespace) -> int:
         oversubscribe = True  # every emulated host is a namespace of this machine; its ranks wait on shaped links
     args.np = args.np or 2
     ppn = None if args.testbed and launcher == "openmpi" else args.ppn    # its host file has a line per rank
-    job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
-               ppn=ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
+    with warnings.catch_warnings():
+        if args.testbed:        # the testbed's machine file lists a host once per run of ranks, in rank order
+            warnings.filterwarnings("ignore", message=".*is listed again", category=FabscopeWarning)
+        job = plan([args.test, *rest], np=args.np, out=out, launcher=launcher, hostfile=hostfile,
+                   ppn=ppn, fabric=fabric, launcher_args=launcher_args, oversubscribe=oversubscribe)
     con.print(describe(job.mpi), highlight=False, markup=False, soft_wrap=True)
+    if fabric is not None:      # the sweeps' time at the host links' rate, before a long run starts
+        from fabscope.measure.estimate import FABRIC_LATENCY, TESTBED_LATENCY, estimate_line
+
+        rate = float(fabric.link_capacity[fabric.link_src < fabric.n_hosts].min())
+        where = f"testbed {args.testbed}'s host links" if args.testbed else f"{fabric.name}'s host links"
+        line = estimate_line(args.test.split(","), rest, rate, TESTBED_LATENCY if args.testbed else FABRIC_LATENCY,
+                             where, min_seconds=ESTIMATE_ABOVE)
+        if line:
+            con.print(plain(f"fabscope: {line}"), highlight=False, markup=False, soft_wrap=True)
     watch = None
     if args.testbed:
         from fabscope.testbed.linkbound import Watch

@@ -9,8 +9,10 @@ rich; tests/test_cli_startup.py checks each equals the library's own.
 PATTERNS = ("random-pairs", "leaf-offset", "leaf-pairs", "partner-hops", "bisection", "shift", "permutation",
             "all-to-all", "natural-ring", "random-ring", "bucket-brigade", "random-messaging", "stencil2d",
             "stencil3d")
+#: the patterns only --dynamic runs (collectives and the readers of a file), not the static snapshot
+PROGRAM_ONLY = ("allreduce", "alltoall", "bcast", "replay", "trace")
 #: what --pattern takes with --dynamic only: fabscope.dynamic.programs.COLLECTIVES' algorithms and the
-#: program-only readers of fabscope.cli.dynamic.PROGRAM_ONLY
+#: program-only readers of PROGRAM_ONLY
 DYNAMIC_PATTERNS = ("allreduce:ring", "allreduce:recursive-doubling", "alltoall:pairwise", "alltoall:bruck",
                     "bcast:binomial", "replay:FILE", "trace:FILE")
 #: fabscope.routing.ENGINES

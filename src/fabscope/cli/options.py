@@ -119,7 +119,7 @@ def pattern_names(dynamic: bool = False) -> list[str]:
 
 def library_pattern_names() -> list[str]:
     """What the registries themselves say --dynamic adds to the static patterns (for the test)."""
-    from fabscope.cli.dynamic import PROGRAM_ONLY
+    from fabscope.cli.names import PROGRAM_ONLY
     from fabscope.dynamic.programs import COLLECTIVES
 
     names = []
@@ -135,6 +135,14 @@ def add_routing(p: argparse.ArgumentParser) -> None:
     p.add_argument("--routing", metavar="ENGINE",
                    help=f"routing engine: {', '.join(ENGINES)}, with options such as dor:tie=simgrid or "
                         "updn:roots=S1+S2 (default: the fabric's own)")
+
+
+def add_ports(p: argparse.ArgumentParser) -> None:
+    """``--ports``: how MPI uses hosts with several ports (fabscope.fabric.ports)."""
+    p.add_argument("--ports", default="rank", metavar="POLICY",
+                   help="how ranks use hosts with several ports: rank (one port per rank, local rank "
+                        "round-robin; rank i on NIC i) or stripe[:THRESHOLD] (a message from THRESHOLD bytes, "
+                        "default 500000 as IBM HPS, split over all port pairs p->p); one-port hosts: no effect")
 
 
 def add_seed(p: argparse.ArgumentParser, default: int = 0, what: str = "random patterns and routing choices") -> None:

@@ -6,7 +6,8 @@ import argparse
 import os
 
 from fabscope.atomic import all_or_none, check_outputs
-from fabscope.cli.options import add_fabric, add_job, add_pattern, add_routing, add_seed, add_size, examples, job_shape, require_positive
+from fabscope.cli.options import (add_fabric, add_job, add_pattern, add_ports, add_routing, add_seed, add_size, examples,
+                                  job_shape, require_positive)
 from fabscope.errors import PlacementError
 from fabscope.cli.names import MODELS
 from fabscope.seeds import ITASCA_MERGE, seed_table
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_size(p)
     add_seed(p)
     add_routing(p)
+    add_ports(p)
     p.add_argument("--model", choices=MODELS, default="maxmin",
                    help="flow model: maxmin, or congestion: capacity / flows on the busiest link "
                         "(ORCS's rule; with --dynamic applied at every event)")
@@ -62,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
                   inputs=[args.fabric if os.path.exists(args.fabric) else None, args.hostfile])
     from fabscope.resolver import resolve_fabric
 
+    from fabscope.fabric.ports import parse_ports
+
+    args.ports = parse_ports(args.ports)          # a bad policy refused before the fabric is built
     fabric = resolve_fabric(args.fabric)
     size = parse_size(args.size)
     if args.hostfile:
@@ -85,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     traffic = make_traffic(args.pattern, fabric, placement, size, seed=args.seed, **extra)
     with con.status(f"routing and solving {traffic.n_flows} flows on {fabric.name} ...",
                     spinner="dots") if con.is_terminal else _nothing():
-        result = simulate(fabric, placement, traffic, args.routing, model=args.model, seed=args.seed,
+        result = simulate(fabric, placement, traffic, args.routing, model=args.model, seed=args.seed, ports=args.ports,
                           meta={"ppn": args.ppn or None, "size": size, "size_text": format_size(size),
                                 "placement": "hostfile" if args.hostfile else args.placement})
     with all_or_none():
@@ -100,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
     if traffic.name == "leaf-pairs":
         print_leaf_matrix(con, result, fabric, args.matrix)
     if traffic.name == "bisection":
-        ebb = float(result.pairs["bandwidth"].mean()) / 1e6
-        con.print(f"effective bisection bandwidth: {ebb:.1f} MB/s per node pair, mean over "
+        from fabscope.units import format_rate
+
+        ebb = float(result.pairs["bandwidth"].mean())
+        con.print(f"effective bisection bandwidth: {format_rate(ebb)} per node pair, mean over "
                   f"{traffic.n_scenarios} random bisections")
     if args.report:
         from fabscope.cli.report import report_results

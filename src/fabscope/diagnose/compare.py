@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from fabscope.units import plural
+from fabscope.units import format_rate, plural
 from fabscope.fabric.model import MB
 from fabscope.result import Result
 from fabscope.diagnose.measured import DiagnoseError, Measured, load_measured, read_source
@@ -201,7 +201,7 @@ def compare_lines(result: Result, top: int = 15) -> list[str]:
             lim = str(p["limit"][i]) if "limit" in p and str(p["limit"][i]) else ""
             out.append(f"  {p['src_host'][i]}:{int(p['src'][i])} -> {p['dst_host'][i]}:{int(p['dst'][i])}  "
                        f"{p['test'][i]} round {int(p['scenario'][i])}"
-                       f"  {labels[int(p['cls'][i])]}: measured {p['measured'][i] / MB:.1f}, modeled "
-                       f"{p['modeled'][i] / MB:.1f} MB/s, ratio {ratio[i]:.2f}"
+                       f"  {labels[int(p['cls'][i])]}: measured {format_rate(p['measured'][i])}, modeled "
+                       f"{format_rate(p['modeled'][i])}, ratio {ratio[i]:.2f}"
                        + (f"  (model's limit: {lim})" if lim else ""))
     return out

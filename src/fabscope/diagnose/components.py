@@ -119,7 +119,7 @@ class _OnePair:
     (a one-pair component's ranks are always 0 and 1).  NumPy's calls on arrays of a few
     elements cost more than the work, and diagnose's sets split into thousands of such components:
     with those calls, the Python around the engine was a quarter of its time model
-    (docs/benchmarks.md, "Session 10: where the engine's time goes, and around it")."""
+    (docs/benchmarks.md, "The dynamic engine")."""
 
     def __init__(self, paths: Paths, size: np.ndarray, pf: np.ndarray, pr: np.ndarray, it: int, w: int,
                  sharing: str):

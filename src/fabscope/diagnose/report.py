@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabscope.diagnose.timemodel import model_line
-from fabscope.units import plural
-from fabscope.fabric.model import MB
+from fabscope.units import format_rate, plural
 from fabscope.result import Result
 
 
@@ -32,7 +31,7 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
         out.append(f"suspects ({len(sus)}), most evidence first:")
         for i, s in enumerate(sus[:top], 1):
             what = f"host {s['host']} (NIC / cable {s['cable']})" if s["host"] else f"cable {s['cable']}"
-            out.append(f"{i:>3}. {what}: about {s['capacity'] / MB:.0f} of {s['nominal'] / MB:.0f} MB/s "
+            out.append(f"{i:>3}. {what}: about {format_rate(s['capacity'])} of {format_rate(s['nominal'])} "
                        f"(x{s['factor']:.2f}), confidence {s['confidence']:.2f}, {s['n_pairs']} of "
                        f"{s['crossing_pairs']} crossing pairs slow, e.g. "
                        + ", ".join(f"{a} -> {b}" for a, b in s["pairs"][:3]))
@@ -56,8 +55,8 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
     if len(bad):
         out.append(f"unexplained slow pairs ({len(bad)}):")
         for i in bad[np.argsort(ratio[bad])][:top]:
-            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: measured {p['measured'][i] / MB:.0f}, "
-                       f"modeled {p['modeled'][i] / MB:.0f} MB/s")
+            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: measured {format_rate(p['measured'][i])}, "
+                       f"modeled {format_rate(p['modeled'][i])}")
     if x.get("uncovered_cables"):
         out.append(f"{x['uncovered_cables']} cables no measured pair crosses (see 'fabscope diagnose --plan')")
     if x.get("unidentifiable"):

@@ -27,7 +27,7 @@ change really spreads that far.
 The compiled engine (``flowsim.c``) reaches the same rates in one filling per
 event: a fixed flow joins when a resource it crosses would fill below its
 rate, or when the level reaches its rate and its bottleneck no longer holds it
-(docs/dynamic.md, "The refill, session 7"); this module stays the reference.
+(docs/dynamic.md, "The refill"); this module stays the reference.
 
 >>> import numpy as np
 >>> from fabscope.dynamic.program import Program

@@ -5,7 +5,7 @@ The shared library goes to ``$XDG_CACHE_HOME/fabscope`` (default
 source is rebuilt; where no compiler is found the pure-Python engine runs
 instead (:func:`why_not` says why).  Both give the max-min rates; the compiled
 one refills with one progressive filling per event that takes flows in as it
-meets them (docs/dynamic.md, "The refill, session 7"), and the tests hold it
+meets them (docs/dynamic.md, "The refill"), and the tests hold it
 to the Python reference.
 """
 

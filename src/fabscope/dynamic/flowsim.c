@@ -8,15 +8,15 @@
  * engine.py and docs/dynamic.md for why the others keep their rates).
  *
  * The refill is one progressive filling from the threshold level that takes flows in as it meets
- * them (docs/dynamic.md, "The refill, session 7", says why that is exact): a fixed
+ * them (docs/dynamic.md, "The refill", says why that is exact): a fixed
  * flow joins when a resource it crosses would fill below its rate, or when the level reaches its
  * rate and its bottleneck no longer holds it.  engine.py reaches the same rates by refilling a set
  * that grows while the max-min certificate fails; tests/dynamic/test_refill_paths.py holds this
  * engine to it.  Also: one finish event per flow, moved in place when its rate changes; the flows
  * bottlenecked on each resource listed, and checked together; each resource's largest rate kept
  * where known; the filling's heap entries compared as single integers, one per resource
- * (docs/benchmarks.md, "The refill (session 8)", says what each saved); resources whose keys
- * lie far above the level parked outside the heap (session 9).
+ * (docs/dynamic.md, "How the refill keeps its heaps"); resources whose keys lie far above the
+ * level parked outside the heap.
  * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
  * the progress callback asked to stop, -1 when memory runs out, or -3 when a refill
  * left a flow without a rate (a bug: refused rather than run on).
@@ -687,7 +687,7 @@ int fs_run(int64_t n_res, const double *capacity,
          *   flow (or it is at its cap), else it joins at its rate.
          * No resource a joining flow crosses has filled below the level it joins at (it would have
          * joined then), so the filling from there is the one of the grown set: one pass, and every
-         * flow ends with a certified bottleneck (docs/dynamic.md, "The refill, session 7"). */
+         * flow ends with a certified bottleneck (docs/dynamic.md, "The refill"). */
         double thr = INFINITY;
         for (int64_t i = 0; i < nf; i++) if (fin_rate[i] < thr) thr = fin_rate[i];
         for (int64_t i = 0; i < ns; i++) {       /* a started flow gets at least its counted share */

@@ -225,10 +225,10 @@ def collective(name: str, algorithm: str | None, n_ranks: int, size: float) -> P
 
 
 def replay_matrix(path: str, n_ranks: int | None = None) -> Program:
-    """A communication matrix (CSV or Matrix Market, as :mod:`fabscope.mapping.commfiles` reads
+    """A communication matrix (CSV or Matrix Market, as :mod:`fabscope.traffic.commfiles` reads
     them): entry (i, j) is sent as its message count of equal messages (one when no counts),
     the k-th messages of every channel in round k."""
-    from fabscope.mapping.commfiles import read_comm_file
+    from fabscope.traffic.commfiles import read_comm_file
 
     g = read_comm_file(path)
     n = g.n if n_ranks is None else n_ranks

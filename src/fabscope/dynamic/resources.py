@@ -5,7 +5,8 @@ host ``h``'s memory, which every on-node copy of that host crosses.  An
 on-node copy is also capped at the host's copy rate; a message between hosts
 has no cap of its own.  Routes come from the same routing engine as
 :func:`fabscope.model.simulate.simulate`, once per distinct (source host,
-destination host) pair: messages of one pair share one *path*.
+destination host) pair, or (source port, destination port) pair where hosts
+have several (``terminals``): messages of one pair share one *path*.
 
 A path's latency is what a message pays before its bytes flow:
 the software overhead ``alpha``, the sum of its links' latencies and seed
@@ -28,7 +29,7 @@ import numpy as np
 
 from fabscope.fabric.model import Fabric
 from fabscope.model.latency import DEFAULT_ALPHA, DEFAULT_FLIT
-from fabscope.routing import Routing, make_routing
+from fabscope.routing import Routing, make_routing, terminal_routes
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,8 +83,10 @@ def check_capacity(capacity) -> None:
 
 
 def build_paths(fabric: Fabric, routing: Routing | str | None, src_host, dst_host, *, seed: int = 0,
-                alpha: float = DEFAULT_ALPHA, flit: float = DEFAULT_FLIT, latency: bool = True) -> Paths:
-    """Route each (src_host[i], dst_host[i]) and collect its resources.
+                alpha: float = DEFAULT_ALPHA, flit: float = DEFAULT_FLIT, latency: bool = True,
+                terminals: bool = False) -> Paths:
+    """Route each (src_host[i], dst_host[i]) and collect its resources; with ``terminals`` the
+    pairs are of terminals (host ports), and ``Paths.src_host``/``dst_host`` their hosts.
 
     ``latency=False`` gives every path zero latency (the sharing-only comparison with SimGrid).
     """
@@ -91,7 +94,12 @@ def build_paths(fabric: Fabric, routing: Routing | str | None, src_host, dst_hos
     hs = np.asarray(src_host, dtype=np.int64)
     hd = np.asarray(dst_host, dtype=np.int64)
     n = len(hs)
-    routes = router.routes(hs, hd)
+    if terminals:
+        routes = terminal_routes(router, hs, hd, fabric)
+        if not fabric.single_port:
+            hs, hd = fabric.terminal_host[hs], fabric.terminal_host[hd]
+    else:
+        routes = router.routes(hs, hd)
     n_l = fabric.n_links
     intra = np.flatnonzero(hs == hd)
     flw, res, wts = _by_path(routes.flow.astype(np.int64, copy=False), routes.link.astype(np.int64),

@@ -55,8 +55,8 @@ def link_loads(fabric: Fabric, run: Run, top: int = 10) -> tuple[dict[str, np.nd
     A message's bytes go over every link of its path (times the path's weight on it, for
     routes split over several links); the sum over messages, divided by the makespan.
     """
-    paths, prog = run.paths, run.program
-    path_bytes = np.bincount(run.msg_path, weights=prog.bytes, minlength=paths.n_paths)
+    paths = run.paths
+    path_bytes = np.bincount(run.msg_path, weights=run.msg_bytes, minlength=paths.n_paths)
     entry_path = np.repeat(np.arange(paths.n_paths), np.diff(paths.indptr))
     on_link = paths.res < paths.n_links
     total = np.bincount(paths.res[on_link], weights=(path_bytes[entry_path] * paths.weight)[on_link],

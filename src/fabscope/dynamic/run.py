@@ -23,6 +23,7 @@ from fabscope.dynamic.resources import Paths, build_paths
 from fabscope.errors import FabscopeError, TrafficError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
+from fabscope.fabric.ports import PortPolicy, SubFlows, split_flows
 from fabscope.model.latency import DEFAULT_ALPHA
 from fabscope.routing import Routing
 
@@ -48,6 +49,29 @@ class Run:
     msg_path: np.ndarray
     outcome: Outcome
     engine: str
+    #: the messages' sub-flows where a port policy split some over several port pairs
+    #: (``msg_path`` then has one entry per sub-flow); None: one flow per message
+    sub: SubFlows | None = None
+
+    @property
+    def msg_bytes(self) -> np.ndarray:
+        """Bytes of each entry of ``msg_path``."""
+        return self.program.bytes if self.sub is None else self.sub.bytes
+
+
+def split_program(program: Program, sub: SubFlows) -> Program:
+    """``program`` with message ``m`` replaced by its sub-flows, each in ``m``'s steps: a step
+    ends when all of them have, as a striped message ends with its last port pair."""
+    f = sub.flow
+    return Program(program.name, program.n_ranks, program.src[f], program.dst[f], sub.bytes,
+                   program.send_step[f], program.recv_step[f], program.step_rank, program.step_next,
+                   program.step_delay, program.step_round, program.params)
+
+
+def join_outcome(out: Outcome, sub: SubFlows) -> Outcome:
+    """Per message of the unsplit program: first post and start, last end, bytes summed."""
+    return Outcome(sub.least(out.msg_post), sub.least(out.msg_start), sub.most(out.msg_end), out.step_start,
+                   out.step_end, out.events, out.refills, sub.total(out.delivered), out.joins)
 
 
 def memory_estimate(program: Program, mean_hops: float = 8.0) -> int:
@@ -81,8 +105,11 @@ def check_memory(program: Program, limit: int | None = None) -> int:
 def run_program_on(fabric: Fabric, placement: Placement, program: Program, routing: Routing | str | None = None,
                    *, seed: int = 0, alpha: float = DEFAULT_ALPHA, latency: bool = True, engine: str = "auto",
                    observer: Observer | None = None, memory_limit: int | None = None, sharing: str = "maxmin",
-                   progress: Callable[[int, float], None] | None = None) -> Run:
+                   progress: Callable[[int, float], None] | None = None, ports: PortPolicy | str | None = None) -> Run:
     """Simulate ``program`` with its ranks on ``placement``; every message's times are in ``outcome``.
+
+    ``ports``: how messages use hosts' ports (:mod:`fabscope.fabric.ports`; default ``rank``);
+    a striped message runs as one flow per port pair and ends when the last one ends.
 
     ``sharing="count"`` runs the static ``--model congestion`` rule in time.
     ``progress(messages done, simulated seconds)`` is called now and then by
@@ -95,12 +122,15 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
     if program.n_ranks > placement.n_ranks:
         raise TrafficError(f"program {program.name!r} has {program.n_ranks} ranks, the job {placement.n_ranks}")
     check_memory(program, memory_limit)
-    hs = placement.host[program.src].astype(np.int64)
-    hd = placement.host[program.dst].astype(np.int64)
-    key = hs * fabric.n_hosts + hd
+    sub = split_flows(fabric, placement, program.src, program.dst, program.bytes, ports)
+    full = program
+    if not sub.identity:
+        program = split_program(program, sub)
+    n_t = fabric.n_terminals
+    key = sub.src * n_t + sub.dst
     uniq, msg_path = np.unique(key, return_inverse=True)
-    paths = build_paths(fabric, routing, uniq // fabric.n_hosts, uniq % fabric.n_hosts, seed=seed,
-                        alpha=alpha, latency=latency)
+    paths = build_paths(fabric, routing, uniq // n_t, uniq % n_t, seed=seed, alpha=alpha, latency=latency,
+                        terminals=True)
     use = engine
     if engine in ("auto", "c") and observer is None:
         from fabscope.dynamic import fast
@@ -126,6 +156,8 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
         wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
         outcome = run_program(program, paths.capacity, res, wts, paths.cap, paths.latency, msg_path.tolist(),
                               observer=observer, sharing=sharing)
-    return Run(program, placement, paths, msg_path, outcome, use)
+    if sub.identity:
+        return Run(program, placement, paths, msg_path, outcome, use)
+    return Run(full, placement, paths, msg_path, join_outcome(outcome, sub), use, sub)
 
 

@@ -8,17 +8,21 @@ A spec is a generator name with parameters, a preset, or a JSON file::
     mesh:4x4                     hypercube:d=6
     dragonfly:a=8,p=4,h=4,g=33   director:radix=36
     bgp  xt3  redstorm           fabric.json
+    fat-tree:k=8,levels=2,rate=NDR                (link rates by name: fabscope.fabric.rates)
 
 >>> load_fabric("fat-tree:k=4,levels=2").n_hosts
 16
 >>> load_fabric("torus:8x8x16").dims
 (8, 8, 16)
+>>> round(float(load_fabric("fat-tree:k=2,levels=2,rate=4xHDR").link_capacity[0]) / 1e9, 2)
+24.25
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import re
 import typing
 from typing import Any, Callable
 
@@ -27,6 +31,7 @@ import numpy as np
 from fabscope.errors import FabricError, SchemaError
 from fabscope.fabric import generators as gen
 from fabscope.fabric.model import MAX_CORES, Fabric, Level
+from fabscope.fabric.rates import named_rate
 from fabscope.numbers import number
 
 # What only files need (JSON, the schema, name checks, atomic writes) is imported by the
@@ -52,6 +57,13 @@ PRESETS = {
     "bgp": "torus:8x8x16,capacity=425e6,cores=4",            # Blue Gene/P partition of seed 002
     "xt3": "torus:11x12x16,capacity=3.8e9,cores=2",          # PSC BigBen, seed 002
     "redstorm": "torus:27x20x24,periodic=0x0x1,capacity=2.04e9,cores=2",  # seed 004
+    # a rail-optimised GPU pod as NVIDIA's DGX SuperPOD reference architecture (DGX H100, 4 scalable units)
+    # describes its compute fabric: 32 nodes per unit, 8 NDR 400 Gb/s NICs per node, NIC r of a unit's
+    # nodes on that unit's rail-r leaf (32 down, 32 up), 16 spines of 64 ports (2 cables to each leaf);
+    # 48 GB/s per NIC: NDR's 50 GB/s less MPI's overhead; 8 ranks per node, one per GPU; on-node copies
+    # over NVLink 4 (450 GB/s each way per GPU, 8 GPUs on the node's NVSwitches) (docs/multirail.md)
+    "gpu-pod": "xgft:m=32x4,w=1x16,links_per_pair=2,rails=8,rail_optimised=1,capacity=48e9,cores=8,"
+               "copy_rate=450e9,memory_bw=3.6e12",
 }
 
 #: what each generator would build, counted from its parameters before it runs
@@ -109,6 +121,8 @@ def _parse_params(name: str, fn: Callable[..., Fabric], arg: str) -> dict[str, A
             else:
                 raise FabricError(f"fabric {name!r}: parameter {part!r} should be key=value")
         key = key.strip().replace("-", "_")
+        if key == "rate" and "capacity" in sig.parameters:   # rate=NDR: the links' rate by name or number
+            key = "capacity"
         if key not in sig.parameters:
             raise FabricError(f"fabric {name!r} has no parameter {key!r} (takes: {', '.join(sig.parameters)})")
         out[key] = _convert(name, key, value.strip(), hints.get(key, str))
@@ -142,6 +156,8 @@ def _convert(name: str, key: str, value: str, hint: Any) -> Any:
         if "int" in text and "float" not in text:
             return int(value)
         if "float" in text:
+            if key in _RATES and not _NUMBER.fullmatch(value):
+                return named_rate(value)          # capacity=NDR, global_capacity=200GbE
             return float(value)
     except ValueError:
         kind = "a list like 8x8x16" if ("Sequence" in text or "tuple" in text) else (
@@ -149,6 +165,10 @@ def _convert(name: str, key: str, value: str, hint: Any) -> Any:
         raise FabricError(f"fabric {name!r}: {key}={value!r} is not {kind}") from None
     return value
 
+
+#: parameters that take a link rate by name as well as bytes/s
+_RATES = ("capacity", "global_capacity")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
 
 #: bounds of the generators' number parameters: (lowest, open at the lowest, highest)
 _RANGES: dict[str, tuple[float, bool, float | None]] = {
@@ -197,9 +217,12 @@ def to_dict(f: Fabric) -> dict[str, Any]:
     if f.host_lid is not None or f.switch_lid is not None:
         doc["lids"] = {"host": None if f.host_lid is None else f.host_lid.tolist(),
                        "switch": None if f.switch_lid is None else f.switch_lid.tolist(), "lmc": int(f.lmc)}
+        if not f.single_port and f.terminal_lid is not None:
+            doc["lids"]["port"] = f.terminal_lid.tolist()      # every host port's, in host then port order
     if f.lft is not None:
+        about = "host" if f.single_port else "host port (hosts in order, each one's ports in port order)"
         doc["tables"] = {"lft": f.lft.tolist(),
-                         "about": "lft[switch][host] = directed link id (cable k is links 2k and 2k+1), -1 none"}
+                         "about": f"lft[switch][{about}] = directed link id (cable k is links 2k and 2k+1), -1 none"}
     return doc
 
 
@@ -284,9 +307,11 @@ def from_dict(doc: dict[str, Any], origin: str = "fabric") -> Fabric:
             coords=doc.get("coords"), dims=tuple(doc["dims"]) if doc.get("dims") else None,
             periodic=tuple(doc["periodic"]) if doc.get("periodic") else None,
             params=doc.get("params", {}),
-            lft=np.asarray(doc["tables"]["lft"], dtype=np.int32).reshape(len(switches["name"]), len(hosts["name"]))
+            lft=np.asarray(doc["tables"]["lft"], dtype=np.int32).reshape(
+                len(switches["name"]), int(np.sum(src < len(hosts["name"]))))     # one column per host port
             if doc.get("tables") else None,
             host_lid=(doc.get("lids") or {}).get("host"), switch_lid=(doc.get("lids") or {}).get("switch"),
+            terminal_lid=(doc.get("lids") or {}).get("port"),
             lmc=int((doc.get("lids") or {}).get("lmc", 0)),
         )
     except KeyError as err:

@@ -2,7 +2,8 @@
 
 fabscope-bench's kernels write an ``app`` line (time per iteration) and an ``app-traffic`` line
 (bytes per rank pair), read and checked by :mod:`fabscope.measure.apps`; :func:`read_app_run`
-takes the one kernel run of a file and refuses, in one line, a file that holds none.
+takes the one kernel run of a file (:func:`fabscope.traffic.commfiles.one_app_run`) and refuses,
+in one line, a file that holds none.
 
 >>> import json, os, tempfile
 >>> lines = [{"type": "header", "schema": "fabscope.bench", "version": 1, "nranks": 2},
@@ -30,7 +31,7 @@ from fabscope.errors import SchemaError
 if TYPE_CHECKING:
     from fabscope.measure.apps import AppRun
 
-__all__ = ["HALO_KERNELS", "halo_dims", "halo_periodic", "one_app_run", "read_app_run"]
+__all__ = ["HALO_KERNELS", "halo_dims", "halo_periodic", "read_app_run"]
 
 HALO_KERNELS = {"halo2d": 2, "halo3d": 3}
 
@@ -51,25 +52,11 @@ def halo_periodic(run: AppRun, nd: int) -> list[bool]:
     return [bool(p)] * nd if isinstance(p, bool) else [bool(x) for x in p]
 
 
-def one_app_run(path: str, test: str | None = None, error: type[Exception] = SchemaError) -> AppRun:
-    """The one kernel run of fabscope-bench output ``path`` (or the run of kernel ``test``); a file with
-    none, or with several kernels, is refused with ``error`` in one line."""
-    from fabscope.measure.apps import APP_TESTS, app_runs
-    from fabscope.measure.parse import read_run
-
-    apps = [a for a in app_runs(read_run(path)) if test is None or a.test == test]
-    if not apps:
-        raise error(f"{path}: no application record (an 'app' line and its 'app-traffic' line) in this "
-                    f"fabscope-bench output; measure one of {', '.join(APP_TESTS)}")
-    if len(apps) > 1:
-        raise error(f"{path}: the runs of {len(apps)} kernels ({', '.join(a.test for a in apps)}); "
-                    "give one kernel's run")
-    return apps[0]
-
-
 def read_app_run(path: str) -> AppRun:
     """The application kernel run of a fabscope-bench output (its app and app-traffic lines, with
     each rank's host); a file with none, or with several kernels, is refused in one line."""
+    from fabscope.traffic.commfiles import one_app_run
+
     run = one_app_run(path, error=SchemaError)
     if not run.hosts or set(run.hosts) == {"?"}:
         raise SchemaError(f"{path}: no 'ranks' line naming each rank's host")

@@ -3,7 +3,7 @@
 A :class:`CommGraph` holds directed edges ``src -> dst`` with the bytes and
 messages sent, aggregated (one entry per ordered pair, no self edges).
 Generators build the graphs of common codes; :func:`fabscope.mapping.commspec.load_comm`
-reads a ``--comm`` spec or a file (:mod:`fabscope.mapping.commfiles`).
+reads a ``--comm`` spec or a file (:mod:`fabscope.traffic.commfiles`).
 
 >>> g = stencil((4, 4), halo=100)            # 2D periodic halo exchange
 >>> g.n, g.n_edges, g.total_bytes

@@ -1,7 +1,7 @@
 """``--comm`` specs: a communication graph named by a generator spec or a file.
 
 Above both :mod:`fabscope.mapping.commgraph` (the graph and its generators)
-and :mod:`fabscope.mapping.commfiles` (matrices read from files), so that
+and :mod:`fabscope.traffic.commfiles` (matrices read from files), so that
 neither of those imports the other's caller.
 
 >>> load_comm("ring:8").n_edges
@@ -14,7 +14,7 @@ import os
 
 from fabscope.errors import TrafficError
 from fabscope.limits import human_bytes, memory_limit
-from fabscope.mapping.commfiles import MAX_RANKS, read_comm_file
+from fabscope.traffic.commfiles import MAX_RANKS, read_comm_file
 from fabscope.numbers import number
 from fabscope.mapping.commgraph import GENERATORS, CommGraph
 

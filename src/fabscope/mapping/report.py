@@ -25,6 +25,7 @@ import numpy as np
 
 from fabscope.fabric.model import MB, Fabric
 from fabscope.fabric.placement import Placement
+from fabscope.units import rate_digits, rate_unit
 
 __all__ = ["PlacementReport", "placement_report"]
 
@@ -38,7 +39,8 @@ class PlacementReport:
     tiers: dict[int, int]
     #: class label -> (random MB/s per node, nearest-neighbour MB/s per node), averages
     bandwidth: dict[str, tuple[float | None, float | None]]
-    overall: tuple[float, float]
+    #: (random, nearest-neighbour) MB/s per node over all pairs; None for a one-node job (no fabric traffic)
+    overall: tuple[float | None, float | None]
     warnings: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -48,20 +50,25 @@ class PlacementReport:
         for tier, k in sorted(self.tiers.items()):
             out.append(f"  switches of tier {tier} crossed: {k}")
         out.append("")
-        out.append(f"  {'bandwidth per node [MB/s]':<28} {'random pairs':>14} {'nearest neighbour':>18}")
+        if self.n_nodes < 2:
+            out.append("  no fabric traffic: the ranks of a one-node job talk on the node")
+            return out + [f"warning: {w}" for w in self.warnings]
+        figures = [v for pair in [*self.bandwidth.values(), self.overall] for v in pair if v is not None]
+        unit, size = rate_unit(max(figures, default=0.0) * MB)        # one unit for the table
+
+        def f(v: float | None) -> str:
+            return "-" if v is None else rate_digits(v * MB / size)
+
+        out.append(f"  {f'bandwidth per node [{unit}]':<28} {'random pairs':>14} {'nearest neighbour':>18}")
         for label, (r, nn) in self.bandwidth.items():
-            out.append(f"  {label:<28} {_f(r):>14} {_f(nn):>18}")
-        out.append(f"  {'Overall':<28} {_f(self.overall[0]):>14} {_f(self.overall[1]):>18}")
+            out.append(f"  {label:<28} {f(r):>14} {f(nn):>18}")
+        out.append(f"  {'Overall':<28} {f(self.overall[0]):>14} {f(self.overall[1]):>18}")
         out += [f"warning: {w}" for w in self.warnings]
         return out
 
     def as_dict(self) -> dict[str, Any]:
         return {"n_nodes": self.n_nodes, "spans": self.spans, "tiers": self.tiers,
                 "bandwidth_mb_s": self.bandwidth, "overall_mb_s": self.overall, "warnings": self.warnings}
-
-
-def _f(v: float | None) -> str:
-    return "-" if v is None else f"{v:.0f}"
 
 
 def placement_report(fabric: Fabric, nodes: Sequence[int], size: float = 1 << 20, seed: int = 0) -> PlacementReport:
@@ -82,7 +89,7 @@ def placement_report(fabric: Fabric, nodes: Sequence[int], size: float = 1 << 20
         if used > need:
             warnings.append(f"fragmented: {n} nodes span {used} {lv.key} groups; {need} would hold them")
     bw: dict[str, list[float | None]] = {lab: [None, None] for lab in fabric.class_labels[1:]}
-    overall = [0.0, 0.0]
+    overall: list[float | None] = [None, None]
     tiers: dict[int, int] = {}
     if n >= 2:
         pl = Placement.from_hosts(fabric, nodes)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from fabscope.errors import MeasureError
-from fabscope.units import plural
+from fabscope.units import format_rate, plural
 from fabscope.fabric.model import MB, Fabric
 from fabscope.measure.classes import PLAIN_LABELS, classify  # noqa: F401  (classify: re-exported)
 from fabscope.names import launcher_host, plain
@@ -362,7 +362,7 @@ def format_model(fit: LatencyModel) -> str:
         elif fit.agree is not None:
             why = f"; every one of the {fit.repeats} repeats finds it"
         lines.append(f"kink at {k} B: {kind} (start-up {a.alpha * 1e6:.2f} -> {b.alpha * 1e6:.2f} us, "
-                     f"bandwidth {a.beta / MB:.0f} -> {b.beta / MB:.0f} MB/s{why})")
+                     f"bandwidth {format_rate(a.beta)} -> {format_rate(b.beta)}{why})")
     quality = "poor" if fit.poor else "good" if fit.rms_rel_error < 0.05 else "fair"
     lines.append(f"fit quality: rms relative error {fit.rms_rel_error:.1%} ({quality})")
     if fit.poor:
@@ -377,18 +377,41 @@ CBR_TESTS = {"latency": ("pingpong", "latency"), "bandwidth": ("bw", "bandwidth"
              "bi-bandwidth": ("bibw", "bandwidth"), "multi-pair bandwidth": ("mbw", "bandwidth")}
 
 
-def cbr(intra: "BenchRun", inter: "BenchRun") -> dict[str, dict[int, float]]:
-    """CBR-x = x_intra / x_inter for each metric and message size both runs measured.
+def cbr(intra: "BenchRun | dict[str, BenchRun]", inter: "BenchRun | dict[str, BenchRun]") -> dict[str, dict[int, float]]:
+    """CBR-x = x_intra / x_inter for each metric and message size both sides measured.
 
-    1 means balanced: ranks sensitive to x can go anywhere.
+    A side is one run, or the run of each test (:func:`cbr_sides`: the tests may sit in separate
+    files).  1 means balanced: ranks sensitive to x can go anywhere.
     """
+    def of(side, test):
+        run = side.get(test) if isinstance(side, dict) else side
+        return run.of(test, "size") if run is not None else []
+
     out: dict[str, dict[int, float]] = {}
     for metric, (test, field) in CBR_TESTS.items():
-        a = {r["bytes"]: r[field] for r in intra.of(test, "size") if r.get(field)}
-        b = {r["bytes"]: r[field] for r in inter.of(test, "size") if r.get(field)}
+        a = {r["bytes"]: r[field] for r in of(intra, test) if r.get(field)}
+        b = {r["bytes"]: r[field] for r in of(inter, test) if r.get(field)}
         common = sorted(set(a) & set(b))
         if common:
             out[metric] = {s: a[s] / b[s] for s in common}
+    return out
+
+
+def cbr_sides(runs: Sequence["BenchRun"]) -> dict[str, dict[str, "BenchRun"]]:
+    """Per side, ``intra`` (ranks on one host) or ``inter`` (on two), the run that measured each test
+    of :data:`CBR_TESTS` there, judged by the pair of its first size record (pingpong's 0 and 1,
+    mbw's 0 and n/2), so that ``analyze intra.jsonl inter.jsonl intra-mbw.jsonl inter-mbw.jsonl``
+    pairs each test with its own files."""
+    out: dict[str, dict[str, BenchRun]] = {}
+    for run in runs:
+        for test, _ in CBR_TESTS.values():
+            recs = run.of(test, "size")
+            if recs:
+                kind = pair_kind(run, int(recs[0].get("src", 0)), int(recs[0].get("dst", 1)))
+                side = "inter" if kind == "Inter-node" else "intra" if kind in ("Intra-socket", "Inter-socket") \
+                    else None
+                if side:
+                    out.setdefault(side, {}).setdefault(test, run)
     return out
 
 

@@ -8,7 +8,7 @@ rank sent to each other rank over the ``iterations_counted`` iterations it
 ran, warm-up included).  :func:`app_runs` pairs them into :class:`AppRun`
 objects; :meth:`AppRun.graph` is the communication graph per iteration that
 ``fabscope map --comm RUN.jsonl`` maps (read by
-:func:`fabscope.mapping.commfiles.read_app_comm`).
+:func:`fabscope.traffic.commfiles.read_app_comm`).
 
 >>> rec = {"type": "app", "test": "halo2d", "ranks": 4, "iterations": 2, "warmup": 1, "size": 8,
 ...        "params": {"dims": [2, 2], "periodic": [True, True], "compute": 0},

@@ -143,6 +143,31 @@ def parse_hostfile(lines: Iterable[str], source: str = "host file") -> list[tupl
     return list(slots.items())
 
 
+def hostfile_ranks(lines: Iterable[str], source: str = "host file") -> list[str] | None:
+    """The host of each rank, in rank order, where the file gives that order: a host per line (a PBS
+    node file; ``fabscope map -o`` with a cyclic placement repeats hosts) or ``host:N`` runs (Hydra's
+    machine file).  None where it gives slots (``host slots=N``): how many ranks a host takes, not
+    their order (:func:`parse_hostfile` reads those).
+
+    >>> hostfile_ranks(["a", "b", "a", "b"]), hostfile_ranks(["a:2", "b:1"]), hostfile_ranks(["a slots=2"])
+    (['a', 'b', 'a', 'b'], ['a', 'a', 'b'], None)
+    """
+    out: list[str] = []
+    for n, raw in enumerate(lines, start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r"(\S+?)(?::(\d{1,7}))?", line)
+        if not m:
+            return None
+        host = check_host_name(m.group(1), f"{source} line {n}", MeasureError)
+        count = int(m.group(2) or 1)
+        if not 1 <= count <= MAX_NODES or len(out) + count > MAX_NODES:
+            raise MeasureError(f"{source} line {n}: {count} ranks on {host!r}; at most {MAX_NODES:,} in all")
+        out += [host] * count
+    return out
+
+
 def read_hostfile(path: str) -> list[tuple[str, int]]:
     """:func:`parse_hostfile` of a file, read with :func:`fabscope.textio.read_lines` (bounded, UTF-8 checked)."""
     from fabscope.textio import read_lines

@@ -23,7 +23,8 @@ from fabscope.fabric.placement import Placement
 from fabscope.model.latency import DEFAULT_ALPHA, message_time
 from fabscope.model.maxmin import congestion_count, maxmin
 from fabscope.result import Result
-from fabscope.routing import Routing, make_routing
+from fabscope.fabric.ports import PortPolicy, parse_ports, split_flows
+from fabscope.routing import Routing, make_routing, terminal_routes
 from fabscope.traffic.flows import Traffic
 
 MODELS = ("maxmin", "congestion")
@@ -31,8 +32,12 @@ MODELS = ("maxmin", "congestion")
 
 def simulate(fabric: Fabric, placement: Placement, traffic: Traffic, routing: Routing | str | None = None,
              *, model: str = "maxmin", alpha: float = DEFAULT_ALPHA, seed: int = 0,
-             meta: dict[str, Any] | None = None, top_links: int = 10) -> Result:
-    """Predict every pair's bandwidth and name the links that limit it."""
+             meta: dict[str, Any] | None = None, top_links: int = 10, ports: PortPolicy | str | None = None) -> Result:
+    """Predict every pair's bandwidth and name the links that limit it.
+
+    ``ports``: how flows use hosts' ports (:mod:`fabscope.fabric.ports`, default ``rank``); a
+    flow split over several port pairs gets the sum of its sub-flows' rates.
+    """
     t0 = time.perf_counter()
     if model not in MODELS:
         raise FabscopeError(f"unknown flow model {model!r}; choose from {', '.join(MODELS)}")
@@ -42,30 +47,37 @@ def simulate(fabric: Fabric, placement: Placement, traffic: Traffic, routing: Ro
     router = routing if routing is not None and not isinstance(routing, str) else make_routing(fabric, routing, seed=seed)
     hs = placement.host[traffic.src].astype(np.int64)
     hd = placement.host[traffic.dst].astype(np.int64)
-    routes = router.routes(hs, hd)
-    n_l, n_f = fabric.n_links, traffic.n_flows
+    # sub-flows: one per flow, or one per port pair of a flow striped over its hosts' ports
+    sub = split_flows(fabric, placement, traffic.src, traffic.dst, traffic.bytes, ports)
+    routes = terminal_routes(router, sub.src, sub.dst, fabric)
+    sh = hs if sub.identity else fabric.terminal_host[sub.src]
+    dh = hd if sub.identity else fabric.terminal_host[sub.dst]
+    n_l, n_f, n_s = fabric.n_links, traffic.n_flows, sub.n
     # resources: directed links, then each host's memory for on-node copies
-    intra = np.flatnonzero(hs == hd)
-    res = np.r_[routes.link.astype(np.int64), n_l + hs[intra]]
+    intra = np.flatnonzero(sh == dh)
+    res = np.r_[routes.link.astype(np.int64), n_l + sh[intra]]
     flw = np.r_[routes.flow, intra]
     wts = np.r_[routes.weight, np.ones(len(intra))]
     cap_all = np.r_[fabric.link_capacity, fabric.host_memory_bw]
     n_r = len(cap_all)
     if traffic.n_scenarios > 1:  # scenarios never share a resource
-        res = res + traffic.scenario[flw] * n_r
+        res = res + traffic.scenario[sub.flow[flw]] * n_r
     used, row = np.unique(res, return_inverse=True)
-    A = csr_matrix((wts, (row, flw)), shape=(len(used), n_f))
+    A = csr_matrix((wts, (row, flw)), shape=(len(used), n_s))
     capacity = cap_all[used % n_r]
-    flow_cap = np.full(n_f, np.inf)
-    flow_cap[intra] = fabric.host_copy_rate[hs[intra]]
+    flow_cap = np.full(n_s, np.inf)
+    flow_cap[intra] = fabric.host_copy_rate[sh[intra]]
     solve = maxmin if model == "maxmin" else congestion_count
-    rate = solve(A, capacity, flow_cap)
+    sub_rate = solve(A, capacity, flow_cap)
     # per-flow wire latency
-    wire = np.bincount(routes.flow, weights=routes.weight * fabric.link_latency[routes.link], minlength=n_f)
+    wire = np.bincount(routes.flow, weights=routes.weight * fabric.link_latency[routes.link], minlength=n_s)
     # seed 002's per-hop term uses the slowest link crossed (none for on-node copies)
-    slow = np.full(n_f, np.inf)
+    slow = np.full(n_s, np.inf)
     np.minimum.at(slow, routes.flow, fabric.link_capacity[routes.link])
-    t_flow = message_time(traffic.bytes, rate, routes.hops, wire, alpha=alpha, link_rate=slow)
+    # a striped flow: its sub-flows' rates add up; the longest of their paths sets the latency
+    rate = sub.total(sub_rate)
+    t_flow = message_time(traffic.bytes, rate, sub.most(routes.hops), sub.most(wire), alpha=alpha,
+                          link_rate=sub.least(slow))
     # pairs: a ping-pong's directions add their times
     pid, first = np.unique(traffic.pair, return_index=True)
     inv = np.searchsorted(pid, traffic.pair)
@@ -84,18 +96,18 @@ def simulate(fabric: Fabric, placement: Placement, traffic: Traffic, routing: Ro
     if traffic.n_scenarios > 1:
         pairs["scenario"] = traffic.scenario[first]
     # link loads (max over scenarios) and what limits each class
-    load_r = A @ np.where(np.isfinite(rate), rate, 0.0)
+    load_r = A @ np.where(np.isfinite(sub_rate), sub_rate, 0.0)
     link_rows = (used % n_r) < n_l
     lid = (used % n_r)[link_rows]
     load = np.zeros(n_l)
     np.maximum.at(load, lid, load_r[link_rows])
     full = load_r >= capacity * (1 - 1e-6)
-    bottleneck = _bottlenecks(A, rate, full)
+    bottleneck = _bottlenecks(A, sub_rate, full)
     meta_all = {
         "kind": "model", "fabric": fabric.name, "fabric_params": dict(fabric.params),
         "routing": router.name, "model": model, "pattern": traffic.name,
         "pattern_params": dict(traffic.params), "ranks": placement.n_ranks, "seed": seed,
-        "flows": n_f, "scenarios": traffic.n_scenarios,
+        "flows": n_f, "scenarios": traffic.n_scenarios, **({} if fabric.single_port else {"ports": str(parse_ports(ports))}),
         "solve_seconds": round(time.perf_counter() - t0, 4), **(meta or {}),
     }
     busy = np.flatnonzero(load > 0)
@@ -104,7 +116,7 @@ def simulate(fabric: Fabric, placement: Placement, traffic: Traffic, routing: Ro
     extra = {
         "hot_links": [{"link": int(i), "name": fabric.link_name(int(i)), "load": float(load[i]),
                        "utilisation": float(util[i])} for i in hot],
-        "limiting_links": _limiting_by_class(fabric, cls[inv], bottleneck, used % n_r, n_l, top_links),
+        "limiting_links": _limiting_by_class(fabric, cls[inv][sub.flow], bottleneck, used % n_r, n_l, top_links),
     }
     links = {"link": busy, "load": load[busy], "capacity": fabric.link_capacity[busy]}
     return Result(meta=meta_all, class_labels=fabric.class_labels, pairs=pairs, links=links, extra=extra)

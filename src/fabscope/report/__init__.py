@@ -7,8 +7,8 @@ kaleido for PNG/SVG export, websocket-client for the browser checks)::
     runs = read_inputs(["leafpairs.json"])
     write_report(runs, "itasca.html")
 
-Modules: inputs (reading and checking files), compare (measured beside
-modeled, runs against runs), figures (Plotly pictures), sections (tables and
+Modules: inputs (reading and checking files), leafmatrix (the all-pairs leaf matrix of a run),
+compare (measured beside modeled, runs against runs), figures (Plotly pictures), sections (tables and
 pictures per run), html (the page), export (PNG/SVG), browser (headless
 Chromium checks), build (all of it in order).
 """

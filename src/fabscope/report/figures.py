@@ -152,7 +152,7 @@ def _blocks(fig: go.Figure, blocks: Sequence[tuple[int, int]], lab: Sequence[str
 
 def leaf_heatmaps(result: Result, fabric: Fabric) -> Picture | None:
     """Seed 000's pictures: Max, Average and Min of the node pairs between two leaves, near sets as blocks."""
-    from fabscope.leafmatrix import leaf_matrix
+    from fabscope.report.leafmatrix import leaf_matrix
 
     if "leaf" not in fabric.groups or "src_host" not in result.pairs:
         return None

@@ -320,7 +320,7 @@ def run_section(run: Run, title: str | None = None) -> Section:
         leaf = fg.leaf_heatmaps(r, run.fabric) if run.fabric is not None else None
         if leaf:
             sec.pictures.append(leaf)
-            from fabscope.leafmatrix import leaf_matrix
+            from fabscope.report.leafmatrix import leaf_matrix
 
             lm = leaf_matrix(r, run.fabric)
             sec.tables.append(Table("Leaf pairs: the per-leaf-pair minima [MB/sec]", ["leaf pairs", "Max", "Average",

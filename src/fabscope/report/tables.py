@@ -103,7 +103,7 @@ def print_tables(tables: Sequence, console: Console | None = None, title: str = 
 
 def print_leaf_matrix(con: Console, result: Result, fabric, which: str) -> None:
     """Seed 000's leaf-pair summary (near sets, far pairs) and the one-character-per-leaf-pair map."""
-    from fabscope.leafmatrix import leaf_matrix
+    from fabscope.report.leafmatrix import leaf_matrix
     from fabscope.seeds import ITASCA_LEAF_PAIRS
 
     m = leaf_matrix(result, fabric)

@@ -1,5 +1,9 @@
 """Routing: turn (source host, destination host) into links, as arrays.
 
+Engines route host ports (terminals): ``routes(src, dst)`` takes hosts, and
+:func:`terminal_routes` (``engine.terminal_routes``) terminals; see
+:mod:`fabscope.routing.routes`.
+
 Engines, by name (``make_routing``):
 
 ========== ============================================================
@@ -30,9 +34,10 @@ import numpy as np
 
 from fabscope.errors import RoutingError
 from fabscope.fabric.model import Fabric
-from fabscope.routing.routes import Routes, check_routes, walk
+from fabscope.routing.routes import Routes, check_routes, host_terminals, terminal_routes, walk
 
-__all__ = ["ENGINES", "Routes", "Routing", "check_routes", "default_engine", "make_routing", "parse_engine", "walk"]
+__all__ = ["ENGINES", "Routes", "Routing", "check_routes", "default_engine", "host_terminals", "make_routing",
+           "parse_engine", "terminal_routes", "walk"]
 
 ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive")
 

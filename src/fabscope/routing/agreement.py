@@ -1,4 +1,4 @@
-"""How far two sets of forwarding tables agree: same path for each host pair.
+"""How far two sets of forwarding tables agree: same path for each pair of host ports.
 
 Used to check fabscope's own engines against the tables OpenSM wrote
 (``bench/route_agreement.py``, the ibsim tests); the tables themselves are
@@ -25,20 +25,23 @@ __all__ = ["compare_routes", "unroutable"]
 
 def compare_routes(fabric: Fabric, lft_a: np.ndarray, lft_b: np.ndarray, src: np.ndarray | None = None,
                    dst: np.ndarray | None = None) -> tuple[int, int]:
-    """(pairs checked, pairs whose routes are identical) under two sets of tables; all pairs by default.
+    """(pairs checked, pairs whose routes are identical) under two sets of tables; all pairs of
+    host ports (terminals) on different hosts by default, port for port (hosts where each has one).
 
     A pair neither set of tables routes counts as identical; one only one routes, as different.
     """
     if src is None or dst is None:
-        src, dst = (x.ravel() for x in np.meshgrid(np.arange(fabric.n_hosts), np.arange(fabric.n_hosts)))
-        keep = src != dst
+        t = np.arange(fabric.n_terminals)
+        src, dst = (x.ravel() for x in np.meshgrid(t, t))
+        keep = fabric.terminal_host[src] != fabric.terminal_host[dst]
         src, dst = src[keep], dst[keep]
     src, dst = np.asarray(src), np.asarray(dst)
-    bad_a, bad_b = unroutable(fabric, lft_a, src, dst), unroutable(fabric, lft_b, src, dst)
+    bad_a = unroutable(fabric, lft_a, src, dst, terminals=True)
+    bad_b = unroutable(fabric, lft_b, src, dst, terminals=True)
     both = ~bad_a & ~bad_b
     paths = []
     for lft in (lft_a, lft_b):
-        r = TableRouting(fabric, np.asarray(lft)).routes(src[both], dst[both])
+        r = TableRouting(fabric, np.asarray(lft)).terminal_routes(src[both], dst[both])
         order = np.argsort(r.flow, kind="stable")
         f, l = r.flow[order], r.link[order]
         starts = np.r_[0, np.flatnonzero(np.diff(f)) + 1]

@@ -83,8 +83,3 @@ def hop_distances(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         dist[w[k] * 64 + bit, v[k]] = step
     return dist
 
-
-def host_downlinks(fabric: Fabric) -> np.ndarray:
-    """For each host, the link from its switch down to it (reverse of its first port)."""
-    indptr, order = fabric.host_uplinks
-    return order[indptr[:-1]] ^ 1

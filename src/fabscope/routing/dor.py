@@ -28,7 +28,7 @@ import numpy as np
 
 from fabscope.errors import RoutingError
 from fabscope.fabric.model import Fabric
-from fabscope.routing.distances import host_downlinks, switch_links
+from fabscope.routing.distances import switch_links
 from fabscope.routing.routes import Routes, first_links, walk
 
 TIES = ("plus", "simgrid", "opensm")
@@ -76,7 +76,7 @@ class DimensionOrderRouting:
         flat_nbr[at[plus]] = sl[plus]
         flat_nbr[at[minus] + 1] = sl[minus]
         self._t.update(rc=np.ascontiguousarray(rc_t.T), rc_t=rc_t, k=k, per=np.array(f.periodic, bool), nbr=nbr,
-                       down=host_downlinks(f))
+                       down=f.terminal_downlink)
 
     def _forward(self, c: np.ndarray, delta: np.ndarray, dim) -> np.ndarray:
         """Whether each move of ``delta`` along ``dim`` from coordinate ``c`` goes + (the tie rule included)."""
@@ -93,7 +93,7 @@ class DimensionOrderRouting:
         h = self.fabric.n_hosts
         r = cur - h
         c = t["rc"][r]
-        dr = self.fabric.host_switch[dst] - h
+        dr = self.fabric.terminal_switch[dst] - h
         d = t["rc"][dr]
         diff = d - c
         moving = diff != 0
@@ -113,9 +113,18 @@ class DimensionOrderRouting:
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         if "tables" in self._t:
             return self._t["tables"].routes(src, dst)
+        if not self.fabric.single_port:
+            return walk(self.fabric, src, dst, self.next_link, self.name)
         src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
         got = self._routes_at_once(src, dst)
         return got if got is not None else walk(self.fabric, src, dst, self.next_link, self.name)
+
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
+        if "tables" in self._t:
+            return self._t["tables"].terminal_routes(src, dst)
+        if not self.fabric.single_port:
+            return walk(self.fabric, src, dst, self.next_link, self.name, terminals=True)
+        return self.routes(src, dst)
 
     def _rings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Every ring's links in the order a run of steps takes them, made once: per dimension
@@ -240,7 +249,7 @@ class DimensionOrderRouting:
         f = self.fabric
         src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
         w = np.asarray(weight, float)
-        if "tables" in self._t:
+        if "tables" in self._t or not f.single_port:
             r = self.routes(src, dst)
             return np.bincount(r.link, weights=w[r.flow] * r.weight, minlength=f.n_links)
         go = src != dst

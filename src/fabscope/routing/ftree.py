@@ -93,6 +93,9 @@ class FatTreeRouting:
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         return self._tables.routes(src, dst)
 
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
+        return self._tables.terminal_routes(src, dst)
+
 
 def _bfs(nbrs: list[list[int]], sources: Sequence[int], n: int) -> np.ndarray:
     rank = np.full(n, -1, np.int64)
@@ -137,24 +140,22 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
     max_rank = int(rank.max(initial=0))
     if max_rank == 0 and S > 1:
         raise _fail(f, "all switches rank as roots")
-    host_of_link_sw = f.host_switch.astype(np.int64) - h
+    host_of_link_sw = f.terminal_switch - h
     if roots:
         leaf_rank = int(rank[host_of_link_sw[0]])
     else:
         leaf_rank = max_rank
     if not 2 <= leaf_rank + 1 <= 8:
         raise _fail(f, f"tree rank {leaf_rank + 1} outside 2..8")
-    for hh in range(h):
-        s = int(host_of_link_sw[hh])
+    for t in range(f.n_terminals):
+        s = int(host_of_link_sw[t])
         if rank[s] != leaf_rank:
-            raise _fail(f, f"host {f.node_names[hh]} hangs off {f.node_names[h + s]} at rank {int(rank[s])}, "
+            raise _fail(f, f"host {f.terminal_label(t)} hangs off {f.node_names[h + s]} at rank {int(rank[s])}, "
                            f"not the leaf rank {leaf_rank}")
     # 2. port groups
     down: list[list[_Group]] = [[] for _ in range(S)]
     upg: list[list[_Group]] = [[] for _ in range(S)]
     sib: list[list[_Group]] = [[] for _ in range(S)]
-    host_group: dict[int, _Group] = {}            # first uplink of each host -> its group on the leaf
-    first_uplink = {int(l ^ 1) for l in f.host_uplinks[1][f.host_uplinks[0][:-1]]}
     for s in range(S):
         if not ranked[s]:
             continue
@@ -164,8 +165,6 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
                 g = _Group(s, v, True)          # one group per host port (per remote LID)
                 down[s].append(g)
                 g.ports.append(_Port(port, link))
-                if link in first_uplink:
-                    host_group[v] = g
                 continue
             r = v - h
             if not ranked[r]:
@@ -289,7 +288,8 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
 
     down_remote = [remotes(s) for s in range(S)]
 
-    lft = np.full((S, h), -1, np.int32)
+    lft = np.full((S, f.n_terminals), -1, np.int32)
+    terminal_of_down = {int(l): t for t, l in enumerate(f.terminal_downlink.tolist())}
 
     def route(leaf: int, host: int | None, keep: bool, link: int = -1) -> None:
         """Route one destination (``host`` None: a dummy) reached from ``leaf`` by ``link``;
@@ -399,9 +399,8 @@ def _ftree_tables(f: Fabric, roots: Sequence[str] | None) -> np.ndarray:
         for g in list(down[leaf]):
             if not g.host:
                 continue
-            # a host's other ports are routed too (they move the counters), their entries not kept
-            mine = host_group.get(g.remote) is g
-            route(leaf, g.remote, mine, g.ports[0].link)
+            # every host port is a destination (its own LID) with its own entries
+            route(leaf, terminal_of_down[g.ports[0].link], True, g.ports[0].link)
             n_routed += 1
         for _ in range(max_cn - n_routed):
             route(leaf, None, False)

@@ -16,11 +16,11 @@ import numpy as np
 from fabscope.errors import RoutingError
 from fabscope.fabric.model import Fabric
 from fabscope.routing.distances import switch_distances
-from fabscope.routing.routes import Routes, first_links
+from fabscope.routing.routes import Routes, host_terminals
 
 
 def _candidates(fabric: Fabric, dist: np.ndarray, cur: np.ndarray, dst: np.ndarray):
-    """Expand each (cur, dst) into its minimal next links: (row index, link id)."""
+    """Expand each (cur, destination terminal) into its minimal next links: (row index, link id)."""
     h = fabric.n_hosts
     indptr, order = fabric.out_links
     deg = indptr[cur + 1] - indptr[cur]
@@ -28,12 +28,12 @@ def _candidates(fabric: Fabric, dist: np.ndarray, cur: np.ndarray, dst: np.ndarr
     offs = np.arange(len(rows)) - np.repeat(np.cumsum(deg) - deg, deg)
     links = order[indptr[cur][rows] + offs]
     nxt = fabric.link_dst[links].astype(np.int64)
-    t = fabric.host_switch[dst].astype(np.int64) - h
+    t = fabric.terminal_switch[dst] - h
     here = cur[rows] - h
     d_now = dist[here, t[rows]]
     is_sw = nxt >= h
     d_next = np.where(is_sw, dist[np.where(is_sw, nxt - h, 0), t[rows]], -2)
-    ok = (is_sw & (d_next == d_now - 1)) | (~is_sw & (nxt == dst[rows]))
+    ok = (is_sw & (d_next == d_now - 1)) | (~is_sw & (links == fabric.terminal_downlink[dst[rows]]))
     return rows[ok], links[ok]
 
 
@@ -48,14 +48,19 @@ class MultipathRouting:
         return {"ecmp": "ecmp", "random": "ecmp-random", "adaptive": "adaptive"}[self.mode]
 
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
+        return self.terminal_routes(*host_terminals(self.fabric, src, dst))
+
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         f = self.fabric
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         dist = switch_distances(f)
         rng = np.random.default_rng(self.seed)
         n = len(src)
-        act = np.flatnonzero(src != dst)
-        l0 = first_links(f, src[act], dst[act]).astype(np.int64)
+        th = f.terminal_host
+        act = np.flatnonzero(th[src] != th[dst])
+        l0 = f.terminal_uplink[src[act]].astype(np.int64)
+        dst_host = th[dst]
         flows, links, weights = [act], [l0], [np.ones(len(act))]
         # state: one row per (flow, node) with the share of the flow there
         fl, node, w = act, f.link_dst[l0].astype(np.int64), np.ones(len(act))
@@ -63,7 +68,7 @@ class MultipathRouting:
         hops = np.zeros(n)
         hops[act] = 1.0
         while len(fl):
-            done = node == dst[fl]
+            done = node == dst_host[fl]
             fl, node, w = fl[~done], node[~done], w[~done]
             if not len(fl):
                 break
@@ -72,7 +77,7 @@ class MultipathRouting:
             if np.any(n_c == 0):
                 i = int(np.flatnonzero(n_c == 0)[0])
                 raise RoutingError(f"{self.name}: {f.node_names[node[i]]} has no minimal hop towards "
-                                   f"{f.node_names[dst[fl[i]]]}")
+                                   f"{f.terminal_label(dst[fl[i]])}")
             if self.mode == "adaptive":
                 nf, nl, nw = fl[rows], cand, w[rows] / n_c[rows]
             else:

@@ -1,12 +1,13 @@
 """Destination-based forwarding tables, as InfiniBand switches hold them.
 
-``lft[s, d]`` is the link switch ``s`` forwards packets for host ``d`` by
-(``-1``: no entry).  Tables come from the min-hop engine here, from OpenSM's
+``lft[s, t]`` is the link switch ``s`` forwards packets for terminal ``t``
+(host port, :meth:`Fabric.terminal`; the host where hosts have one port) by
+(``-1``: no entry), as a switch's LFT holds an entry per port LID.  Tables come from the min-hop engine here, from OpenSM's
 dumps (importers), or from any engine that fills them.
 
 The min-hop engine works the way OpenSM's ``minhop`` does: destinations are
 taken in the order of OpenSM's unicast manager (:func:`destination_order`:
-switches with most hosts first, then GUID order, each switch's hosts in port
+switches with most host ports first, then GUID order, each switch's host ports in port
 order), and each switch sends a destination out of the least-used of its
 ports that lie on a shortest path, the lowest port number breaking ties.
 :func:`balanced_tables` is that manager; ``updn`` and ``dor`` feed it other
@@ -23,20 +24,20 @@ import numpy as np
 
 from fabscope.errors import RoutingError
 from fabscope.fabric.model import Fabric
-from fabscope.routing.distances import host_downlinks, switch_distances, switch_links
+from fabscope.routing.distances import switch_distances, switch_links
 from fabscope.routing.routes import Routes, walk
 
 
 @dataclass(frozen=True, eq=False)
 class TableRouting:
-    """Route by forwarding tables: ``lft`` has shape (n_switches, n_hosts)."""
+    """Route by forwarding tables: ``lft`` has shape (n_switches, n_terminals)."""
 
     fabric: Fabric
     lft: np.ndarray
     name: str = "tables"
 
     def __post_init__(self) -> None:
-        shape = (self.fabric.n_switches, self.fabric.n_hosts)
+        shape = (self.fabric.n_switches, self.fabric.n_terminals)
         if self.lft.shape != shape:
             raise RoutingError(f"forwarding tables of shape {self.lft.shape}, the fabric needs {shape}")
 
@@ -45,6 +46,9 @@ class TableRouting:
 
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         return walk(self.fabric, src, dst, self.next_link, self.name)
+
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
+        return walk(self.fabric, src, dst, self.next_link, self.name, terminals=True)
 
 
 def switch_guid_rank(fabric: Fabric) -> np.ndarray:
@@ -61,23 +65,21 @@ def switch_guid_rank(fabric: Fabric) -> np.ndarray:
 
 
 def destination_order(fabric: Fabric) -> np.ndarray:
-    """Hosts in the order OpenSM's unicast manager routes them.
+    """Terminals (host ports) in the order OpenSM's unicast manager routes them.
 
     ``sort_ports_by_switch_load``: switches with the most end ports first (ties in
-    GUID order), and the hosts of each switch in the order of its ports.
+    GUID order), and the end ports of each switch in the order of its ports.
 
     >>> from fabscope.fabric.generators import fat_tree
     >>> destination_order(fat_tree(k=2, levels=2)).tolist()
     [0, 1, 2, 3]
     """
-    h = fabric.n_hosts
-    indptr, order = fabric.host_uplinks
-    first = order[indptr[:-1]]
-    sw = fabric.link_dst[first].astype(np.int64) - h
-    port = fabric.link_dst_port[first].astype(np.int64)
+    up = fabric.terminal_uplink
+    sw = fabric.link_dst[up].astype(np.int64) - fabric.n_hosts
+    port = fabric.link_dst_port[up].astype(np.int64)
     load = np.bincount(sw, minlength=fabric.n_switches)
     rank = switch_guid_rank(fabric)
-    return np.lexsort((np.arange(h), port, rank[sw], -load[sw]))
+    return np.lexsort((np.arange(len(up)), port, rank[sw], -load[sw]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,11 +122,11 @@ def balanced_tables(fabric: Fabric, hops_to, *, dor: bool = False, ports: Switch
     """
     h, s = fabric.n_hosts, fabric.n_switches
     sp = ports or SwitchPorts.of(fabric)
-    lft = np.full((s, h), -1, dtype=np.int32)
-    down = host_downlinks(fabric)
-    tsw = fabric.host_switch.astype(np.int64) - h
+    lft = np.full((s, fabric.n_terminals), -1, dtype=np.int32)
+    down = fabric.terminal_downlink
+    tsw = fabric.terminal_switch - h
     if not len(sp.link):
-        lft[tsw, np.arange(h)] = down
+        lft[tsw, np.arange(fabric.n_terminals)] = down
         return lft
     used = np.zeros(len(sp.link), dtype=np.int64)
     big = np.int64(1) << 50

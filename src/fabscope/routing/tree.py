@@ -7,6 +7,12 @@ shift permutations meet no contention on a full k-ary n-tree).  Going down,
 it takes the cable towards the child whose hosts include d, and among
 parallel cables the ``d mod count``-th.  Needs hosts numbered so that the
 hosts under every switch are contiguous, as every generator here does.
+
+Destinations are host ports (terminals).  ``d`` is the terminal's number in
+an order in which those under every switch are contiguous: terminal order
+(host by host), or where that is not (rails: every host has a port under
+each rail's switches) rail by rail, port ``p`` of host ``h`` numbered
+``p * n_hosts + h`` in effect.  One-port hosts: ``d`` is the host.
 """
 
 from __future__ import annotations
@@ -28,37 +34,34 @@ class DModKRouting:
 
     def __post_init__(self) -> None:
         f = self.fabric
-        h = f.n_hosts
-        lvl = np.r_[np.zeros(h, np.int64), f.switch_level.astype(np.int64)]
+        n_t = f.n_terminals
+        lvl = np.r_[np.zeros(f.n_hosts, np.int64), f.switch_level.astype(np.int64)]
         if f.n_switches and np.any(f.switch_level < 1):
             raise RoutingError(f"dmodk needs switch levels (a tree); {f.name!r} has switches without one")
-        lo = np.r_[np.arange(h), np.full(f.n_switches, h)].astype(np.int64)
-        hi = np.r_[np.arange(1, h + 1), np.full(f.n_switches, -1)].astype(np.int64)
-        down = lvl[f.link_dst] < lvl[f.link_src]
-        src_d, dst_d = f.link_src[down].astype(np.int64), f.link_dst[down].astype(np.int64)
-        for level in range(1, int(lvl.max()) + 1):
-            m = lvl[src_d] == level
-            np.minimum.at(lo, src_d[m], lo[dst_d[m]])
-            np.maximum.at(hi, src_d[m], hi[dst_d[m]])
-        # contiguity: below each switch, the children's host ranges leave no gap
-        k_src = src_d * (h + 1)
-        o = np.lexsort((lo[dst_d], src_d))
-        run = np.maximum.accumulate(k_src[o] + hi[dst_d[o]])
-        same = src_d[o][1:] == src_d[o][:-1]
-        gap = same & (k_src[o][1:] + lo[dst_d[o]][1:] > run[:-1])
-        if gap.any():
-            bad = int(src_d[o][1:][gap][0])
+        down = np.flatnonzero(lvl[f.link_dst] < lvl[f.link_src])
+        term = np.full(f.n_links, -1, np.int64)
+        term[f.terminal_downlink] = np.arange(n_t)
+        bad_node = -1
+        orders = [np.arange(n_t, dtype=np.int64)]
+        if not f.single_port:                              # rail by rail
+            orders.append(np.argsort(np.lexsort((f.terminal_host, f.terminal_port))).astype(np.int64))
+        for dkey in orders:
+            lo, hi, clo, chi, bad_node = self._ranges(lvl, down, term, dkey)
+            if bad_node < 0:
+                break
+        if bad_node >= 0:
             raise RoutingError(f"dmodk needs the hosts under each switch numbered contiguously; "
-                               f"those under {f.node_names[bad]} are not")
+                               f"those under {f.node_names[bad_node]} are not")
+        h = n_t                                            # the key space below
         # down links sorted by (switch, child lo) with parallel groups
-        ids = np.flatnonzero(down)
-        order = np.lexsort((ids, lo[f.link_dst[ids]], f.link_src[ids]))
-        ids = ids[order]
-        key = f.link_src[ids].astype(np.int64) * (h + 1) + lo[f.link_dst[ids]]
+        order = np.lexsort((down, clo, f.link_src[down]))
+        ids = down[order]
+        clo, chi = clo[order], chi[order]
+        key = f.link_src[ids].astype(np.int64) * (h + 1) + clo
         grp_start = np.r_[0, np.flatnonzero(np.diff(key)) + 1]
         grp_len = np.diff(np.r_[grp_start, len(key)])
         self._t.update(lvl=lvl, lo=lo, hi=hi, down_ids=ids, down_key=key[grp_start],
-                       grp_start=grp_start, grp_len=grp_len)
+                       grp_start=grp_start, grp_len=grp_len, dkey=None if f.single_port else dkey)
         # up links per switch in link order
         up = np.flatnonzero(lvl[f.link_dst] > lvl[f.link_src])
         up = up[np.lexsort((up, f.link_src[up]))]
@@ -77,8 +80,8 @@ class DModKRouting:
         sw_start = np.r_[0, np.flatnonzero(np.diff(g_sw)) + 1]   # groups are sorted by switch
         first = np.full(f.n_nodes, -1, np.int64)
         first[g_sw[sw_start]] = sw_start
-        g_lo = lo[f.link_dst[ids[grp_start]]]
-        g_hi = hi[f.link_dst[ids[grp_start]]]
+        g_lo = clo[grp_start]
+        g_hi = chi[grp_start]
         width = np.zeros(f.n_nodes, np.int64)
         width[g_sw] = g_hi - g_lo                           # some group's width (all equal if uniform)
         j = np.arange(grp_start.size) - first[g_sw]
@@ -90,9 +93,37 @@ class DModKRouting:
         self._t.update(up=up, up_ptr=up_ptr, n_up=n_up, stride=stride[lvl], first_group=first,
                        width=np.where(uniform, width, 0))
 
+    def _ranges(self, lvl: np.ndarray, down: np.ndarray, term: np.ndarray, dkey: np.ndarray):
+        """Key ranges ``[lo, hi)`` below each node and each down link's child, level by level, and
+        the first switch whose children's ranges leave a gap (-1: none)."""
+        f = self.fabric
+        n_t = len(dkey)
+        lo = np.r_[np.zeros(f.n_hosts, np.int64), np.full(f.n_switches, n_t, np.int64)]
+        hi = np.r_[np.zeros(f.n_hosts, np.int64), np.full(f.n_switches, -1, np.int64)]
+        src_d, dst_d = f.link_src[down].astype(np.int64), f.link_dst[down].astype(np.int64)
+        t = term[down]
+        at_host = t >= 0
+        clo = np.where(at_host, dkey[np.maximum(t, 0)], 0)
+        chi = clo + 1
+        for level in range(1, int(lvl.max()) + 1):
+            m = lvl[src_d] == level
+            sw = m & ~at_host
+            clo[sw], chi[sw] = lo[dst_d[sw]], hi[dst_d[sw]]
+            np.minimum.at(lo, src_d[m], clo[m])
+            np.maximum.at(hi, src_d[m], chi[m])
+        # contiguity: below each switch, the children's ranges leave no gap
+        k_src = src_d * (n_t + 1)
+        o = np.lexsort((clo, src_d))
+        run = np.maximum.accumulate(k_src[o] + chi[o])
+        same = src_d[o][1:] == src_d[o][:-1]
+        gap = same & (k_src[o][1:] + clo[o][1:] > run[:-1])
+        return lo, hi, clo, chi, (int(src_d[o][1:][gap][0]) if gap.any() else -1)
+
     def next_link(self, cur: np.ndarray, dst: np.ndarray, hop: int) -> np.ndarray:
         t = self._t
-        h = self.fabric.n_hosts
+        h = self.fabric.n_terminals
+        if t["dkey"] is not None:
+            dst = t["dkey"][dst]
         below = (t["lo"][cur] <= dst) & (dst < t["hi"][cur])
         out = np.empty(len(cur), dtype=np.int64)
         if below.any():
@@ -115,3 +146,6 @@ class DModKRouting:
 
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         return walk(self.fabric, src, dst, self.next_link, self.name)
+
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
+        return walk(self.fabric, src, dst, self.next_link, self.name, terminals=True)

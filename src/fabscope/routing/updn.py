@@ -165,3 +165,6 @@ class UpDownRouting:
 
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         return self._tables.routes(src, dst)
+
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
+        return self._tables.terminal_routes(src, dst)

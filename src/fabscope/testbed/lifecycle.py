@@ -236,8 +236,7 @@ def up(name: str, spec: str, rate: float | None, routing: str | None = None, say
     With ``calibrate`` (the default) a rate the machine cannot forward now is refused with the rate
     that would fit.
 
-    ``fair`` False: every link a tbf alone, first come first served (as before session 7; for
-    comparisons), instead of the round-robin among the hosts whose routes cross it.
+    ``fair`` False: every link a tbf alone, first come first served (for comparisons), instead of the round-robin among the hosts whose routes cross it.
 
     With ``slurm``, a Slurm cluster over the hosts (see :mod:`fabscope.testbed.slurm`).
 

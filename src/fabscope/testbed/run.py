@@ -130,6 +130,12 @@ def rank_hosts(name: str, fabric, default_ppn: int, hostfile: str | None = None,
         where = f"--placement {placement}"
         return [host_on_testbed(name, fabric, h, where) for h in given]
     if hostfile:
+        from fabscope.measure.hostlists import hostfile_ranks
+
+        given = None if ppn else hostfile_ranks((ln for _, ln in read_lines(hostfile, "host file", TestbedError)),
+                                                f"--hostfile {hostfile}")
+        if given is not None:       # a host per rank (a cyclic placement repeats hosts): rank i on line i
+            return [host_on_testbed(name, fabric, h, f"--hostfile {hostfile}") for h in given]
         out = []
         for h, slots in read_hostfile(hostfile):
             out += [host_on_testbed(name, fabric, h, f"--hostfile {hostfile}")] * (ppn or slots)

@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fabscope.units import plural
+from fabscope.units import format_rate, plural, rate_digits, rate_unit
 from fabscope.errors import FabricError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
@@ -82,13 +82,16 @@ def cut_cables(fabric: Fabric, cuts: Sequence[str]) -> tuple[Fabric, list[str]]:
     gone = [_cable_name(fabric, 2 * int(c)) for c in np.flatnonzero(drop)]
     new_id = np.full(fabric.n_links, -1, np.int64)
     new_id[keep] = np.arange(len(keep))
+    # a host port whose cable is cut is no destination any more: its table column and LID go
+    ports_left = ~drop[fabric.terminal_uplink // 2]
     lft = None
     if fabric.lft is not None:
-        lft = np.where(fabric.lft >= 0, new_id[np.maximum(fabric.lft, 0)], -1).astype(np.int32)
+        lft = np.where(fabric.lft >= 0, new_id[np.maximum(fabric.lft, 0)], -1).astype(np.int32)[:, ports_left]
+    tlid = None if fabric.terminal_lid is None or fabric.single_port else fabric.terminal_lid[ports_left]
     g = replace(fabric, link_src=fabric.link_src[keep], link_dst=fabric.link_dst[keep],
                 link_capacity=fabric.link_capacity[keep], link_latency=fabric.link_latency[keep],
                 link_src_port=fabric.link_src_port[keep], link_dst_port=fabric.link_dst_port[keep],
-                lft=lft, params={**fabric.params, "cut": list(gone)})
+                lft=lft, terminal_lid=tlid, params={**fabric.params, "cut": list(gone)})
     return g, gone
 
 
@@ -144,11 +147,14 @@ class WhatIf:
 
     def lines(self, top: int = 15) -> list[str]:
         """A plain-text report: summaries by class before and after, then the pairs that lose most."""
+        rows = list(zip(self.before.summary(scale=1.0), self.after.summary(scale=1.0)))
+        unit, size = rate_unit(max((r.max for pair in rows for r in pair), default=0.0))   # one unit a table
         out = [f"cut: {', '.join(self.cut)}   routing after: {self.routing_after}",
-               f"{'class':<14}{'pairs':>7}  {'before Max/Avg/Min MB/s':>26}  {'after Max/Avg/Min MB/s':>26}"]
-        for b, a in zip(self.before.summary(), self.after.summary()):
-            out.append(f"{b.label:<14}{b.count:>7}  {b.max:8.0f} {b.avg:8.0f} {b.min:8.0f}  "
-                       f"{a.max:8.0f} {a.avg:8.0f} {a.min:8.0f}")
+               f"{'class':<14}{'pairs':>7}  {f'before Max/Avg/Min {unit}':>26}  {f'after Max/Avg/Min {unit}':>26}"]
+        for b, a in rows:
+            out.append(f"{b.label:<14}{b.count:>7}  "
+                       + " ".join(f"{rate_digits(x / size):>8}" for x in (b.max, b.avg, b.min)) + "  "
+                       + " ".join(f"{rate_digits(x / size):>8}" for x in (a.max, a.avg, a.min)))
         loss = self.loss
         out.append(f"{self.n_losing} of {plural(len(loss), 'pair')} lose"
                    + ("s" if len(loss) == 1 else "") + " bandwidth"
@@ -164,8 +170,8 @@ class WhatIf:
         for i in np.argsort(-loss, kind="stable")[:top]:
             if loss[i] <= 1e-6:
                 break
-            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: {self.bw_before[i] / 1e6:.0f} -> "
-                       f"{self.bw_after[i] / 1e6:.0f} MB/s (-{100 * loss[i]:.0f}%)")
+            out.append(f"  {p['src_host'][i]} -> {p['dst_host'][i]}: {format_rate(self.bw_before[i])} -> "
+                       f"{format_rate(self.bw_after[i])} (-{100 * loss[i]:.0f}%)")
         return out
 
 
@@ -291,11 +297,32 @@ class KeptRoutes:
         self.name = f"{after.name} for the cut cables' flows, the rest as before"
 
     def routes(self, src: np.ndarray, dst: np.ndarray):
-        from fabscope.routing.routes import Routes
+        return self._kept(src, dst, False)
+
+    def terminal_routes(self, src: np.ndarray, dst: np.ndarray):
+        """Between host ports of the cut fabric (``after``'s), each found in ``before``'s by its cable."""
+        return self._kept(src, dst, True)
+
+    def _before_terminals(self, t: np.ndarray) -> np.ndarray:
+        fb, fa = self.before.fabric, self.after.fabric
+        if fb.single_port and fa.single_port:
+            return t
+        ok = self.new_id >= 0
+        old = np.full(fa.n_links, -1, np.int64)
+        old[self.new_id[ok]] = np.flatnonzero(ok)
+        term_of = np.full(fb.n_links, -1, np.int64)
+        term_of[fb.terminal_uplink] = np.arange(fb.n_terminals)
+        return term_of[old[fa.terminal_uplink[t]]]
+
+    def _kept(self, src: np.ndarray, dst: np.ndarray, terminals: bool):
+        from fabscope.routing.routes import Routes, terminal_routes
 
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
-        rb = self.before.routes(src, dst)
+        if terminals:
+            rb = terminal_routes(self.before, self._before_terminals(src), self._before_terminals(dst))
+        else:
+            rb = self.before.routes(src, dst)
         nl = self.new_id[rb.link]
         hit = np.zeros(len(src), bool)
         hit[rb.flow[nl < 0]] = True
@@ -304,7 +331,8 @@ class KeptRoutes:
         flow, link, weight = [rb.flow[keep]], [nl[keep]], [rb.weight[keep]]
         hops = np.asarray(rb.hops, dtype=float).copy()
         if len(moved):
-            ra = self.after.routes(src[moved], dst[moved])
+            ra = (terminal_routes(self.after, src[moved], dst[moved]) if terminals
+                  else self.after.routes(src[moved], dst[moved]))
             flow.append(moved[ra.flow])
             link.append(ra.link)
             weight.append(ra.weight)
@@ -341,8 +369,9 @@ def whatif(fabric: Fabric, cuts: Sequence[str], placement: Placement, traffic: T
                                                                   "no fabscope engine reproduces these tables)")
             else:
                 router, label = reroute(after_f, engine)
-                if not reroute_with:
-                    label += " (the engine that reproduces the imported tables)"
+                if not reroute_with:         # the engine may have handed over (ftree to min-hop): say whose tables
+                    label += (" (the engine that reproduces the imported tables)" if router.name == engine
+                              else f"; {engine} reproduces the imported tables")
     else:
         check = (placement.host[traffic.src].astype(np.int64), placement.host[traffic.dst].astype(np.int64))
         router, label = reroute(after_f, name, check)

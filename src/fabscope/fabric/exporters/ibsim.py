@@ -21,7 +21,7 @@ import numpy as np
 
 from fabscope.atomic import atomic_open
 from fabscope.errors import FabricError
-from fabscope.fabric.importers.ibnetdiscover import link_rate
+from fabscope.fabric.rates import link_rate
 from fabscope.fabric.model import Fabric
 from fabscope.names import check_switch_name
 
@@ -36,7 +36,7 @@ MAX_PORT = 254
 def ib_rate(capacity: float) -> tuple[int, str] | None:
     """(width, speed) whose MPI rate is ``capacity`` (0.5% tolerance), or None.
 
-    >>> ib_rate(3071e6), ib_rate(425e6), ib_rate(9596.88e6)
+    >>> ib_rate(3071e6), ib_rate(425e6), ib_rate(12.125e9)
     ((4, 'QDR'), None, (4, 'EDR'))
     """
     for w in (4, 1, 8, 12):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from fabscope.fabric.importers.assemble import build_fabric, natural_key
 from fabscope.fabric.importers.hostmap import HostMap, parse_hostmap, read_hostmap
-from fabscope.fabric.importers.ibnetdiscover import Topology, link_rate, parse_ibnetdiscover, read_ibnetdiscover
+from fabscope.fabric.importers.ibnetdiscover import Topology, parse_ibnetdiscover, read_ibnetdiscover
+from fabscope.fabric.rates import link_rate
 from fabscope.fabric.importers.lfts import Tables, check_lft, parse_lfts, read_lfts, tables_to_lft
 from fabscope.fabric.model import Fabric
 

@@ -19,7 +19,8 @@ import numpy as np
 from fabscope.errors import FabricError
 from fabscope.fabric.generators.trees import SWITCH_LATENCY_S
 from fabscope.fabric.importers.hostmap import MAX_CORES, HostMap
-from fabscope.fabric.importers.ibnetdiscover import Topology, link_rate
+from fabscope.fabric.importers.ibnetdiscover import Topology
+from fabscope.fabric.rates import link_rate
 from fabscope.fabric.importers.infer import infer_hierarchy
 from fabscope.fabric.importers.lfts import Tables, check_lft, tables_to_lft
 from fabscope.fabric.model import Fabric
@@ -70,6 +71,7 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
     # order: hosts by name, switches by (level, name) with levels from the graph
     sw_tmp = {s.guid: i for i, s in enumerate(sws)}
     host_sw_tmp: dict[int, int] = {}
+    port_sw_tmp: list[int] = []          # the switch of every CA port: a leaf with second ports only is a leaf
     cab = []
     for ln in topo.links:
         ka, kb = topo.nodes[ln.a].kind, topo.nodes[ln.b].kind
@@ -80,12 +82,12 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
         else:
             ca, sw = (ln.a, ln.b) if ka == "CA" else (ln.b, ln.a)
             host_sw_tmp.setdefault(ca, sw_tmp[sw])
+            port_sw_tmp.append(sw_tmp[sw])
     lost = [ca for ca in cas if ca.guid not in host_sw_tmp]
     if lost:
         raise FabricError(f"{topo.where(lost[0].line)}: CA {lost[0].desc!r} has no active port (port down?)")
     host_order = sorted(cas, key=lambda c: natural_key(host_name[c.guid]))
-    hsw = np.array([host_sw_tmp[c.guid] for c in host_order], np.int64)
-    level, _, _, _ = infer_hierarchy(len(sws), hsw, np.array(cab, np.int64).reshape(-1, 2))
+    level, _, _, _ = infer_hierarchy(len(sws), np.array(port_sw_tmp, np.int64), np.array(cab, np.int64).reshape(-1, 2))
     sw_order = sorted(range(len(sws)), key=lambda i: (int(level[i]) or 99, natural_key(sw_name[sws[i].guid])))
     nh = len(cas)
     index = {c.guid: i for i, c in enumerate(host_order)}
@@ -113,13 +115,17 @@ def build_fabric(topo: Topology, tables: Tables | None = None, hostmap: HostMap 
     sw_cab = new_of_tmp[np.array(cab, np.int64).reshape(-1, 2)] if cab else np.zeros((0, 2), np.int64)
     _, groups, levels, far = infer_hierarchy(len(sws), new_of_tmp[host_sw], sw_cab)
     hc = np.array([hostmap.cores.get(host_name[c.guid], cores) if hostmap else cores for c in host_order])
+    # every CA port's own LID, host by host in port order (the cables are sorted so)
+    at_host = c[:, 0] < nh
+    port_lid = [host_order[int(h)].port_lid.get(int(p), host_order[int(h)].lid)
+                for h, p in zip(c[at_host, 0], c[at_host, 1])]
     fabric = Fabric(
         name=name or "imported", node_names=tuple(names), n_hosts=nh,
         link_src=src, link_dst=dst, link_capacity=np.r_[cap, cap].reshape(2, -1).T.ravel(),
         link_latency=np.full(2 * n, latency), link_src_port=sp, link_dst_port=dp,
         switch_level=sw_level, host_cores=hc, host_sockets=np.ones(nh),
         groups=groups, levels=levels, far_label=far,
-        host_lid=np.array([c.lid for c in host_order]),
+        host_lid=np.array([c.lid for c in host_order]), terminal_lid=np.array(port_lid, np.int64),
         switch_lid=np.array([sws[i].lid for i in sw_order]),
         lmc=max((c.lmc for c in cas), default=0),
         params={"source": topo.source},

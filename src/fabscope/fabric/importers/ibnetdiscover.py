@@ -23,7 +23,8 @@ turns it into a :class:`~fabscope.fabric.model.Fabric`.
 [('CA', 'H-0-0', 1), ('SW', 'L0', 2)]
 >>> [(l.a_port, l.b_port, l.width, l.speed) for l in t.links]
 [(1, 1, 4, 'QDR')]
->>> round(link_rate(4, "QDR") / 1e6)        # bytes/s: QDR's 4 GB/s at seed 000's 3071 MB/s
+>>> from fabscope.fabric.rates import link_rate   # what a 4xQDR cable carries: seed 000's 3071 MB/s
+>>> round(link_rate(4, "QDR") / 1e6)
 3071
 """
 
@@ -36,20 +37,6 @@ from typing import Iterable, Iterator
 
 from fabscope.errors import FabricError
 from fabscope.fabric.importers.lines import bounded_lines
-
-#: data rate of one lane, Gb/s, after line coding
-LANE_GBPS = {"SDR": 2.0, "DDR": 4.0, "QDR": 8.0, "FDR10": 10.0, "FDR": 13.64, "EDR": 25.0,
-             "HDR": 50.0, "NDR": 100.0, "XDR": 200.0}
-#: share of the data rate MPI reaches: seed 000's QDR link gave 3071 MB/s of 4 GB/s
-MPI_EFFICIENCY = 3071e6 / 4e9
-
-
-def link_rate(width: int, speed: str) -> float:
-    """Bytes/s an MPI ping-pong reaches over a ``width``x ``speed`` link."""
-    if speed not in LANE_GBPS:
-        raise FabricError(f"unknown InfiniBand speed {speed!r}; known: {', '.join(LANE_GBPS)}")
-    return width * LANE_GBPS[speed] * 1e9 / 8 * MPI_EFFICIENCY
-
 
 @dataclass
 class IbNode:

@@ -138,30 +138,32 @@ def read_lfts(path: str) -> Tables:
 
 
 def tables_to_lft(fabric: Fabric, tables: Tables, switch_of_guid: dict[int, int]) -> np.ndarray:
-    """``lft[switch, host]`` (link ids, -1 none) from parsed tables.
+    """``lft[switch, terminal]`` (link ids, -1 none) from parsed tables: one column per host port,
+    found by the port's base LID.
 
     ``switch_of_guid`` maps a switch GUID to its switch number in ``fabric``,
-    whose ``host_lid``, ``switch_lid`` and ``lmc`` say which LID is whose.
+    whose ``terminal_lid``, ``switch_lid`` and ``lmc`` say which LID is whose.
     """
-    if fabric.host_lid is None or fabric.switch_lid is None:
+    if fabric.terminal_lid is None or fabric.switch_lid is None:
         raise FabricError(f"fabric {fabric.name!r} has no LIDs; import the topology with ibnetdiscover")
     nh, ns = fabric.n_hosts, fabric.n_switches
+    tlid = fabric.terminal_lid
     span = 1 << fabric.lmc
-    top = int(max(fabric.host_lid.max(initial=0) + span, fabric.switch_lid.max(initial=0) + span, 1))
-    owner = np.full(top, -1, np.int64)               # host index, or -2 - switch, or -1 none
+    top = int(max(tlid.max(initial=0) + span, fabric.switch_lid.max(initial=0) + span, 1))
+    owner = np.full(top, -1, np.int64)               # terminal (host port), or -2 - switch, or -1 none
     for k in range(span):
-        owner[fabric.host_lid[fabric.host_lid > 0] + k] = np.flatnonzero(fabric.host_lid > 0)
+        owner[tlid[tlid > 0] + k] = np.flatnonzero(tlid > 0)
     # a switch's port 0 has one LID whatever the CAs' LMC (ibnetdiscover: "lmc 0"), and OpenSM packs
     # switch LIDs right after a CA's block: spreading them by the LMC took the next CA's base LID
     owner[fabric.switch_lid[fabric.switch_lid > 0]] = -2 - np.flatnonzero(fabric.switch_lid > 0)
     base = np.zeros(top, bool)
-    base[fabric.host_lid[fabric.host_lid > 0]] = True
+    base[tlid[tlid > 0]] = True
     # out-link of each (switch, port)
     sl = np.flatnonzero(fabric.link_src >= nh)
     max_port = int(fabric.link_src_port.max(initial=0)) + 1
     out_link = np.full((ns, max(max_port, 256)), -1, np.int64)
     out_link[fabric.link_src[sl] - nh, fabric.link_src_port[sl]] = sl
-    lft = np.full((ns, nh), -1, np.int32)
+    lft = np.full((ns, fabric.n_terminals), -1, np.int32)
     src = tables.source
     for guid, t in tables.switches.items():
         if guid not in switch_of_guid:
@@ -192,39 +194,42 @@ def tables_to_lft(fabric: Fabric, tables: Tables, switch_of_guid: dict[int, int]
 
 
 def check_lft(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> int:
-    """Follow every switch's route to every host; return how many (switch, host) have no route.
+    """Follow every switch's route to every host port; return how many (switch, port) have no route.
 
-    Raises FabricError on a loop or a route that ends at the wrong host, naming the LID.
+    Raises FabricError on a loop or a route that ends at the wrong host or port, naming the LID.
     """
     return int((~reachable(fabric, lft, source)).sum())
 
 
 def reachable(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> np.ndarray:
-    """``ok[switch, host]``: the tables lead from the switch to the host (loops raise FabricError)."""
-    nh, ns = fabric.n_hosts, fabric.n_switches
-    idx = np.arange(ns * nh, dtype=np.int64)
-    sw, h = np.divmod(idx, nh)
+    """``ok[switch, terminal]``: the tables lead from the switch to the host port (loops raise FabricError)."""
+    nh, ns, nt = fabric.n_hosts, fabric.n_switches, fabric.n_terminals
+    idx = np.arange(ns * nt, dtype=np.int64)
+    sw, h = np.divmod(idx, nt)
     cur = sw + nh
-    ok = np.zeros(ns * nh, bool)
-    lid = fabric.host_lid if fabric.host_lid is not None else np.arange(nh)
+    ok = np.zeros(ns * nt, bool)
+    lid = fabric.terminal_lid if fabric.terminal_lid is not None else np.arange(nt)
 
     def who(i: int) -> str:
-        return f"LID {int(lid[h[i]])} ({fabric.node_names[h[i]]})"
+        return f"LID {int(lid[h[i]])} ({fabric.terminal_label(h[i])})"
 
     for _ in range(ns + 1):
         nxt = lft[cur - nh, h]
         keep = nxt >= 0
-        cur, h, sw, idx = fabric.link_dst[nxt[keep]].astype(np.int64), h[keep], sw[keep], idx[keep]
+        last = nxt[keep]
+        cur, h, sw, idx = fabric.link_dst[last].astype(np.int64), h[keep], sw[keep], idx[keep]
         at_host = cur < nh
-        wrong = np.flatnonzero(at_host & (cur != h))
+        wrong = np.flatnonzero(at_host & ((cur != fabric.terminal_host[h]) | (last != fabric.terminal_downlink[h])))
         if len(wrong):
             i = int(wrong[0])
+            into = np.flatnonzero(fabric.terminal_downlink == last[i])
+            end = fabric.terminal_label(int(into[0])) if len(into) else fabric.node_names[cur[i]]
             raise FabricError(f"{source}: the route to {who(i)} from switch {fabric.node_names[nh + sw[i]]!r} "
-                              f"ends at host {fabric.node_names[cur[i]]!r}")
+                              f"ends at host {end!r}")
         ok[idx[at_host]] = True
         cur, h, sw, idx = cur[~at_host], h[~at_host], sw[~at_host], idx[~at_host]
         if not len(cur):
-            return ok.reshape(ns, nh)
+            return ok.reshape(ns, nt)
     i = 0
     path, c = [], int(sw[i]) + nh
     for _ in range(min(ns, 6) + 1):
@@ -233,7 +238,12 @@ def reachable(fabric: Fabric, lft: np.ndarray, source: str = "tables") -> np.nda
     raise FabricError(f"{source}: a loop in the forwarding tables: {who(i)} goes {' -> '.join(path)} ...")
 
 
-def unroutable(fabric: Fabric, lft: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """True for each host pair the tables do not route (the source's switch does not reach the destination)."""
+def unroutable(fabric: Fabric, lft: np.ndarray, src: np.ndarray, dst: np.ndarray, *,
+               terminals: bool = False) -> np.ndarray:
+    """True for each host pair (``terminals``: host port pair) the tables do not route (the source
+    port's switch does not reach the destination port); host pairs take the ports
+    :meth:`Fabric.host_pair_terminals` gives."""
     ok = reachable(fabric, lft)
-    return (src != dst) & ~ok[fabric.host_switch[src] - fabric.n_hosts, dst]
+    ts, td = (np.asarray(src, np.int64), np.asarray(dst, np.int64)) if terminals else fabric.host_pair_terminals(src, dst)
+    th = fabric.terminal_host
+    return (th[ts] != th[td]) & ~ok[fabric.terminal_switch[ts] - fabric.n_hosts, td]

@@ -1,5 +1,8 @@
 """Communication matrices from files: dense CSV, Matrix Market, and an application kernel's run.
 
+Read here, below both the dynamic engine (``replay:FILE``) and mapping (``--comm FILE``), which
+stand on it.
+
 Entry ``(i, j)`` is the bytes rank ``i`` sent to rank ``j``.  The PMPI
 library (``csrc/pmpi``) writes Matrix Market files: ``comm.mtx`` with the
 bytes and ``comm.msgs.mtx`` beside it with the message counts, which
@@ -22,15 +25,19 @@ gives the bytes and messages per iteration the kernel counted itself
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from fabscope.atomic import atomic_open
-from fabscope.errors import TrafficError
+from fabscope.errors import SchemaError, TrafficError
 from fabscope.mapping.commgraph import CommGraph
 from fabscope.textio import read_lines
 
-__all__ = ["read_app_comm", "read_comm_file", "read_csv_matrix", "read_mtx", "write_mtx"]
+if TYPE_CHECKING:
+    from fabscope.measure.apps import AppRun
+
+__all__ = ["one_app_run", "read_app_comm", "read_comm_file", "read_csv_matrix", "read_mtx", "write_mtx"]
 
 
 def _check_square(path: str, shape: tuple[int, int]) -> int:
@@ -192,14 +199,28 @@ def _mm_float(path: str, n: int, tok: str) -> float:
         raise TrafficError(f"{path} line {n}: {tok[:20]!r} is not a number") from None
 
 
+def one_app_run(path: str, test: str | None = None, error: type[Exception] = SchemaError) -> AppRun:
+    """The one kernel run of fabscope-bench output ``path`` (or the run of kernel ``test``); a file with
+    none, or with several kernels, is refused with ``error`` in one line."""
+    from fabscope.measure.apps import APP_TESTS, app_runs
+    from fabscope.measure.parse import read_run
+
+    apps = [a for a in app_runs(read_run(path)) if test is None or a.test == test]
+    if not apps:
+        raise error(f"{path}: no application record (an 'app' line and its 'app-traffic' line) in this "
+                    f"fabscope-bench output; measure one of {', '.join(APP_TESTS)}")
+    if len(apps) > 1:
+        raise error(f"{path}: the runs of {len(apps)} kernels ({', '.join(a.test for a in apps)}); "
+                    "give one kernel's run")
+    return apps[0]
+
+
 def read_app_comm(path: str, test: str | None = None) -> CommGraph:
     """The graph of one iteration of an application kernel's run (fabscope-bench JSON lines): the
     bytes and messages each rank sent each other rank, divided by the iterations counted.
 
     The file must hold one kernel's traffic, unless ``test`` names which.
     """
-    from fabscope.mapping.apprun import one_app_run
-
     run = one_app_run(path, test, TrafficError)
     g = run.graph(os.path.basename(path))
     g.params["file"] = path
