@@ -4,7 +4,10 @@ Brings up a testbed, then runs ``fabscope measure --testbed NAME random-pairs`` 
 pairs) alternately with each MPI, ``--repeats`` times each (A B A B ...: load that drifts during the run
 falls on both), and prints every pair's bandwidth with each MPI (median over the repeats) and the ratio
 Open MPI / wheel, their median and extremes, each run's wall and CPU time (the measure command's children),
-and whether each run was link-bound (the testbed's own verdict).  Takes the testbed down at the end.
+and whether each run was link-bound (the testbed's own verdict).  Then, with NetPIPE built with Open MPI
+(Debian's ``netpipe-openmpi``: ``NPopenmpi``) on the testbed's first two hosts, NetPIPE's time for one
+message of that size beside fabscope-bench's ``pingpong`` with Open MPI on the same pair.  Takes the
+testbed down at the end.
 
     sudo .venv/bin/python bench/testbed_mpis.py [--fabric fat-tree:k=4,levels=2] [--rate auto:40Mbit]
         [--size 1MiB] [--iterations 10] [--repeats 2] [--name mp1]
@@ -50,6 +53,40 @@ def measure(name: str, mpicc: str, args: argparse.Namespace, out: str) -> tuple[
     return {"bw": bw, "mpi": doc["meta"]["mpi"]["name"]}, wall, cpu, bound
 
 
+def netpipe(args: argparse.Namespace, folder: str, ompi: str) -> None:
+    """NetPIPE (Open MPI) and fabscope-bench pingpong (Open MPI) on the testbed's first two hosts, one size."""
+    from fabscope.units import parse_size
+
+    size = parse_size(args.size)
+    hosts = os.path.join(folder, "pair.hosts")
+    with open(hosts, "w") as fh:
+        fh.write(f"fstb-{args.name}-h0\nfstb-{args.name}-h1\n")
+    np_out = os.path.join(folder, "np.out")
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "fabscope.cli", "testbed", "run", args.name, "--hostfile", hosts,
+                        "--timeout", "600", "--", shutil.which("NPopenmpi"), "-l", str(size), "-u", str(size),
+                        "-o", np_out], capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    rows = [ln.split() for ln in open(np_out)] if p.returncode == 0 and os.path.exists(np_out) else []
+    one_way = [float(r[2]) for r in rows if len(r) >= 3 and int(r[0]) == size]
+    if not one_way:
+        print(f"NetPIPE failed: {p.stderr.strip()[-300:]}")
+        return
+    out = os.path.join(folder, "pp.json")
+    env = {**os.environ, "FABSCOPE_MPICC": ompi}
+    q = subprocess.run([sys.executable, "-m", "fabscope.cli", "measure", "--testbed", args.name, "--hostfile", hosts,
+                        "pingpong", "--min-size", str(size), "--max-size", str(size), "--iterations",
+                        str(args.iterations), "--out", out + "l", "-o", out], capture_output=True, text=True, env=env)
+    if q.returncode != 0:
+        print(f"pingpong failed: {q.stderr.strip()[-300:]}")
+        return
+    recs = [json.loads(ln) for ln in open(out + "l") if '"size"' in ln]
+    fs = [r["latency"] for r in recs if r.get("type") == "size" and r.get("bytes") == size]
+    print(f"\n{args.size} one way, fstb-{args.name}-h0 <-> h1, both Open MPI: NetPIPE {size / one_way[0] / 1e6:.3f} MB/s "
+          f"({one_way[0] * 1e3:.1f} ms; NetPIPE's run {wall:.0f} s), fabscope pingpong {size / fs[0] / 1e6:.3f} MB/s "
+          f"({fs[0] * 1e3:.1f} ms); fabscope / NetPIPE {one_way[0] / fs[0]:.3f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--name", default="mp1")
@@ -90,6 +127,10 @@ def main() -> int:
         print(f"\nOpen MPI / wheel over {len(ratios)} pairs: median {statistics.median(ratios):.3f}, "
               f"min {min(ratios):.3f}, max {max(ratios):.3f}; within 10%: "
               f"{sum(abs(x - 1) <= 0.10 for x in ratios)} of {len(ratios)}")
+        if shutil.which("NPopenmpi"):
+            netpipe(args, folder, ompi)
+        else:
+            print("no NPopenmpi (Debian's netpipe-openmpi): NetPIPE not compared")
     finally:
         down(args.name)
         shutil.rmtree(folder, ignore_errors=True)

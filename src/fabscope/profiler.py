@@ -30,7 +30,7 @@ from fabscope.cbuild import sweep_stale
 from fabscope.errors import MeasureError
 from fabscope.measure.build import BUILD_TIMEOUT, cache_root, source_dir
 from fabscope.measure.elfdeps import closure
-from fabscope.measure.mpi import ProgramMPI, _show, family_launcher, find_mpi, program_mpi
+from fabscope.measure.mpi import ProgramMPI, compile_line, family_launcher, find_mpi, program_mpi
 
 LIBRARY = "libfabscope_pmpi.so"
 #: compiler wrappers tried per family after the MPI :func:`find_mpi` finds (Debian's suffixed ones first)
@@ -61,7 +61,7 @@ def _build(cc: str) -> Path:
     h = hashlib.sha256()
     for p in pmpi_sources():
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    h.update(os.path.realpath(cc).encode() + b"\0" + _show(cc).encode())
+    h.update(os.path.realpath(cc).encode() + b"\0" + compile_line(cc).encode())
     folder = cache_root() / f"pmpi-{h.hexdigest()[:20]}"
     lib = folder / LIBRARY
     if lib.is_file():
@@ -113,10 +113,10 @@ def profile(argv: Sequence[str], out: str, testbed: str | None = None, np: int |
             say: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> int:
     """Run ``argv`` under the PMPI library, writing ``out``; the program's exit status."""
     from fabscope.atomic import check_outputs
-    from fabscope.testbed.run import _program
+    from fabscope.testbed.run import program_path
 
     argv = list(argv[1:] if argv and argv[0] == "--" else argv)
-    exe = _program(argv)
+    exe = program_path(argv)
     out = os.path.abspath(out)
     check_outputs(dict(zip(("-o", "-o (counts)"), matrices(out))))
     pm = program_mpi(exe, mpi)
@@ -145,13 +145,14 @@ def _run_here(pm: ProgramMPI, exe: str, args: Sequence[str], env: dict[str, str]
     """The program started by its MPI's own launcher (off a testbed), under the job supervisor."""
     from fabscope.measure.launchers import Job, get_launcher
     from fabscope.measure.runner import usable_cpus
-    from fabscope.testbed.run import _supervise
+    from fabscope.testbed.run import OWN_ABORT, supervise_job
 
     launcher = get_launcher(pm.family, family_launcher(pm))
     job = Job(np=np, program=[exe, *args], hostfile=hostfile, oversubscribe=hostfile is None and np > usable_cpus(),
               extra=tuple(launcher.rank_env(env)))
     folder = tempfile.mkdtemp(prefix=".fabscope-profile.")
     try:
-        return _supervise(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env())
+        return supervise_job(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env(),
+                             own_abort=OWN_ABORT if pm.family == "openmpi" else 0.0)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

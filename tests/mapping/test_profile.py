@@ -39,7 +39,7 @@ def fabscope(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.mpi
 @pytest.mark.parametrize("compiler", ["mpicc.openmpi", "mpicc.mpich", WHEEL])
 def test_profile_writes_the_matrix_with_the_programs_own_mpi(compiler, tmp_path):
-    from fabscope.mapping.commfiles import read_comm_file
+    from fabscope.traffic.commfiles import read_comm_file
 
     if not shutil.which(compiler):
         pytest.skip(f"no {compiler}")

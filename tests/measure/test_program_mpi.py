@@ -111,3 +111,23 @@ def test_truncated_and_odd_files_are_no_elf(tmp_path):
         d = read_dynamic(str(f))
         assert d is None or d.needed == (), (i, d)
         assert closure(str(f)) == {}
+
+
+@pytest.mark.mpi
+def test_measure_with_open_mpi_here(tmp_path):
+    """fabscope-bench built with Open MPI (FABSCOPE_MPICC=mpicc.openmpi) and launched by its mpirun on this host:
+    the result records Open MPI as the MPI that produced it."""
+    import json
+
+    if not shutil.which("mpicc.openmpi"):
+        pytest.skip("no mpicc.openmpi")
+    out = tmp_path / "pp.json"
+    p = subprocess.run([sys.executable, "-m", "fabscope.cli", "measure", "--np", "2", "--timeout", "120", "pingpong",
+                        "--max-size", "1KiB", "--iterations", "2", "--out", str(tmp_path / "pp.jsonl"), "-o", str(out)],
+                       capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                       env={**os.environ, "FABSCOPE_MPICC": "mpicc.openmpi"})
+    assert p.returncode == 0, p.stderr
+    assert "MPI: openmpi (" in p.stderr and ", launcher " in p.stderr
+    mpi = json.loads(out.read_text())["meta"]["mpi"]
+    assert mpi["name"] == "openmpi" and mpi["version"].startswith("Open MPI v")
+    assert mpi["mpicc"] == shutil.which("mpicc.openmpi")

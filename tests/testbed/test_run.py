@@ -332,7 +332,7 @@ def test_measure_with_open_mpi_on_the_testbed(testbed, tmp_path):
 def test_profile_an_open_mpi_program_on_the_testbed(testbed, tmp_path):
     """`fabscope profile --testbed` of an Open MPI program: the PMPI library built with Open MPI, passed to the
     ranks on every host with mpirun's -x, and rank 0's matrix of the whole 5-rank world (a ring: r -> r+1)."""
-    from fabscope.mapping.commfiles import read_comm_file
+    from fabscope.traffic.commfiles import read_comm_file
 
     prog = _ring("mpicc.openmpi", tmp_path)
     rf = tmp_path / "ranks.txt"
@@ -345,3 +345,19 @@ def test_profile_an_open_mpi_program_on_the_testbed(testbed, tmp_path):
     g = read_comm_file(str(out))
     assert {(int(i), int(j)): float(b) for i, j, b in zip(g.src, g.dst, g.bytes)} == \
         {(r, (r + 1) % 5): 4 * 65536.0 for r in range(5)}
+
+
+def test_exit_status_of_an_open_mpi_rank(testbed, tmp_path):
+    """An Open MPI rank's exit(3): status 3, the rank named (OMPI_COMM_WORLD_RANK), every rank gone; mpirun is
+    left to end the job itself (stopped in the middle of its abort it crashed in PMIx_Finalize)."""
+    import shutil
+
+    if not shutil.which("mpicc.openmpi"):
+        pytest.skip("no mpicc.openmpi")
+    (tmp_path / "where.c").write_text(PROGRAM)
+    subprocess.run(["mpicc.openmpi", str(tmp_path / "where.c"), "-o", str(tmp_path / "where")], check=True)
+    p = fabscope("testbed", "run", testbed, "--timeout", "60", "--", str(tmp_path / "where"), "exit", "2", "3")
+    assert p.returncode == 3, p.stderr
+    assert f"rank 2 of where on {HOSTS[2]} exited with status 3" in p.stderr
+    assert "Segmentation fault" not in p.stderr, p.stderr
+    assert _wait_no_leftovers(), leftovers()

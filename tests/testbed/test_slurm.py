@@ -168,6 +168,33 @@ def test_slurm_over_a_testbed(work, sl1):
         sl(name, "scontrol", "reconfigure", check=False)
 
 
+def test_open_mpi_job_under_srun_pmix(work, sl1):
+    """fabscope-bench built with Open MPI, started by srun --mpi=pmix inside an allocation of the testbed's Slurm: one
+    world of 4 ranks on the 4 nodes.  Every node's slurmstepd once shared one TmpFS, and Slurm's PMIx plugin, whose
+    per-step folder names no node, refused the step on the second node ("File exists")."""
+    import shutil
+
+    if not shutil.which("mpicc.openmpi"):
+        pytest.skip("no mpicc.openmpi (Debian's openmpi-bin, libopenmpi-dev)")
+    name = sl1.name
+    out, res = work / "o.jsonl", work / "o.json"
+    script = work / "ompi.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"#SBATCH -N 4\n#SBATCH -o {work / 'ompi.out'}\n"
+        f"FABSCOPE_MPICC=mpicc.openmpi exec {os.path.join(os.path.dirname(os.sys.executable), 'fabscope')} measure "
+        f"--launcher srun --testbed {name} --np 4 --ppn 1 --timeout 120 pingpong --min-size 1MiB --max-size 1MiB "
+        f"--iterations 3 --out {out} -o {res}\n")
+    job = sl(name, "sbatch", "--parsable", str(script)).strip()
+    wait_done(name, job)
+    log = (work / "ompi.out").read_text()
+    assert res.is_file(), log
+    meta = Result.read_json(res).meta
+    assert meta["mpi"]["name"] == "openmpi" and (meta["nranks"], meta["nnodes"]) == (4, 4), meta
+    assert len(meta["slurm"]["nodes"]) == 4
+    assert set(slurm.sinfo_states(name).values()) == {"idle"}
+
+
 def test_down_after_a_lost_slurm_folder_stops_the_daemons():
     """``down`` finds the daemons by their command lines, also when the folder (pid files) is gone."""
     name = "sl2"

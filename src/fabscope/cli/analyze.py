@@ -93,7 +93,7 @@ def report(run: BenchRun, fabric: Any = None, peak: float | None = None, fpc: fl
     return out
 
 
-def testbed_link_from(path: str) -> int | None:
+def link_sizes_from(path: str) -> int | None:
     """The smallest size whose figures are the links', as ``measure --testbed`` recorded it in the run's
     testbed line (:mod:`fabscope.testbed.smallmsg`); None for a run off a testbed."""
     from fabscope.testbed.linkbound import records
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             r.ranks["host"] = [hm.lookup(-1, -1, h) or h for h in r.ranks["host"]]
     for i, r in enumerate(runs):
         print(("\n" if i else "") + "\n".join(plain(ln) for ln in report(r, fabric, args.peak_gflops,
-                                                                         args.flops_per_cycle, testbed_link_from(r.path))))
+                                                                         args.flops_per_cycle, link_sizes_from(r.path))))
     kinds = {an.pair_kind(r): r for r in runs if r.of("pingpong")}
     sides = an.cbr_sides(runs)               # mbw may sit in files of its own, beside the pingpong ones
     if "pingpong" in sides.get("intra", {}) and "pingpong" in sides.get("inter", {}):

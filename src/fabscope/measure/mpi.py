@@ -55,7 +55,7 @@ class MPIInstall:
     def identity(self) -> str:
         """What the built program depends on: the compiler wrapper, its flags and version."""
         h = hashlib.sha256()
-        for part in (os.path.realpath(self.mpicc), self.version, _show(self.mpicc)):
+        for part in (os.path.realpath(self.mpicc), self.version, compile_line(self.mpicc)):
             h.update(part.encode() + b"\0")
         return h.hexdigest()[:16]
 
@@ -69,7 +69,7 @@ def _run(argv: list[str]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _show(mpicc: str) -> str:
+def compile_line(mpicc: str) -> str:
     """The wrapper's underlying compile line (``-show`` for MPICH, ``--showme`` for Open MPI)."""
     out = _run([mpicc, "-show"])
     return out if out and "error" not in out.lower() else _run([mpicc, "--showme"])

@@ -186,10 +186,10 @@ def job(name: str, out: str | os.PathLike[str], ppn: int | None = None, hostfile
     """Everything ``fabscope measure --testbed`` needs: (fabric, host file, launcher, its options, ranks).
 
     The hosts are the testbed's, in order, or those of ``hostfile`` in its order (named as on the
-    testbed, ``fstb-NAME-h<i>``, or as in the fabric it was built from), ``ppn`` ranks each (default 1);
-    the launcher that of the benchmark's MPI ``family`` (:func:`launch_args`).  Without ``ppn``, a host
-    file that lists a host per rank (a cyclic placement from ``fabscope map -o`` repeats hosts) puts
-    rank *i* on its line *i*.  Checks that the testbed is up and whole.
+    testbed, ``fstb-NAME-h<i>``, or as in the fabric it was built from), ``ppn`` ranks each (default 1).
+    Without ``ppn``, a host file that lists a host per rank (a cyclic placement from ``fabscope map
+    -o`` repeats hosts) puts rank *i* on its line *i*.  The launcher is that of the benchmark's MPI
+    ``family`` (:func:`launch_args`).  Checks that the testbed is up and whole.
     """
     from fabscope.measure.hostlists import hostfile_ranks, read_hostfile
     from fabscope.textio import read_lines
@@ -200,7 +200,7 @@ def job(name: str, out: str | os.PathLike[str], ppn: int | None = None, hostfile
         if hostfile and not ppn else None
     if given is not None and len(set(given)) == len(given):
         given = None                # each host once: the testbed's ranks per host, as without a host file
-    if given is not None:
+    if given is not None:           # rank i on line i
         ranks = [host_on_testbed(name, fabric, h, where) for h in given]
     else:
         hosts = list(fabric.host_names)
@@ -209,6 +209,6 @@ def job(name: str, out: str | os.PathLike[str], ppn: int | None = None, hostfile
         ranks = [h for h in hosts for _ in range(ppn or st.ppn)]
     path = Path(f"{os.fspath(out)}.hosts")
     with atomic_open(path) as fh:
-        fh.write(host_file(family, ranks))
+        fh.write(host_file(family, ranks))      # Hydra: host:count runs in rank order; Open MPI: a line per rank
     launcher, args = launch_args(name, family, netmod, len(ranks))
     return fabric, str(path), launcher, args, len(ranks)

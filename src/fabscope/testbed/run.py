@@ -35,6 +35,7 @@ The exit status is the program's: the first rank to fail gives its status (kille
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
 
 #: exit status of a run stopped by --timeout (as timeout(1))
 TIMEOUT_STATUS = 124
+#: seconds Open MPI's mpirun gets to end a job itself after a rank failed, before fabscope stops it
+OWN_ABORT = 5.0
 
 _RANKFILE = re.compile(r"rank\s+(\d+)\s*=\s*(\S+?)(?:\s+slot=\S+)?")
 _MAPLINE = re.compile(r"(\d+)\s+(\S+)\s+\d+(?:\s+-?\d+)*")
@@ -140,7 +143,7 @@ def rank_hosts(name: str, fabric, default_ppn: int, hostfile: str | None = None,
     return [h for h in fabric.host_names for _ in range(ppn or default_ppn)]
 
 
-def _program(argv: Sequence[str]) -> str:
+def program_path(argv: Sequence[str]) -> str:
     if not argv:
         raise TestbedError("no program to run: fabscope testbed run NAME [options] -- PROGRAM [ARGS...]")
     prog = argv[0]
@@ -211,7 +214,7 @@ def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: 
     if timeout is not None and not timeout > 0:
         raise TestbedError(f"--timeout must be positive, got {timeout:g}")
     argv = list(argv[1:] if argv and argv[0] == "--" else argv)
-    exe = _program(argv)
+    exe = program_path(argv)
     try:
         pm = pm or program_mpi(exe, mpi)
         launcher_exe = family_launcher(pm)
@@ -235,13 +238,14 @@ def run(name: str, argv: Sequence[str], hostfile: str | None = None, placement: 
         launcher = get_launcher(kind, launcher_exe)
         args += launcher.rank_env(dict(rank_env or {}))
         job = Job(np=len(hosts), program=[wrapper, folder, exe, *argv[1:]], hostfile=mf, extra=tuple(args))
-        return _supervise(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env())
+        return supervise_job(launcher.command(job), folder, timeout, say, os.path.basename(exe), launcher.env(),
+                             own_abort=OWN_ABORT if kind == "openmpi" else 0.0)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _supervise(cmd: list[str], folder: str, timeout: float | None, say: Callable[[str], None], prog: str,
-               env: dict[str, str] | None = None) -> int:
+def supervise_job(cmd: list[str], folder: str, timeout: float | None, say: Callable[[str], None], prog: str,
+                  env: dict[str, str] | None = None, own_abort: float = 0.0) -> int:
     """Run ``cmd`` under the supervisor, output passed through; the status as :func:`run` gives it."""
     watch, alive = os.pipe()
     with _SignalsToExceptions():
@@ -262,6 +266,10 @@ def _supervise(cmd: list[str], folder: str, timeout: float | None, say: Callable
                 job.refresh()
                 failed = first_failure(folder)
                 if failed is not None:
+                    # a launcher that ends the job itself at a failed rank (Open MPI's mpirun) is left to do so,
+                    # for a moment: stopped in the middle of its abort it crashed (a segfault in PMIx_Finalize)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=own_abort)
                     break
                 if timeout is not None and time.monotonic() - start > timeout:
                     timed_out = True

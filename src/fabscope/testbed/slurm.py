@@ -84,6 +84,9 @@ def slurm_conf(name: str, hosts: list[str], subnet: str, cpus: int) -> str:
         "TopologyPlugin=topology/tree",
         "MpiDefault=none", "MailProg=/bin/true", "ReturnToService=2",
         "SlurmdTimeout=30", "InactiveLimit=0", "KillWait=5", "MinJobAge=30",
+        # the job steps' temporary folder (Slurm's PMIx plugin makes its per-step folders there, named without
+        # the node): one path, which each slurmd's mount namespace binds to a folder of its own node
+        f"TmpFS={d / 'tmp'}",
     ]
     lines += [node_line(h, mgmt_ip(subnet, i), cpus) for i, h in enumerate(hosts)]
     lines.append(f"PartitionName=fabscope Nodes={compress_hostlist(hosts)} Default=YES MaxTime=INFINITE State=UP")
@@ -176,6 +179,8 @@ def start(name: str, say=lambda msg: None, timeout: float = 60.0) -> Path:
     hosts = list(fabric.host_names)
     for h in hosts:
         (d / "spool" / f"d-{h}").mkdir()
+        (d / "tmp-nodes" / h).mkdir(parents=True)
+    (d / "tmp").mkdir()
     cpus = os.cpu_count() or 1
     conf = conf_path(name)
     _write(conf, slurm_conf(name, hosts, st.mgmt_subnet, cpus))
@@ -193,8 +198,11 @@ def start(name: str, say=lambda msg: None, timeout: float = 60.0) -> Path:
     system.run(["slurmctld", "-f", str(conf)], env=environ)
     for i, h in enumerate(hosts):
         ns = names.ns_host(name, i)
+        # 'ip netns exec' runs slurmd in a mount namespace of its own (mounts there do not propagate back):
+        # TmpFS is this node's folder in it, so that two nodes' step folders of the same name do not collide
         system.run(["ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c",
-                    'hostname "$0" && exec slurmd -f "$1" -N "$0"', h, str(conf)], env=environ)
+                    'hostname "$0" && mount --bind "$2" "$3" && exec slurmd -f "$1" -N "$0"', h, str(conf),
+                    str(d / "tmp-nodes" / h), str(d / "tmp")], env=environ)
     wait_idle(name, len(hosts), timeout)
     say(f"testbed {name}: Slurm up ({len(hosts)} nodes in partition fabscope); "
         f"export SLURM_CONF={conf}")
