@@ -5,20 +5,28 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fabscope.cli.files import not_a_file, reads, writes
 from fabscope.cli.options import examples
+
+
+def _matrices(value: object, args: argparse.Namespace) -> list[str]:
+    """The two files ``-o`` names: the bytes matrix and the message counts beside it."""
+    from fabscope.profiler import matrices
+
+    return list(matrices(str(value))) if value else []
 
 
 def _options(p: argparse.ArgumentParser, default: object = None) -> None:
     def d(x: object) -> object:
         return x if default is None else default
-    p.add_argument("-o", "--output", default=d("fabscope-comm.mtx"),
-                   help="the bytes matrix (Matrix Market; message counts beside it as .msgs.mtx); default "
-                        "fabscope-comm.mtx")
-    p.add_argument("--testbed", metavar="NAME", default=d(None),
-                   help="run on testbed NAME as 'testbed run' does (--hostfile, --placement, --ppn as there)")
+    writes(p.add_argument("-o", "--output", default=d("fabscope-comm.mtx"),
+                          help="the bytes matrix (Matrix Market; message counts beside it as .msgs.mtx); default "
+                               "fabscope-comm.mtx"), _matrices)
+    not_a_file(p.add_argument("--testbed", metavar="NAME", default=d(None),
+                              help="run on testbed NAME as 'testbed run' does (--hostfile, --placement, --ppn as there)"))
     p.add_argument("--np", type=int, default=d(None), help="ranks (default: 2 here; on a testbed, every slot)")
-    p.add_argument("--hostfile", default=d(None), help="hosts to run on")
-    p.add_argument("--placement", default=d(None), help="on a testbed: a placement as 'fabscope map -o' writes it")
+    reads(p.add_argument("--hostfile", default=d(None), help="hosts to run on"))
+    reads(p.add_argument("--placement", default=d(None), help="on a testbed: a placement as 'fabscope map -o' writes it"))
     p.add_argument("--ppn", type=int, default=d(None), help="on a testbed: ranks per host")
     p.add_argument("--timeout", type=float, default=d(None), help="stop every rank after this many seconds (exit 124)")
     p.add_argument("--mpi", default=d(None), choices=("openmpi", "mpich", "mpich-ofi", "mpich-ucx"),
