@@ -60,9 +60,9 @@ PRESETS = {
     # a rail-optimised GPU pod as NVIDIA's DGX SuperPOD reference architecture (DGX H100, 4 scalable units)
     # describes its compute fabric: 32 nodes per unit, 8 NDR 400 Gb/s NICs per node, NIC r of a unit's
     # nodes on that unit's rail-r leaf (32 down, 32 up), 16 spines of 64 ports (2 cables to each leaf);
-    # 48 GB/s per NIC: NDR's 50 GB/s less MPI's overhead; 8 ranks per node, one per GPU; on-node copies
+    # NICs at rate=NDR: 48 GB/s, NDR's 50 GB/s at MPI's share (fabric/rates.py); 8 ranks per node, one per GPU; on-node copies
     # over NVLink 4 (450 GB/s each way per GPU, 8 GPUs on the node's NVSwitches) (docs/multirail.md)
-    "gpu-pod": "xgft:m=32x4,w=1x16,links_per_pair=2,rails=8,rail_optimised=1,capacity=48e9,cores=8,"
+    "gpu-pod": "xgft:m=32x4,w=1x16,links_per_pair=2,rails=8,rail_optimised=1,rate=NDR,cores=8,"
                "copy_rate=450e9,memory_bw=3.6e12",
 }
 
