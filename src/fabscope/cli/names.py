@@ -14,7 +14,8 @@ PATTERNS = ("random-pairs", "leaf-offset", "leaf-pairs", "partner-hops", "bisect
 DYNAMIC_PATTERNS = ("allreduce:ring", "allreduce:recursive-doubling", "alltoall:pairwise", "alltoall:bruck",
                     "bcast:binomial", "replay:FILE", "trace:FILE")
 #: fabscope.routing.ENGINES
-ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive")
+ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive",
+           "valiant", "ugal-l", "ugal-g")
 #: fabscope.model.simulate.MODELS
 MODELS = ("maxmin", "congestion")
 #: fabscope.mapping.outputs.FORMATS

@@ -11,6 +11,9 @@ tables     forwarding tables given with the fabric (imported from OpenSM)
 dor        dimension-order routing on tori, meshes, hypercubes
            (``dor:tie=plus|simgrid|opensm``; OpenSM's dor without coordinates)
 minimal    minimal routing (min-hop tables; dragonflies: local-global-local)
+valiant    dragonflies: through a random intermediate group (seeded)
+ugal-l     dragonflies: minimal or Valiant per flow by its source router's load
+ugal-g     dragonflies: minimal or Valiant per flow by the loads on its paths
 ecmp       one minimal path per flow by hash; ``ecmp-random`` by seed
 adaptive   each flow split evenly over its minimal next hops (ideal bound)
 ========== ============================================================
@@ -34,7 +37,8 @@ from fabscope.routing.routes import Routes, check_routes, walk
 
 __all__ = ["ENGINES", "Routes", "Routing", "check_routes", "default_engine", "make_routing", "parse_engine", "walk"]
 
-ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive")
+ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive",
+           "valiant", "ugal-l", "ugal-g")
 
 
 class Routing(Protocol):
@@ -82,7 +86,8 @@ def parse_engine(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), opts
 
 
-_OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}}
+_OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}, "valiant": {"spread"},
+            "ugal-l": {"spread", "parts"}, "ugal-g": {"spread", "parts"}}
 
 
 def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
@@ -109,6 +114,17 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
         from fabscope.routing.tree import DModKRouting
 
         return DModKRouting(fabric)
+    if name in ("minimal", "valiant", "ugal-l", "ugal-g"):
+        from fabscope.routing.dragonfly import DragonflyRouting, is_dragonfly
+
+        if is_dragonfly(fabric):
+            from fabscope.numbers import number
+
+            parts = number(opts.get("parts", "1"), f"routing {name}: parts", 1, 1024, integer=True,
+                           error=RoutingError)
+            return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), int(parts))
+        if name != "minimal":
+            raise RoutingError(f"routing {name!r} routes dragonflies; {fabric.name!r} is not one")
     if name in ("minhop", "minimal"):
         from fabscope.routing.tables import TableRouting, minhop_tables
 
