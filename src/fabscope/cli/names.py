@@ -15,7 +15,7 @@ DYNAMIC_PATTERNS = ("allreduce:ring", "allreduce:recursive-doubling", "alltoall:
                     "bcast:binomial", "replay:FILE", "trace:FILE")
 #: fabscope.routing.ENGINES
 ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive",
-           "valiant", "ugal-l", "ugal-g")
+           "adaptive-local", "valiant", "ugal-l", "ugal-g")
 #: fabscope.model.simulate.MODELS
 MODELS = ("maxmin", "congestion")
 #: fabscope.mapping.outputs.FORMATS

@@ -16,6 +16,7 @@ ugal-l     dragonflies: minimal or Valiant per flow by its source router's load
 ugal-g     dragonflies: minimal or Valiant per flow by the loads on its paths
 ecmp       one minimal path per flow by hash; ``ecmp-random`` by seed
 adaptive   each flow split evenly over its minimal next hops (ideal bound)
+adaptive-local  each switch takes its least loaded minimal next hop (flows placed in a seeded order)
 ========== ============================================================
 
 >>> from fabscope.fabric.generators import fat_tree
@@ -38,7 +39,7 @@ from fabscope.routing.routes import Routes, check_routes, walk
 __all__ = ["ENGINES", "Routes", "Routing", "check_routes", "default_engine", "make_routing", "parse_engine", "walk"]
 
 ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive",
-           "valiant", "ugal-l", "ugal-g")
+           "adaptive-local", "valiant", "ugal-l", "ugal-g")
 
 
 class Routing(Protocol):
@@ -87,7 +88,15 @@ def parse_engine(spec: str) -> tuple[str, dict[str, str]]:
 
 
 _OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}, "valiant": {"spread"},
-            "ugal-l": {"spread", "parts"}, "ugal-g": {"spread", "parts"}}
+            "ugal-l": {"spread", "parts"}, "ugal-g": {"spread", "parts"},
+            "adaptive-local": {"parts"}}
+
+
+def _parts(name: str, opts: dict[str, str]) -> int:
+    """The ``parts=N`` option of the engines that place flows in parts (1 unless given)."""
+    from fabscope.numbers import number
+
+    return int(number(opts.get("parts", "1"), f"routing {name}: parts", 1, 1024, integer=True, error=RoutingError))
 
 
 def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
@@ -118,11 +127,7 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
         from fabscope.routing.dragonfly import DragonflyRouting, is_dragonfly
 
         if is_dragonfly(fabric):
-            from fabscope.numbers import number
-
-            parts = number(opts.get("parts", "1"), f"routing {name}: parts", 1, 1024, integer=True,
-                           error=RoutingError)
-            return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), int(parts))
+            return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), _parts(name, opts))
         if name != "minimal":
             raise RoutingError(f"routing {name!r} routes dragonflies; {fabric.name!r} is not one")
     if name in ("minhop", "minimal"):
@@ -141,6 +146,10 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
         from fabscope.routing.dor import DimensionOrderRouting
 
         return DimensionOrderRouting(fabric, opts.get("tie"))
+    if name == "adaptive-local":
+        from fabscope.routing.adaptive_local import LocalAdaptiveRouting
+
+        return LocalAdaptiveRouting(fabric, seed, _parts(name, opts))
     multipath = {"ecmp": "ecmp", "ecmp-random": "random", "adaptive": "adaptive"}
     if name in multipath:
         from fabscope.routing.multipath import MultipathRouting

@@ -50,6 +50,7 @@ import numpy as np
 from fabscope.errors import RoutingError
 from fabscope.fabric.model import Fabric
 from fabscope.routing.routes import Routes, first_links
+from fabscope.routing.split import split_routes
 
 MODES = ("minimal", "valiant", "ugal-l", "ugal-g")
 #: the hierarchy level that names a dragonfly's groups (the generator's)
@@ -271,11 +272,7 @@ class DragonflyRouting:
         hop, i = np.nonzero(m >= 0)            # hop-major, each hop's flows ascending (as a walk lists them)
         flow, link, wt = act[owner[i]], m[hop, i], w[i]
         if len(owner) > len(act):              # sub-paths share links: one entry per (flow, link)
-            uk, first, inv = np.unique(flow * f.n_links + link, return_index=True, return_inverse=True)
-            wt = np.bincount(inv, weights=wt)
-            o = np.argsort(first, kind="stable")
-            uk, wt = uk[o], wt[o]
-            flow, link = uk // f.n_links, uk % f.n_links
+            return split_routes(n, flow, link, wt, hops)
         return Routes(n, flow, link.astype(np.int32), wt, hops)
 
     def _ugal(self, short: np.ndarray, val: np.ndarray, owner: np.ndarray, w: np.ndarray, between: np.ndarray,
