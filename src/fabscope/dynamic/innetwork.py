@@ -94,7 +94,7 @@ def reduction_tree(fabric: Fabric, hosts: np.ndarray) -> tuple[np.ndarray, np.nd
     return sw + h, np.array([parent[s] for s in sw.tolist()], np.int64), int(far[root].max()) + 1
 
 
-def allreduce_sharp(fabric: Fabric, placement: Placement, size: float, *, chunk: float = 65536.0,
+def allreduce_sharp(fabric: Fabric, placement: Placement, size: float, *, chunk: float = 16384.0,
                     alpha: float = DEFAULT_ALPHA, switch_latency: float = 1e-7, flit: float = DEFAULT_FLIT,
                     engine: str = "auto") -> SharpRun:
     """Run an allreduce of ``size`` bytes over the placement's ranks, reduced in the switches."""
