@@ -7,7 +7,7 @@ from fabscope.errors import RoutingError
 from fabscope.fabric.generators import dragonfly, fat_tree
 from fabscope.model.maxmin import maxmin
 from fabscope.routing import check_routes, make_routing
-from fabscope.routing.dragonfly import layout
+from fabscope.routing.dragonfly import cable_key, layout
 
 SMALL = dragonfly(a=4, p=2, h=2, g=9)          # balanced (a = 2p = 2h), one cable per pair of groups
 CLASSIC = dragonfly(a=8, p=4, h=4, g=33)       # balanced, 1,056 hosts
@@ -67,8 +67,9 @@ def test_minimal_crosses_at_most_one_global_cable():
 
 @pytest.mark.parametrize("a,p,h,g,owners", [(4, 2, 2, 5, {0: 1, 2: 1}), (2, 1, 4, 3, {0: 2, 1: 2})])
 def test_which_global_cable_when_groups_are_joined_by_several(a, p, h, g, owners):
-    """A router with cables to the destination group takes its own, the (d mod k)-th of its k; one
-    without takes the (d mod k)-th of the k cables between the two groups, in link order."""
+    """A router with cables to the destination group takes its own, the (x mod k)-th of its k; one
+    without takes the (x mod k)-th of the k cables between the two groups, in link order; x hashes
+    the destination host with the pair of groups."""
     f = dragonfly(a=a, p=p, h=h, g=g)           # (a h) // (g - 1) cables per pair of groups
     lay = layout(f)
     n_h = f.n_hosts
@@ -81,10 +82,12 @@ def test_which_global_cable_when_groups_are_joined_by_several(a, p, h, g, owners
         r = make_routing(f, "minimal").routes(np.full(len(d), src), d)
         used = [int(l) for l in r.link if l in gl]
         mine = gl[f.link_src[gl] - n_h == router]
+        x = cable_key(d, np.full(len(d), 0 * g + 1))
         if router in owners:
-            assert used == [int(mine[k % len(mine)]) for k in d]
+            assert used == [int(mine[k % len(mine)]) for k in x]
         else:
-            assert used == [int(gl[k % len(gl)]) for k in d]
+            assert used == [int(gl[k % len(gl)]) for k in x]
+            assert len(set(used)) > 1                 # a router's flows to one group spread over its cables
 
 
 @pytest.mark.parametrize("engine", ["valiant", "valiant:spread=flow", "ugal-l", "ugal-g", "ugal-g:parts=4"])

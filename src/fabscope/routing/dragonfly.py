@@ -20,10 +20,11 @@ The rules follow the public descriptions:
 
 Which global cable: when groups are joined by several cables, a router that
 holds cables to the destination group takes one of its own (no local hop),
-the ``d mod k``-th of its ``k`` in link order for destination host ``d``;
-a router that holds none takes the ``d mod k``-th of the ``k`` cables between
-the two groups in link order.  The choice depends on the destination, as a
-router's forwarding table indexed by destination holds it.
+the ``x mod k``-th of its ``k`` in link order; a router that holds none takes
+the ``x mod k``-th of the ``k`` cables between the two groups in link order;
+``x`` is a hash of the destination host and the two groups (:func:`cable_key`).
+The choice depends on the destination, as a router's forwarding table indexed
+by destination holds it; the hash keeps groups from choosing alike.
 
 The static UGAL (the flow model has no queues): the flows are placed one by
 one in an order drawn from ``seed``; a flow's load on a link is the flows
@@ -168,6 +169,7 @@ class DragonflyRouting:
         """The global cable router ``s`` sends by towards ``to_group`` (see the module: own first)."""
         lay = self.lay
         g = lay.n_groups
+        key = cable_key(key, lay.group[s] * g + to_group)
         ok = s * g + to_group
         lo, hi = np.searchsorted(lay.okeys, ok), np.searchsorted(lay.okeys, ok, side="right")
         own = hi > lo
@@ -314,6 +316,22 @@ class DragonflyRouting:
                         continue
                 load[p] += part / cap[p]
         return taken
+
+
+def cable_key(key: np.ndarray, pair: np.ndarray) -> np.ndarray:
+    """The key a group chooses among its cables to another by: the destination host and the pair
+    of groups (``pair = from * g + to``), hashed.  By the destination alone, every group sent a
+    host's flows by cables of one index, which the generator lays out on neighbouring ports:
+    Valiant's paths to a host all came into its group at one or two routers.
+
+    >>> (cable_key(np.full(8, 7), np.arange(8)) % 4).tolist()     # one host, eight pairs of groups
+    [3, 2, 2, 3, 1, 0, 3, 1]
+    """
+    x = (key.astype(np.uint64) * np.uint64(0x9E3779B1) + pair.astype(np.uint64) * np.uint64(0x85EBCA77))
+    x &= np.uint64(0xFFFFFFFF)
+    x ^= x >> np.uint64(15)
+    x = (x * np.uint64(0x2C1B3C6D)) & np.uint64(0x7FFFFFFF)
+    return x.astype(np.int64)
 
 
 def _host_downlinks(fabric: Fabric, dst: np.ndarray) -> np.ndarray:
