@@ -21,10 +21,11 @@ The rules follow the public descriptions:
 Which global cable: when groups are joined by several cables, a router that
 holds cables to the destination group takes one of its own (no local hop),
 the ``x mod k``-th of its ``k`` in link order; a router that holds none takes
-the ``x mod k``-th of the ``k`` cables between the two groups in link order;
-``x`` is a hash of the destination host and the two groups (:func:`cable_key`).
-The choice depends on the destination, as a router's forwarding table indexed
-by destination holds it; the hash keeps groups from choosing alike.
+the ``x mod k``-th of the ``k`` cables between the two groups in link order
+and goes to the router that holds it, which then takes its own pick; ``x`` is a
+hash of the destination host and the two groups (:func:`cable_key`).  So every
+router's next hop depends on the destination alone, as forwarding tables hold
+it; the hash keeps groups from choosing alike.
 
 The static UGAL (the flow model has no queues): the flows are placed one by
 one in an order drawn from ``seed``; a flow's load on a link is the flows
@@ -188,8 +189,8 @@ class DragonflyRouting:
     def _to_group(self, s: np.ndarray, to_group: np.ndarray, key: np.ndarray):
         """Columns [local, global] from router s into ``to_group``, and the router it arrives at."""
         h = self.fabric.n_hosts
-        c = self._cable(s, to_group, key)
-        x = self.fabric.link_src[c].astype(np.int64) - h
+        x = self.fabric.link_src[self._cable(s, to_group, key)].astype(np.int64) - h
+        c = self._cable(x, to_group, key)      # the router holding it takes its own pick: by destination
         return [self._local(s, x), c], self.fabric.link_dst[c].astype(np.int64) - h
 
     def _minimal(self, s: np.ndarray, t: np.ndarray, key: np.ndarray) -> list[np.ndarray]:
