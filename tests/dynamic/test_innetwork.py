@@ -78,3 +78,20 @@ def test_bad_input_named():
         allreduce_sharp(F, Placement.block(F, 1, ppn=1), 8.0)
     with pytest.raises(TrafficError, match="size and a chunk"):
         allreduce_sharp(F, Placement.block(F, 4, ppn=1), 0.0)
+
+
+def test_simulate_runs_allreduce_sharp_and_refuses_outputs_it_cannot_write(capsys, tmp_path):
+    from fabscope.cli import main
+
+    argv = ["simulate", "--fabric", "fat-tree:k=4,levels=3", "--ppn", "1", "--pattern", "allreduce:sharp",
+            "--dynamic", "--size", "1MiB"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    want = allreduce_sharp(F, Placement.block(F, 64, ppn=1), 1 << 20).makespan
+    assert f"allreduce (sharp), 64 ranks, 1 MiB: done at {want * 1e3:.3f} ms" in out
+    assert "depth 3" in out
+    assert main(argv + ["-o", str(tmp_path / "r.json")]) == 1
+    assert "prints its time only; -o" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+    with pytest.raises(TrafficError, match="needs the fabric"):
+        collective("allreduce", "sharp", 4, 8.0)

@@ -99,6 +99,8 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
     for opt, v in (("--jitter", args.jitter), ("--start-offset", args.start_offset)):
         if not v >= 0 or v == float("inf"):
             raise TrafficError(f"{opt} must be a time >= 0 in seconds, got {v}")
+    if args.pattern.replace(" ", "") in ("allreduce:sharp", "allreduce:algorithm=sharp"):
+        return _run_sharp(args, con, fabric, placement, size)
     progs, pattern = _program(args, fabric, placement, size)
     results = []
     bar = _progress_bar(con)
@@ -149,6 +151,27 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
 
         print_leaf_matrix(con, result, fabric, args.matrix)
     return 0
+
+
+def _run_sharp(args: argparse.Namespace, con, fabric: Fabric, placement: Placement, size: float) -> int:
+    """``allreduce:sharp``: reduced in the switches (fabscope.dynamic.innetwork); prints its time."""
+    from fabscope.dynamic.innetwork import allreduce_sharp
+    from fabscope.names import terminal
+
+    for opt, v in (("-o", args.output), ("--csv", args.csv), ("--report", args.report)):
+        if v:
+            raise TrafficError(f"allreduce:sharp prints its time only; {opt} takes the other patterns")
+    run = allreduce_sharp(fabric, placement, size, engine=args.engine)
+    con.print(f"{terminal(fabric.name)}, allreduce (sharp), {placement.n_ranks} ranks, {format_size(size)}: "
+              f"done at {run.makespan * 1e3:.3f} ms simulated")
+    con.print(f"[dim]dynamic: reduction tree of {len(run.switches)} switches, depth {run.depth}, root "
+              f"{terminal(fabric.node_names[run.switches[0]])}; {run.program.n_messages:,} messages "
+              f"({_pieces(run.program.params['pieces'])} each way), engine {run.engine}[/dim]")
+    return 0
+
+
+def _pieces(n: int) -> str:
+    return f"{n} piece" + ("s" if n != 1 else "")
 
 
 class _NoBar:

@@ -11,7 +11,7 @@ PATTERNS = ("random-pairs", "leaf-offset", "leaf-pairs", "partner-hops", "bisect
             "stencil3d")
 #: what --pattern takes with --dynamic only: fabscope.dynamic.programs.COLLECTIVES' algorithms and the
 #: program-only readers of fabscope.cli.dynamic.PROGRAM_ONLY
-DYNAMIC_PATTERNS = ("allreduce:ring", "allreduce:recursive-doubling", "alltoall:pairwise", "alltoall:bruck",
+DYNAMIC_PATTERNS = ("allreduce:ring", "allreduce:recursive-doubling", "allreduce:sharp", "alltoall:pairwise", "alltoall:bruck",
                     "bcast:binomial", "replay:FILE", "trace:FILE")
 #: fabscope.routing.ENGINES
 ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive",
