@@ -28,9 +28,10 @@ router's next hop depends on the destination alone, as forwarding tables hold
 it; the hash keeps groups from choosing alike.
 
 The static UGAL (the flow model has no queues): the flows are placed one by
-one in an order drawn from ``seed``; a flow's load on a link is the flows
-placed on it so far, plus itself, over the link's capacity (the time the
-queue would take to drain).  ``ugal-l`` sees only the first router-to-router
+one in an order drawn from ``seed``; the load a flow sees on a link is the
+flows placed on it so far, plus itself, over the link's capacity (the time
+the queue would take to drain); on the Valiant side, the mean over its
+intermediate groups (a packet takes one of them, and is whole on it).  ``ugal-l`` sees only the first router-to-router
 link of each path (the output queue of its source router, as a router
 knows it); ``ugal-g`` sees the most loaded router-to-router link of each path
 (every queue it would pass).  A flow within a group always routes minimally.
@@ -240,6 +241,22 @@ class DragonflyRouting:
         mid = np.where(between[owner], m, -1)
         return owner, mid, 1.0 / reps[owner]
 
+    def candidates(self, src: np.ndarray, dst: np.ndarray):
+        """Each (source host, destination host)'s minimal and Valiant router-to-router links:
+        ``(short, owner, mid, share, val)``: ``short`` 3 rows by pair (-1: no hop), ``val`` 5 rows by
+        Valiant sub-path, each sub-path of pair ``owner`` through group ``mid`` (-1: minimal) with
+        its ``share`` of the flow; the sub-paths as :meth:`routes` draws them from the seed."""
+        f = self.fabric
+        h = f.n_hosts
+        s = f.host_switch[np.asarray(src, np.int64)].astype(np.int64) - h
+        t = f.host_switch[np.asarray(dst, np.int64)].astype(np.int64) - h
+        return self._candidates(s, t, np.asarray(dst, np.int64), np.random.default_rng(self.seed))
+
+    def _candidates(self, s: np.ndarray, t: np.ndarray, key: np.ndarray, rng: np.random.Generator):
+        owner, mid, w = self._subpaths(self.lay.group[s], self.lay.group[t], rng)
+        val = np.stack(self._valiant(s[owner], t[owner], key[owner], mid))
+        return np.stack(self._minimal(s, t, key)), owner, mid, w, val
+
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
         f = self.fabric
         src = np.asarray(src, dtype=np.int64)
@@ -254,11 +271,8 @@ class DragonflyRouting:
         if self.mode == "minimal":
             m, owner, w = np.stack(self._minimal(s, t, key)), np.arange(len(act)), ones
         else:
-            lay = self.lay
-            owner, mid, w = self._subpaths(lay.group[s], lay.group[t], rng)
-            m = np.stack(self._valiant(s[owner], t[owner], key[owner], mid))
+            short, owner, mid, w, m = self._candidates(s, t, key, rng)
             if self.mode != "valiant":
-                short = np.stack(self._minimal(s, t, key))
                 between = np.bincount(owner, weights=mid >= 0, minlength=len(act)) > 0
                 x = self._ugal(short, m, owner, w, between, rng)
                 keep = x[owner] > 0
@@ -302,18 +316,18 @@ class DragonflyRouting:
                     ws = vw[starts[i]:starts[i + 1]]
                     hv = (ok.sum(axis=0) * ws).sum()
                     lk = np.where(ok, sub, 0)
-                    mine = part * ws / cap[lk]              # this part's load on each sub-path's links
+                    # a packet sees the queue ahead plus itself, whichever path: the part counts whole
+                    seen = load[lk] + part / cap[lk]
                     if local_only:                           # the source router's output: the first hop
                         row = np.where(ok[0], 0, 1)
-                        cols = np.arange(sub.shape[1])
                         qm = load[p[0]] + part / cap[p[0]]
-                        qv = ((load[lk[row, cols]] + mine[row, cols]) * ws).sum()
+                        qv = (seen[row, np.arange(sub.shape[1])] * ws).sum()
                     else:                                    # every link of the path: its busiest
                         qm = (load[p] + part / cap[p]).max()
-                        qv = (np.where(ok, load[lk] + mine, 0.0).max(axis=0) * ws).sum()
+                        qv = (np.where(ok, seen, 0.0).max(axis=0) * ws).sum()
                     if qm * len(p) > qv * hv:
                         taken[i] += part
-                        np.add.at(load, sub[ok], mine[ok])
+                        np.add.at(load, sub[ok], (part * ws / cap[lk])[ok])   # spread over the sub-paths
                         continue
                 load[p] += part / cap[p]
         return taken
