@@ -16,6 +16,13 @@ the next), Valiant and UGAL ~1/2.  CPU seconds of routing and solving beside eac
 
     python bench/dragonfly_routing.py            # the balanced dragonflies and a Slingshot-radix one (~1 min)
     python bench/dragonfly_routing.py --quick    # the two smallest (seconds)
+    python bench/dragonfly_routing.py --in-time  # the worst case as one round of 1 MiB messages in time
+
+``--in-time`` runs the worst case as messages in the dynamic engine: every host sends 1 MiB to the
+same host of the next group, all at once; the share is the vector over the makespan, against one
+link's time.  Minimal and the static UGAL (one choice per flow, made before the run) in the
+compiled engine; UGAL in time (each message chooses when posted, from the loads then:
+``fabscope.dynamic.ugal``) in the reference engine.
 """
 
 from __future__ import annotations
@@ -56,12 +63,51 @@ def analysis(a: int, p: int, h: int, g: int, traffic: str, engine: str) -> str:
     return "~1/2"
 
 
+def in_time(fabrics, seed: int) -> None:
+    from fabscope.dynamic.program import Program
+    from fabscope.dynamic.run import run_program_on
+    from fabscope.dynamic.ugal import run_ugal
+    from fabscope.fabric import Placement
+
+    print("| dragonfly | hosts | routing | choice | share (round) | share (mean message) | Valiant messages | CPU s |")
+    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+
+    def shares(out) -> str:
+        took = out.msg_end - out.msg_post
+        return f"{link / out.makespan:.3f} | {float(np.mean(link / took)):.3f}"
+
+    size = float(1 << 20)
+    for a, p, h, g in fabrics:
+        f = dragonfly(a=a, p=p, h=h, g=g)
+        n = f.n_hosts
+        r = np.arange(n)
+        prog = Program.from_rounds("worst case", n, [(r, (r + a * p) % n, size)])
+        pl = Placement.block(f, n, ppn=1)
+        link = size / f.link_capacity[0]
+        name = f"a={a},p={p},h={h},g={g}"
+        for engine in ("minimal", "ugal-l", "ugal-g"):
+            t0 = time.process_time()
+            out = run_program_on(f, pl, prog, engine, seed=seed).outcome
+            choice = "none" if engine == "minimal" else "per flow, before the run"
+            print(f"| {name} | {n:,} | {engine} | {choice} | {shares(out)} | - | {time.process_time() - t0:.2f} |",
+                  flush=True)
+        for mode in ("ugal-l", "ugal-g"):
+            t0 = time.process_time()
+            run = run_ugal(f, pl, prog, mode, seed=seed)
+            print(f"| {name} | {n:,} | {mode} | per message, when posted | {shares(run.outcome)} | "
+                  f"{int(run.took_valiant.sum())} | {time.process_time() - t0:.2f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--in-time", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     fabrics = FABRICS[:2] if args.quick else FABRICS
+    if args.in_time:
+        in_time(FABRICS[:3], args.seed)
+        return
     print("| dragonfly | hosts | traffic | routing | average | saturation | analysis | CPU s |")
     print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
     for a, p, h, g in fabrics:
