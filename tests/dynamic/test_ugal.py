@@ -63,3 +63,17 @@ def test_refused_where_it_does_not_apply():
     f = fat_tree(k=2, levels=2)
     with pytest.raises(RoutingError, match="not one"):
         run_ugal(f, Placement.block(f, 4, ppn=1), Program.from_rounds("x", 4, [([0], [3], 8.0)]))
+
+
+def test_simulate_dynamic_chooses_when_posted_and_static_refuses_it(capsys):
+    from fabscope.cli import main
+
+    argv = ["simulate", "--fabric", "dragonfly:a=4,p=2,h=2,g=9", "--ppn", "1", "--pattern", "shift:k=8",
+            "--size", "1MB", "--routing", "ugal-g:when=posted"]
+    assert main(argv + ["--dynamic"]) == 0
+    out = capsys.readouterr().out
+    want = run_ugal(F, PL, _shift()).makespan
+    assert f"done at {want * 1e3:.3f} ms simulated" in out and "engine python" in out
+    assert main(argv) == 1
+    assert "only in time" in capsys.readouterr().err
+    assert main(argv + ["--dynamic", "--engine", "c"]) == 1

@@ -101,14 +101,22 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
             raise TrafficError(f"{opt} must be a time >= 0 in seconds, got {v}")
     if args.pattern.replace(" ", "") in ("allreduce:sharp", "allreduce:algorithm=sharp"):
         return _run_sharp(args, con, fabric, placement, size)
+    from fabscope.routing import parse_engine
+
+    routing_name, routing_opts = parse_engine(args.routing or "")
+    posted = routing_opts.get("when") == "posted"
     progs, pattern = _program(args, fabric, placement, size)
     results = []
     bar = _progress_bar(con)
     with bar:
         for prog, scenario in progs:
             task = bar.add_task(f"simulating {prog.name}", total=prog.n_messages)
-            run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
-                                 sharing=sharing, progress=lambda done, t, task=task: bar.update(task, completed=done))
+            if posted:
+                run = _run_posted(args, fabric, placement, prog, sharing, routing_name)
+            else:
+                run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
+                                     sharing=sharing,
+                                     progress=lambda done, t, task=task: bar.update(task, completed=done))
             bar.remove_task(task)
             meta = {"pattern": pattern, "model": args.model, "ppn": args.ppn or None, "size": size,
                     "size_text": format_size(size), "seed": args.seed,
@@ -168,6 +176,17 @@ def _run_sharp(args: argparse.Namespace, con, fabric: Fabric, placement: Placeme
               f"{terminal(fabric.node_names[run.switches[0]])}; {run.program.n_messages:,} messages "
               f"({_pieces(run.program.params['pieces'])} each way), engine {run.engine}[/dim]")
     return 0
+
+
+def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, prog, sharing: str, name: str):
+    """``--routing ugal-l:when=posted`` / ``ugal-g:when=posted``: each message chooses as it is posted
+    (fabscope.dynamic.ugal), in the reference engine."""
+    from fabscope.dynamic.ugal import run_ugal
+
+    if sharing != "maxmin" or args.engine == "c":
+        raise TrafficError(f"{args.routing}: messages choose as they are posted in the reference engine, "
+                           "with max-min sharing only (no --engine c, no --model congestion)")
+    return run_ugal(fabric, placement, prog, name, seed=args.seed).as_run(placement)
 
 
 def _pieces(n: int) -> str:

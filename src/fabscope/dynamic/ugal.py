@@ -44,6 +44,15 @@ class UgalRun:
     #: per message: whether it took its Valiant paths
     took_valiant: np.ndarray
     mode: str
+    #: every pair's minimal paths, then its Valiant ones, and the one each message took
+    paths: Paths
+    msg_path: np.ndarray
+
+    def as_run(self, placement: Placement):
+        """The :class:`~fabscope.dynamic.run.Run` the results of ``simulate --dynamic`` are read from."""
+        from fabscope.dynamic.run import Run
+
+        return Run(self.program, placement, self.paths, self.msg_path, self.outcome, "python")
 
     @property
     def makespan(self) -> float:
@@ -52,7 +61,8 @@ class UgalRun:
 
 def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str = "ugal-g", *, seed: int = 0,
              alpha: float = DEFAULT_ALPHA, latency: bool = True) -> UgalRun:
-    """Run ``program`` with every message choosing its path when it starts (see the module)."""
+    """Run ``program`` with every message choosing its path when it is posted (see the module);
+    ``simulate --dynamic --routing ugal-g:when=posted`` from the command line."""
     if mode not in ("ugal-l", "ugal-g"):
         raise RoutingError(f"UGAL in time is ugal-l or ugal-g, not {mode!r}")
     if not is_dragonfly(fabric):
@@ -65,7 +75,7 @@ def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str =
     k = len(uniq)
     short = build_paths(fabric, DragonflyRouting(fabric, "minimal"), src, dst, alpha=alpha, latency=latency)
     far = build_paths(fabric, DragonflyRouting(fabric, "valiant", seed), src, dst, alpha=alpha, latency=latency)
-    paths = _stack(short, far)
+    paths = _stack(short, far, f"{mode}:when=posted")
     choices = _Choices(fabric, src, dst, mode, seed)
     took = np.zeros(program.n_messages, bool)
     res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]].tolist() for p in range(paths.n_paths)]
@@ -94,7 +104,7 @@ def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str =
 
     out = run_program(program, paths.capacity, res, wts, paths.cap, paths.latency, msg_pair.tolist(),
                       choose=choose)
-    return UgalRun(program, out, took, mode)
+    return UgalRun(program, out, took, mode, paths, np.where(took, msg_pair + k, msg_pair))
 
 
 class _Choices:
@@ -126,9 +136,9 @@ class _Choices:
         return qm * len(p) > qv * hv
 
 
-def _stack(a: Paths, b: Paths) -> Paths:
+def _stack(a: Paths, b: Paths, name: str) -> Paths:
     """Paths ``a`` then ``b`` (the same fabric's resources)."""
     return Paths(np.r_[a.src_host, b.src_host], np.r_[a.dst_host, b.dst_host],
                  np.r_[a.indptr, a.indptr[-1] + b.indptr[1:]], np.r_[a.res, b.res], np.r_[a.weight, b.weight],
                  np.r_[a.cap, b.cap], np.r_[a.latency, b.latency], np.r_[a.hops, b.hops], a.capacity, a.n_links,
-                 "ugal in time")
+                 name)

@@ -88,7 +88,7 @@ def parse_engine(spec: str) -> tuple[str, dict[str, str]]:
 
 
 _OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}, "valiant": {"spread"},
-            "ugal-l": {"spread", "parts"}, "ugal-g": {"spread", "parts"},
+            "ugal-l": {"spread", "parts", "when"}, "ugal-g": {"spread", "parts", "when"},
             "adaptive-local": {"parts"}}
 
 
@@ -126,6 +126,9 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
     if name in ("minimal", "valiant", "ugal-l", "ugal-g"):
         from fabscope.routing.dragonfly import DragonflyRouting, is_dragonfly
 
+        if opts.get("when", "placed") != "placed":
+            raise RoutingError(f"{name}:when={opts['when']}: each message chooses as it is posted only in time "
+                               "(simulate --dynamic, when=posted); the static model places flows (when=placed)")
         if is_dragonfly(fabric):
             return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), _parts(name, opts))
         if name != "minimal":
