@@ -12,7 +12,7 @@ and traffic: uniform as every host to every other, the worst case as each host t
 host of the next group; ``ugal`` beside fabscope's ``ugal-l`` (BookSim's is local).
 
     python bench/booksim_dragonfly.py --booksim /path/to/booksim2       # k = 2 (72 hosts), ~2 min
-    python bench/booksim_dragonfly.py --booksim /path/to/booksim2 --k 2 3
+    python bench/booksim_dragonfly.py --booksim /path/to/booksim2 --k 3 --traffic bad_dragon   # 342 hosts
 
 CPU seconds of each BookSim bisection beside fabscope's for the same row.
 """
@@ -80,6 +80,7 @@ def main() -> None:
     ap.add_argument("--booksim", required=True, help="BookSim2's source folder (with src/booksim built)")
     ap.add_argument("--k", type=int, nargs="+", default=[2])
     ap.add_argument("--steps", type=int, default=7, help="bisection steps on the offered load")
+    ap.add_argument("--traffic", nargs="+", default=["uniform", "bad_dragon"], choices=["uniform", "bad_dragon"])
     args = ap.parse_args()
     binary = os.path.join(args.booksim, "src", "booksim")
     config = os.path.join(args.booksim, "runfiles", "dragonflyconfig")
@@ -87,7 +88,7 @@ def main() -> None:
           "| ratio | BookSim CPU s | fabscope CPU s |")
     print("| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: |")
     for k in args.k:
-        for traffic, bs_routing, engine in ROWS:
+        for traffic, bs_routing, engine in [r for r in ROWS if r[0] in args.traffic]:
             c0 = children_cpu()
             bs = booksim_saturation(binary, config, k, traffic, bs_routing, args.steps)
             c1 = children_cpu()
