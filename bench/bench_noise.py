@@ -44,7 +44,7 @@ FABRICS = {
     "ft3": ("fat-tree:k=4,levels=3", "minhop"),          # 3-level fat tree, 64 hosts, min-hop
     "ft3-216": ("fat-tree:k=6,levels=3", "minhop"),      # the same, 216 hosts (slower; not in the default run)
     "oversub": ("fat-tree:k=8,levels=2,up=2", None),     # 64 hosts, leaves 4:1 oversubscribed, D-mod-K
-    "dragonfly": ("dragonfly:a=4,p=2,h=2,g=9", None),    # 72 hosts, minimal routing
+    "dragonfly": ("dragonfly:a=4,p=2,h=2,g=9", "minhop"),  # 72 hosts, min-hop tables
     "torus": ("torus:6x6x4", None),                      # 144 hosts, DOR
 }
 #: name -> (noise, inner cables, host cables, factor)

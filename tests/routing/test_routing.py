@@ -18,7 +18,7 @@ CASES = [
     (mesh((4, 3)), "dor"),
     (torus((6, 6), periodic=(False, True)), "dor"),
     (hypercube(4), "dor"),
-    (dragonfly(a=4, p=2, h=2, g=9), "minimal"),
+    (dragonfly(a=4, p=2, h=2, g=9), "minhop"),
     (fat_tree(k=3, levels=3), "ecmp"),
     (torus((4, 4)), "ecmp-random"),
 ]

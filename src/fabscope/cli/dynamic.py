@@ -114,15 +114,24 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
     for opt, v in (("--jitter", args.jitter), ("--start-offset", args.start_offset)):
         if not v >= 0 or v == float("inf"):
             raise TrafficError(f"{opt} must be a time >= 0 in seconds, got {v}")
+    if args.pattern.replace(" ", "") in ("allreduce:sharp", "allreduce:algorithm=sharp"):
+        return _run_sharp(args, con, fabric, placement, size)
+    from fabscope.routing import parse_engine
+
+    routing_name, routing_opts = parse_engine(args.routing or "")
+    posted = routing_opts.get("when") == "posted"
     progs, pattern = _program(args, fabric, placement, size)
     results = []
     bar = _progress_bar(con)
     with bar:
         for prog, scenario in progs:
             task = bar.add_task(f"simulating {prog.name}", total=prog.n_messages)
-            run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
-                                 ports=getattr(args, "ports", None),
-                                 sharing=sharing, progress=lambda done, t, task=task: bar.update(task, completed=done))
+            if posted:
+                run = _run_posted(args, fabric, placement, prog, sharing, routing_name)
+            else:
+                run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
+                                     ports=getattr(args, "ports", None), sharing=sharing,
+                                     progress=lambda done, t, task=task: bar.update(task, completed=done))
             bar.remove_task(task)
             meta = {"pattern": pattern, "model": args.model, "ppn": args.ppn or None, "size": size,
                     "size_text": format_size(size), "seed": args.seed,
@@ -165,6 +174,38 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
 
         print_leaf_matrix(con, result, fabric, args.matrix)
     return 0
+
+
+def _run_sharp(args: argparse.Namespace, con, fabric: Fabric, placement: Placement, size: float) -> int:
+    """``allreduce:sharp``: reduced in the switches (fabscope.dynamic.innetwork); prints its time."""
+    from fabscope.dynamic.innetwork import allreduce_sharp
+    from fabscope.names import terminal
+
+    for opt, v in (("-o", args.output), ("--csv", args.csv), ("--report", args.report)):
+        if v:
+            raise TrafficError(f"allreduce:sharp prints its time only; {opt} takes the other patterns")
+    run = allreduce_sharp(fabric, placement, size, engine=args.engine)
+    con.print(f"{terminal(fabric.name)}, allreduce (sharp), {placement.n_ranks} ranks, {format_size(size)}: "
+              f"done at {run.makespan * 1e3:.3f} ms simulated")
+    con.print(f"[dim]dynamic: reduction tree of {len(run.switches)} switches, depth {run.depth}, root "
+              f"{terminal(fabric.node_names[run.switches[0]])}; {run.program.n_messages:,} messages "
+              f"({_pieces(run.program.params['pieces'])} each way), engine {run.engine}[/dim]")
+    return 0
+
+
+def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, prog, sharing: str, name: str):
+    """``--routing ugal-l:when=posted`` / ``ugal-g:when=posted``: each message chooses as it is posted
+    (fabscope.dynamic.ugal), in the reference engine."""
+    from fabscope.dynamic.ugal import run_ugal
+
+    if sharing != "maxmin" or args.engine == "c":
+        raise TrafficError(f"{args.routing}: messages choose as they are posted in the reference engine, "
+                           "with max-min sharing only (no --engine c, no --model congestion)")
+    return run_ugal(fabric, placement, prog, name, seed=args.seed).as_run(placement)
+
+
+def _pieces(n: int) -> str:
+    return f"{n} piece" + ("s" if n != 1 else "")
 
 
 class _NoBar:

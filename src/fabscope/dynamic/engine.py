@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -62,8 +62,13 @@ START, FLOW, FINISH = 0, 1, 2
 
 def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Sequence[int]],
                 path_w: Sequence[Sequence[float]], path_cap: Sequence[float], path_lat: Sequence[float],
-                msg_path: Sequence[int], observer: Observer | None = None, sharing: str = "maxmin") -> Outcome:
+                msg_path: Sequence[int], observer: Observer | None = None, sharing: str = "maxmin",
+                choose: Callable[[float, int, list[float]], int] | None = None) -> Outcome:
     """Run ``program``; message ``m`` follows path ``msg_path[m]``.
+
+    ``choose(t, m, weights)``, when given, picks message ``m``'s path at time ``t``, when both its
+    ends have posted it, from the weight of the flows in flight on every resource then (adaptive
+    routing in time).
 
     ``sharing``: ``"maxmin"`` (max-min fair rates), or ``"count"``: each flow
     gets the capacity of its most crowded resource over the flows' total
@@ -141,6 +146,8 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
                     need[m] -= 1
                     if need[m] == 0:
                         msg_post[m] = t
+                        if choose is not None:
+                            mpath[m] = choose(t, m, wsum)
                         heapq.heappush(heap, (t + plat[mpath[m]], seq, FLOW, m, 0))
                         seq += 1
                 if pending[a] == 0:

@@ -27,7 +27,7 @@ from fabscope.errors import TrafficError
 from fabscope.traffic.draws import msg_rounds, random_pairing, ring_order
 
 COLLECTIVES = {
-    "allreduce": ("ring", "recursive-doubling", "rail"),
+    "allreduce": ("ring", "recursive-doubling", "rail", "sharp"),
     "alltoall": ("pairwise", "bruck"),
     "bcast": ("binomial",),
 }
@@ -268,6 +268,9 @@ def collective(name: str, algorithm: str | None, n_ranks: int, size: float, ppn:
         raise TrafficError(f"{name} has no algorithm {algo!r}; choose from {', '.join(COLLECTIVES[name])}")
     if n_ranks < 2:
         raise TrafficError(f"{name} needs at least 2 ranks")
+    if algo == "sharp":             # its messages run between switches: fabscope.dynamic.innetwork
+        raise TrafficError("allreduce:sharp reduces in the switches and needs the fabric: "
+                           "fabscope.dynamic.innetwork.allreduce_sharp runs it")
     return {
         ("allreduce", "ring"): allreduce_ring, ("allreduce", "recursive-doubling"): allreduce_recursive_doubling,
         ("alltoall", "pairwise"): alltoall_pairwise, ("alltoall", "bruck"): alltoall_bruck,

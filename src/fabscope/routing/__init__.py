@@ -15,8 +15,12 @@ tables     forwarding tables given with the fabric (imported from OpenSM)
 dor        dimension-order routing on tori, meshes, hypercubes
            (``dor:tie=plus|simgrid|opensm``; OpenSM's dor without coordinates)
 minimal    minimal routing (min-hop tables; dragonflies: local-global-local)
+valiant    dragonflies: through a random intermediate group (seeded)
+ugal-l     dragonflies: minimal or Valiant per flow by its source router's load
+ugal-g     dragonflies: minimal or Valiant per flow by the loads on its paths
 ecmp       one minimal path per flow by hash; ``ecmp-random`` by seed
 adaptive   each flow split evenly over its minimal next hops (ideal bound)
+adaptive-local  each switch takes its least loaded minimal next hop (flows placed in a seeded order)
 ========== ============================================================
 
 >>> from fabscope.fabric.generators import fat_tree
@@ -39,7 +43,8 @@ from fabscope.routing.routes import Routes, check_routes, host_terminals, termin
 __all__ = ["ENGINES", "Routes", "Routing", "check_routes", "default_engine", "host_terminals", "make_routing",
            "parse_engine", "terminal_routes", "walk"]
 
-ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive")
+ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive",
+           "adaptive-local", "valiant", "ugal-l", "ugal-g")
 
 
 class Routing(Protocol):
@@ -87,7 +92,16 @@ def parse_engine(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), opts
 
 
-_OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}}
+_OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}, "valiant": {"spread"},
+            "ugal-l": {"spread", "parts", "when"}, "ugal-g": {"spread", "parts", "when"},
+            "adaptive-local": {"parts"}}
+
+
+def _parts(name: str, opts: dict[str, str]) -> int:
+    """The ``parts=N`` option of the engines that place flows in parts (1 unless given)."""
+    from fabscope.numbers import number
+
+    return int(number(opts.get("parts", "1"), f"routing {name}: parts", 1, 1024, integer=True, error=RoutingError))
 
 
 def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
@@ -114,6 +128,16 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
         from fabscope.routing.tree import DModKRouting
 
         return DModKRouting(fabric)
+    if name in ("minimal", "valiant", "ugal-l", "ugal-g"):
+        from fabscope.routing.dragonfly import DragonflyRouting, is_dragonfly
+
+        if opts.get("when", "placed") != "placed":
+            raise RoutingError(f"{name}:when={opts['when']}: each message chooses as it is posted only in time "
+                               "(simulate --dynamic, when=posted); the static model places flows (when=placed)")
+        if is_dragonfly(fabric):
+            return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), _parts(name, opts))
+        if name != "minimal":
+            raise RoutingError(f"routing {name!r} routes dragonflies; {fabric.name!r} is not one")
     if name in ("minhop", "minimal"):
         from fabscope.routing.tables import TableRouting, minhop_tables
 
@@ -130,6 +154,10 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
         from fabscope.routing.dor import DimensionOrderRouting
 
         return DimensionOrderRouting(fabric, opts.get("tie"))
+    if name == "adaptive-local":
+        from fabscope.routing.adaptive_local import LocalAdaptiveRouting
+
+        return LocalAdaptiveRouting(fabric, seed, _parts(name, opts))
     multipath = {"ecmp": "ecmp", "ecmp-random": "random", "adaptive": "adaptive"}
     if name in multipath:
         from fabscope.routing.multipath import MultipathRouting

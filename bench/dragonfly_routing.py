@@ -1,0 +1,129 @@
+"""The classic dragonfly table: minimal, Valiant and UGAL under uniform and worst-case traffic.
+
+For each dragonfly and routing: the share of its injection link a host gets, under
+
+* uniform random traffic, as flows: every host to every other at once (the fluid limit of each
+  packet to a random destination); *saturation* is the rate all flows reach together (the
+  smallest max-min rate), what a packet simulator's saturation throughput measures;
+* the worst case of Kim et al. 2008: every host to the same host of the next group
+  (``shift`` by a*p): *average* is the mean max-min rate (what ``fabscope simulate`` prints as
+  Average), *saturation* again the smallest.
+
+beside what the analysis of the papers gives (Kim, Dally, Scott, Abts 2008; Jiang, Kim, Dally
+2009): uniform, minimal ~1 and Valiant ~1/2 (two global cables a packet), UGAL ~ minimal; worst
+case, minimal 1/(a p) times the cables between two groups (every flow of a group on the cables to
+the next), Valiant and UGAL ~1/2.  CPU seconds of routing and solving beside each row.
+
+    python bench/dragonfly_routing.py            # the balanced dragonflies and a Slingshot-radix one (~1 min)
+    python bench/dragonfly_routing.py --quick    # the two smallest (seconds)
+    python bench/dragonfly_routing.py --in-time  # the worst case as one round of 1 MiB messages in time
+
+``--in-time`` runs the worst case as messages in the dynamic engine: every host sends 1 MiB to the
+same host of the next group, all at once; the share is the vector over the makespan, against one
+link's time.  Minimal and the static UGAL (one choice per flow, made before the run) in the
+compiled engine; UGAL in time (each message chooses when posted, from the loads then:
+``fabscope.dynamic.ugal``) in the reference engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from fabscope.fabric.generators import dragonfly
+from fabscope.model.maxmin import maxmin
+from fabscope.routing import make_routing
+
+#: (a, p, h, g): balanced ones of the papers (a = 2p = 2h, g = a h + 1), and a Slingshot-radix one
+#: (64-port switches: 16 hosts, 31 local and 17 global ports a switch; 24 groups)
+FABRICS = [(4, 2, 2, 9), (6, 3, 3, 19), (8, 4, 4, 33), (32, 16, 17, 24)]
+ENGINES = ("minimal", "valiant", "ugal-l", "ugal-g")
+#: all-to-all flows beyond which uniform traffic is left out (Valiant spreads each over g - 2 groups)
+MAX_UNIFORM_FLOWS = 200_000
+
+
+def throughput(f, s, d, engine: str, seed: int = 0) -> tuple[float, float, float]:
+    """(average, saturation, CPU seconds): per-host accepted rate over the injection link."""
+    t0 = time.process_time()
+    r = make_routing(f, engine, seed=seed).routes(s, d)
+    rate = maxmin(r.matrix(f.n_links), f.link_capacity)
+    cap = f.link_capacity[0]
+    per_host = np.bincount(s, weights=rate, minlength=f.n_hosts) / cap
+    return float(per_host.mean()), float(rate.min() * len(s) / f.n_hosts / cap), time.process_time() - t0
+
+
+def analysis(a: int, p: int, h: int, g: int, traffic: str, engine: str) -> str:
+    if traffic == "uniform":
+        return "~1/2" if engine == "valiant" else "~1"
+    if engine == "minimal":
+        cables = (a * h) // (g - 1)
+        return f"{cables}/{a * p} = {cables / (a * p):.3f}"
+    return "~1/2"
+
+
+def in_time(fabrics, seed: int) -> None:
+    from fabscope.dynamic.program import Program
+    from fabscope.dynamic.run import run_program_on
+    from fabscope.dynamic.ugal import run_ugal
+    from fabscope.fabric import Placement
+
+    print("| dragonfly | hosts | routing | choice | share (round) | share (mean message) | Valiant messages | CPU s |")
+    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+
+    def shares(out) -> str:
+        took = out.msg_end - out.msg_post
+        return f"{link / out.makespan:.3f} | {float(np.mean(link / took)):.3f}"
+
+    size = float(1 << 20)
+    for a, p, h, g in fabrics:
+        f = dragonfly(a=a, p=p, h=h, g=g)
+        n = f.n_hosts
+        r = np.arange(n)
+        prog = Program.from_rounds("worst case", n, [(r, (r + a * p) % n, size)])
+        pl = Placement.block(f, n, ppn=1)
+        link = size / f.link_capacity[0]
+        name = f"a={a},p={p},h={h},g={g}"
+        for engine in ("minimal", "ugal-l", "ugal-g"):
+            t0 = time.process_time()
+            out = run_program_on(f, pl, prog, engine, seed=seed).outcome
+            choice = "none" if engine == "minimal" else "per flow, before the run"
+            print(f"| {name} | {n:,} | {engine} | {choice} | {shares(out)} | - | {time.process_time() - t0:.2f} |",
+                  flush=True)
+        for mode in ("ugal-l", "ugal-g"):
+            t0 = time.process_time()
+            run = run_ugal(f, pl, prog, mode, seed=seed)
+            print(f"| {name} | {n:,} | {mode} | per message, when posted | {shares(run.outcome)} | "
+                  f"{int(run.took_valiant.sum())} | {time.process_time() - t0:.2f} |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--in-time", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    fabrics = FABRICS[:2] if args.quick else FABRICS
+    if args.in_time:
+        in_time(FABRICS[:3], args.seed)
+        return
+    print("| dragonfly | hosts | traffic | routing | average | saturation | analysis | CPU s |")
+    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+    for a, p, h, g in fabrics:
+        f = dragonfly(a=a, p=p, h=h, g=g)
+        n = f.n_hosts
+        i = np.arange(n)
+        pats = {"worst case": (i, (i + a * p) % n)}
+        if n * (n - 1) <= MAX_UNIFORM_FLOWS:
+            src, dst = np.meshgrid(i, i, indexing="ij")
+            pats = {"uniform": (src[src != dst], dst[src != dst]), **pats}
+        for traffic, (s, d) in pats.items():
+            for engine in ENGINES:
+                avg, sat, cpu = throughput(f, s, d, engine, args.seed)
+                print(f"| a={a},p={p},h={h},g={g} | {n:,} | {traffic} | {engine} | {avg:.3f} | {sat:.3f} | "
+                      f"{analysis(a, p, h, g, traffic, engine)} | {cpu:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

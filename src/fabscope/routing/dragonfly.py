@@ -1,0 +1,355 @@
+"""Dragonfly routing as dragonflies route: minimal local-global-local, Valiant, UGAL.
+
+The rules follow the public descriptions:
+
+* **minimal** (Kim, Dally, Scott, Abts, "Technology-driven, highly-scalable
+  dragonfly topology", ISCA 2008, section 4): a flow between groups takes at
+  most one global cable: a local hop to the router of its group that holds a
+  cable to the destination group, that cable, a local hop to the destination
+  router.  Min-hop routing over the graph is not this: it takes two global
+  cables where that saves a local hop.
+* **valiant** (the same paper, after Valiant and Brebner): a flow between
+  groups first goes minimally to a random intermediate group (seeded, neither
+  its source nor its destination group), then minimally from the router it
+  arrives at to its destination: two global cables, up to five router hops.
+* **ugal-l** / **ugal-g** (Universal Globally-Adaptive Load-balanced routing;
+  Jiang, Kim, Dally, "Indirect adaptive routing on large scale interconnection
+  networks", ISCA 2009, for the local and global variants): each flow takes
+  its minimal path or its Valiant path, whichever is less loaded weighted by
+  its router hops: minimal when ``q_min * H_min <= q_val * H_val``.
+
+Which global cable: when groups are joined by several cables, a router that
+holds cables to the destination group takes one of its own (no local hop),
+the ``x mod k``-th of its ``k`` in link order; a router that holds none takes
+the ``x mod k``-th of the ``k`` cables between the two groups in link order
+and goes to the router that holds it, which then takes its own pick; ``x`` is a
+hash of the destination host and the two groups (:func:`cable_key`).  So every
+router's next hop depends on the destination alone, as forwarding tables hold
+it; the hash keeps groups from choosing alike.
+
+The static UGAL (the flow model has no queues): the flows are placed one by
+one in an order drawn from ``seed``; the load a flow sees on a link is the
+flows placed on it so far, plus itself, over the link's capacity (the time
+the queue would take to drain); on the Valiant side, the mean over its
+intermediate groups (a packet takes one of them, and is whole on it).  ``ugal-l`` sees only the first router-to-router
+link of each path (the output queue of its source router, as a router
+knows it); ``ugal-g`` sees the most loaded router-to-router link of each path
+(every queue it would pass).  A flow within a group always routes minimally.
+
+>>> from fabscope.fabric.generators import dragonfly
+>>> f = dragonfly(a=4, p=2, h=2, g=9)
+>>> r = DragonflyRouting(f, "minimal").routes(np.array([0]), np.array([71]))
+>>> [f.node_names[f.link_dst[l]] for l in r.path(0)]
+['g00r00', 'g00r03', 'g08r00', 'g08r03', 'g08n007']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from fabscope.errors import RoutingError
+from fabscope.fabric.model import Fabric
+from fabscope.routing.routes import Routes, first_links
+from fabscope.routing.split import split_routes
+
+MODES = ("minimal", "valiant", "ugal-l", "ugal-g")
+#: the hierarchy level that names a dragonfly's groups (the generator's)
+GROUP_LEVEL = "group"
+
+
+def is_dragonfly(fabric: Fabric) -> bool:
+    """Built as a dragonfly (the generator's parameters say so)."""
+    return fabric.params.get("generator") == "dragonfly" and GROUP_LEVEL in fabric.groups
+
+
+@dataclass(frozen=True, eq=False)
+class Layout:
+    """Where a dragonfly's routers and cables are: groups, local and global links."""
+
+    #: group of each router (switch index)
+    group: np.ndarray
+    #: index of each router within its group
+    local_index: np.ndarray
+    #: local[s, j]: link from router s to the j-th router of its group (-1: none or itself)
+    local: np.ndarray
+    #: global links sorted by (source group, destination group, link id), and their sort keys
+    glinks: np.ndarray
+    gkeys: np.ndarray
+    #: the same links sorted by (source router, destination group, link id), and their keys
+    olinks: np.ndarray
+    okeys: np.ndarray
+    n_groups: int
+
+
+def layout(fabric: Fabric) -> Layout:
+    """Read a dragonfly's groups from its hosts and its cables from the links.
+
+    >>> from fabscope.fabric.generators import dragonfly
+    >>> lay = layout(dragonfly(a=4, p=2, h=2, g=9))
+    >>> lay.n_groups, lay.group[:5].tolist(), len(lay.glinks)
+    (9, [0, 0, 0, 0, 1], 72)
+    """
+    if GROUP_LEVEL not in fabric.groups:
+        raise RoutingError(f"dragonfly routing needs the fabric's groups; {fabric.name!r} has no "
+                           f"{GROUP_LEVEL!r} level")
+    h, n_sw = fabric.n_hosts, fabric.n_switches
+    host_group = np.asarray(fabric.groups[GROUP_LEVEL], dtype=np.int64)
+    group = np.full(n_sw, -1, np.int64)
+    sw = fabric.host_switch.astype(np.int64) - h
+    group[sw] = host_group
+    if np.any(group[sw] != host_group):
+        i = int(np.flatnonzero(group[sw] != host_group)[0])
+        raise RoutingError(f"dragonfly routing: router {fabric.node_names[sw[i] + h]} has hosts of two groups")
+    if np.any(group < 0):
+        raise RoutingError(f"dragonfly routing: router {fabric.node_names[int(np.flatnonzero(group < 0)[0]) + h]} "
+                           "has no host, so no group")
+    n_groups = int(group.max()) + 1
+    order = np.lexsort((np.arange(n_sw), group))
+    counts = np.bincount(group, minlength=n_groups)
+    starts = np.r_[0, np.cumsum(counts)[:-1]]
+    local_index = np.empty(n_sw, np.int64)
+    local_index[order] = np.arange(n_sw) - np.repeat(starts, counts)
+    rr = np.flatnonzero((fabric.link_src >= h) & (fabric.link_dst >= h))
+    a, b = fabric.link_src[rr].astype(np.int64) - h, fabric.link_dst[rr].astype(np.int64) - h
+    same = group[a] == group[b]
+    local = np.full((n_sw, int(counts.max())), -1, np.int64)
+    loc = rr[same][::-1]                      # the lowest link id written last: it wins among parallel cables
+    local[a[same][::-1], local_index[b[same][::-1]]] = loc
+    gl = rr[~same]
+    ga, gb = group[a[~same]], group[b[~same]]
+    o = np.lexsort((gl, gb, ga))
+    glinks, gkeys = gl[o], (ga * n_groups + gb)[o]
+    ra = a[~same]
+    o = np.lexsort((gl, gb, ra))
+    olinks, okeys = gl[o], (ra * n_groups + gb)[o]
+    return Layout(group, local_index, local, glinks, gkeys, olinks, okeys, n_groups)
+
+
+@dataclass(eq=False)
+class DragonflyRouting:
+    """Route flows on a dragonfly by ``mode``: minimal, valiant, ugal-l or ugal-g (see the module)."""
+
+    fabric: Fabric
+    mode: str = "minimal"
+    seed: int = 0
+    #: Valiant's choice of intermediate group: "packet" (an even spread over all) or "flow" (one, seeded)
+    spread: str = "packet"
+    #: UGAL: each flow placed in this many equal parts, each choosing (1: the whole flow chooses once)
+    parts: int = 1
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise RoutingError(f"unknown dragonfly routing {self.mode!r}; choose from {', '.join(MODES)}")
+        if self.spread not in ("packet", "flow"):
+            raise RoutingError(f"{self.mode}: spread must be packet or flow, got {self.spread!r}")
+        if not 1 <= self.parts <= 1024:
+            raise RoutingError(f"{self.mode}: parts must be a whole number from 1 to 1024, got {self.parts}")
+        self.name = self.mode
+
+    @cached_property
+    def lay(self) -> Layout:
+        return layout(self.fabric)
+
+    # ---- paths as columns of link ids (-1: no hop) ------------------------------------------
+    def _local(self, s: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Link from router s to router t of its group; -1 where s == t."""
+        lay = self.lay
+        link = lay.local[s, lay.local_index[t]]
+        miss = (link < 0) & (s != t)
+        if miss.any():
+            i = int(np.flatnonzero(miss)[0])
+            h = self.fabric.n_hosts
+            raise RoutingError(f"dragonfly routing: routers {self.fabric.node_names[s[i] + h]} and "
+                               f"{self.fabric.node_names[t[i] + h]} of one group are not joined")
+        return np.where(s == t, -1, link)
+
+    def _cable(self, s: np.ndarray, to_group: np.ndarray, key: np.ndarray) -> np.ndarray:
+        """The global cable router ``s`` sends by towards ``to_group`` (see the module: own first)."""
+        lay = self.lay
+        g = lay.n_groups
+        key = cable_key(key, lay.group[s] * g + to_group)
+        ok = s * g + to_group
+        lo, hi = np.searchsorted(lay.okeys, ok), np.searchsorted(lay.okeys, ok, side="right")
+        own = hi > lo
+        out = lay.olinks[np.minimum(lo + key % np.maximum(hi - lo, 1), len(lay.olinks) - 1)] if len(lay.olinks) \
+            else np.zeros(len(s), np.int64)
+        gk = lay.group[s] * g + to_group
+        glo, ghi = np.searchsorted(lay.gkeys, gk), np.searchsorted(lay.gkeys, gk, side="right")
+        none = ghi == glo
+        if none.any():
+            i = int(np.flatnonzero(none)[0])
+            raise RoutingError(f"dragonfly routing: no global cable from group {int(lay.group[s[i]])} "
+                               f"to group {int(to_group[i])}")
+        via = lay.glinks[np.minimum(glo + key % np.maximum(ghi - glo, 1), len(lay.glinks) - 1)]
+        return np.where(own, out, via)
+
+    def _to_group(self, s: np.ndarray, to_group: np.ndarray, key: np.ndarray):
+        """Columns [local, global] from router s into ``to_group``, and the router it arrives at."""
+        h = self.fabric.n_hosts
+        x = self.fabric.link_src[self._cable(s, to_group, key)].astype(np.int64) - h
+        c = self._cable(x, to_group, key)      # the router holding it takes its own pick: by destination
+        return [self._local(s, x), c], self.fabric.link_dst[c].astype(np.int64) - h
+
+    def _minimal(self, s: np.ndarray, t: np.ndarray, key: np.ndarray) -> list[np.ndarray]:
+        """Columns local-global-local from router s to router t (one local column within a group)."""
+        lay = self.lay
+        inter = lay.group[s] != lay.group[t]
+        cols = [np.full(len(s), -1, np.int64) for _ in range(3)]
+        i = np.flatnonzero(~inter)
+        cols[1][i] = self._local(s[i], t[i])
+        i = np.flatnonzero(inter)
+        (l0, c), y = self._to_group(s[i], lay.group[t[i]], key[i])
+        cols[0][i], cols[1][i], cols[2][i] = l0, c, self._local(y, t[i])
+        return cols
+
+    def _valiant(self, s: np.ndarray, t: np.ndarray, key: np.ndarray, mid: np.ndarray) -> list[np.ndarray]:
+        """Columns through group ``mid`` (five: local, global, local, global, local); minimal where mid < 0."""
+        cols = [np.full(len(s), -1, np.int64) for _ in range(5)]
+        i = np.flatnonzero(mid >= 0)
+        first, y = self._to_group(s[i], mid[i], key[i])
+        rest = self._minimal(y, t[i], key[i])
+        for k, col in enumerate(first + rest):
+            cols[k][i] = col
+        j = np.flatnonzero(mid < 0)
+        for k, col in enumerate(self._minimal(s[j], t[j], key[j])):
+            cols[k + 1][j] = col
+        return cols
+
+    def _subpaths(self, gs: np.ndarray, gt: np.ndarray, rng: np.random.Generator):
+        """Valiant's intermediate groups: ``(owner, mid, weight)`` per sub-path, ``owner`` indexing the
+        flows.  ``spread="packet"``: every group other than the flow's two, each with an even share (each
+        packet draws its own, as in the papers; a flow of many packets spreads evenly);
+        ``spread="flow"``: one group per flow drawn from the seed.  A flow within a group (or with no
+        third group) gets one sub-path, ``mid`` -1: minimal."""
+        g, n = self.lay.n_groups, len(gs)
+        lo, hi = np.minimum(gs, gt), np.maximum(gs, gt)
+        between = (gs != gt) & (g >= 3)
+        if self.spread == "flow":
+            m = rng.integers(0, max(g - 2, 1), n)
+            reps = np.ones(n, np.int64)
+            owner = np.arange(n)
+        else:
+            reps = np.where(between, g - 2, 1)
+            owner = np.repeat(np.arange(n), reps)
+            m = np.arange(len(owner)) - np.repeat(np.cumsum(reps) - reps, reps)
+        m = m + (m >= lo[owner])               # skip the flow's two groups, lower first
+        m = m + (m >= hi[owner])
+        mid = np.where(between[owner], m, -1)
+        return owner, mid, 1.0 / reps[owner]
+
+    def candidates(self, src: np.ndarray, dst: np.ndarray):
+        """Each (source host, destination host)'s minimal and Valiant router-to-router links:
+        ``(short, owner, mid, share, val)``: ``short`` 3 rows by pair (-1: no hop), ``val`` 5 rows by
+        Valiant sub-path, each sub-path of pair ``owner`` through group ``mid`` (-1: minimal) with
+        its ``share`` of the flow; the sub-paths as :meth:`routes` draws them from the seed."""
+        f = self.fabric
+        h = f.n_hosts
+        s = f.host_switch[np.asarray(src, np.int64)].astype(np.int64) - h
+        t = f.host_switch[np.asarray(dst, np.int64)].astype(np.int64) - h
+        return self._candidates(s, t, np.asarray(dst, np.int64), np.random.default_rng(self.seed))
+
+    def _candidates(self, s: np.ndarray, t: np.ndarray, key: np.ndarray, rng: np.random.Generator):
+        owner, mid, w = self._subpaths(self.lay.group[s], self.lay.group[t], rng)
+        val = np.stack(self._valiant(s[owner], t[owner], key[owner], mid))
+        return np.stack(self._minimal(s, t, key)), owner, mid, w, val
+
+    def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
+        f = self.fabric
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n, h = len(src), f.n_hosts
+        act = np.flatnonzero(src != dst)
+        s = f.host_switch[src[act]].astype(np.int64) - h
+        t = f.host_switch[dst[act]].astype(np.int64) - h
+        key = dst[act]
+        rng = np.random.default_rng(self.seed)
+        ones = np.ones(len(act))
+        if self.mode == "minimal":
+            m, owner, w = np.stack(self._minimal(s, t, key)), np.arange(len(act)), ones
+        else:
+            short, owner, mid, w, m = self._candidates(s, t, key, rng)
+            if self.mode != "valiant":
+                between = np.bincount(owner, weights=mid >= 0, minlength=len(act)) > 0
+                x = self._ugal(short, m, owner, w, between, rng)
+                keep = x[owner] > 0
+                mins = np.flatnonzero(x < 1)
+                pad = np.full((1, len(act)), -1, np.int64)
+                m = np.concatenate([np.concatenate([pad, short, pad])[:, mins], m[:, keep]], axis=1)
+                w = np.r_[1.0 - x[mins], (w * x[owner])[keep]]
+                owner = np.r_[mins, owner[keep]]
+        up = first_links(f, src[act], dst[act]).astype(np.int64)[owner]
+        down = _host_downlinks(f, dst[act])[owner]
+        m = np.concatenate([up[None], m, down[None]])          # hops x sub-paths
+        hops = np.zeros(n)
+        np.add.at(hops, act[owner], w * (m >= 0).sum(axis=0))
+        hop, i = np.nonzero(m >= 0)            # hop-major, each hop's flows ascending (as a walk lists them)
+        flow, link, wt = act[owner[i]], m[hop, i], w[i]
+        if len(owner) > len(act):              # sub-paths share links: one entry per (flow, link)
+            return split_routes(n, flow, link, wt, hops)
+        return Routes(n, flow, link.astype(np.int32), wt, hops)
+
+    def _ugal(self, short: np.ndarray, val: np.ndarray, owner: np.ndarray, w: np.ndarray, between: np.ndarray,
+              rng: np.random.Generator) -> np.ndarray:
+        """Per flow, the share that takes its Valiant sub-paths (the rest goes minimally): the flows are
+        placed in a seeded order, in ``parts`` equal parts each (one round of all flows per part), each
+        part minimal or Valiant by the load it would see weighted by router hops (see the module)."""
+        n = short.shape[1]
+        cap = self.fabric.link_capacity
+        load = np.zeros(self.fabric.n_links)
+        taken = np.zeros(n)
+        local_only = self.mode == "ugal-l"
+        starts = np.r_[0, np.cumsum(np.bincount(owner, minlength=n))]
+        order = np.argsort(owner, kind="stable")
+        vl, vw = val[:, order], w[order]
+        part = 1.0 / self.parts
+        paths = [short[:, i][short[:, i] >= 0] for i in range(n)]
+        for _ in range(self.parts):
+            for i in rng.permutation(n).tolist():
+                p = paths[i]
+                if between[i]:
+                    sub = vl[:, starts[i]:starts[i + 1]]
+                    ok = sub >= 0
+                    ws = vw[starts[i]:starts[i + 1]]
+                    hv = (ok.sum(axis=0) * ws).sum()
+                    lk = np.where(ok, sub, 0)
+                    # a packet sees the queue ahead plus itself, whichever path: the part counts whole
+                    seen = load[lk] + part / cap[lk]
+                    if local_only:                           # the source router's output: the first hop
+                        row = np.where(ok[0], 0, 1)
+                        qm = load[p[0]] + part / cap[p[0]]
+                        qv = (seen[row, np.arange(sub.shape[1])] * ws).sum()
+                    else:                                    # every link of the path: its busiest
+                        qm = (load[p] + part / cap[p]).max()
+                        qv = (np.where(ok, seen, 0.0).max(axis=0) * ws).sum()
+                    if qm * len(p) > qv * hv:
+                        taken[i] += part
+                        np.add.at(load, sub[ok], (part * ws / cap[lk])[ok])   # spread over the sub-paths
+                        continue
+                load[p] += part / cap[p]
+        return taken
+
+
+def cable_key(key: np.ndarray, pair: np.ndarray) -> np.ndarray:
+    """The key a group chooses among its cables to another by: the destination host and the pair
+    of groups (``pair = from * g + to``), hashed.  By the destination alone, every group sent a
+    host's flows by cables of one index, which the generator lays out on neighbouring ports:
+    Valiant's paths to a host all came into its group at one or two routers.
+
+    >>> (cable_key(np.full(8, 7), np.arange(8)) % 4).tolist()     # one host, eight pairs of groups
+    [3, 2, 2, 3, 1, 0, 3, 1]
+    """
+    x = (key.astype(np.uint64) * np.uint64(0x9E3779B1) + pair.astype(np.uint64) * np.uint64(0x85EBCA77))
+    x &= np.uint64(0xFFFFFFFF)
+    x ^= x >> np.uint64(15)
+    x = (x * np.uint64(0x2C1B3C6D)) & np.uint64(0x7FFFFFFF)
+    return x.astype(np.int64)
+
+
+def _host_downlinks(fabric: Fabric, dst: np.ndarray) -> np.ndarray:
+    """The link into each destination host from its switch (the reverse of its first port)."""
+    indptr, order = fabric.host_uplinks
+    return order[indptr[dst]].astype(np.int64) ^ 1

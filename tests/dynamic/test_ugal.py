@@ -1,0 +1,79 @@
+"""UGAL in time: each message chooses minimal or Valiant when it starts, from the loads then."""
+
+import numpy as np
+import pytest
+
+from fabscope.dynamic.engine import run_program
+from fabscope.dynamic.program import Program
+from fabscope.dynamic.resources import build_paths
+from fabscope.dynamic.run import run_program_on
+from fabscope.dynamic.ugal import run_ugal
+from fabscope.errors import RoutingError
+from fabscope.fabric import Placement
+from fabscope.fabric.generators import dragonfly, fat_tree
+
+F = dragonfly(a=4, p=2, h=2, g=9)
+PL = Placement.block(F, 72, ppn=1)
+
+
+def _shift(size=1e6):
+    r = np.arange(72)
+    return Program.from_rounds("shift", 72, [(r, (r + 8) % 72, size)])
+
+
+def test_worst_case_goes_non_minimal_and_finishes_sooner():
+    prog = _shift()
+    minimal = run_program_on(F, PL, prog, "minimal").outcome.makespan
+    link = 1e6 / F.link_capacity[0]
+    assert minimal == pytest.approx(8 * link, rel=0.01)        # 8 flows on the one cable to the next group
+    took = {}
+    for mode in ("ugal-l", "ugal-g"):
+        run = run_ugal(F, PL, prog, mode)
+        took[mode] = run.took_valiant.sum()
+        assert 0 < took[mode] < 72                              # the first go minimally, the rest around
+        assert run.makespan < 0.9 * minimal, mode
+    assert run.makespan < 0.7 * minimal                         # ugal-g
+    assert took["ugal-l"] < took["ugal-g"]                      # the local view sees less of the cable's load
+
+
+def test_messages_one_after_another_all_go_minimally():
+    """A message alone on the fabric finds every path idle and takes the shortest."""
+    r = np.arange(0, 64, 8)
+    rounds = [([int(a)], [int((a + 8) % 72)], 1e5) for a in r]      # one message a round, each after the last
+    prog = Program.from_rounds("chain", 72, rounds)
+    run = run_ugal(F, PL, prog, "ugal-g")
+    assert not run.took_valiant.any()
+
+
+def test_a_choice_that_keeps_the_path_changes_nothing():
+    prog = _shift(3e5)
+    hs, hd = PL.host[prog.src], PL.host[prog.dst]
+    paths = build_paths(F, "minimal", hs, hd)
+    res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
+    wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]] for p in range(paths.n_paths)]
+    args = (prog, paths.capacity, res, wts, paths.cap, paths.latency, list(range(prog.n_messages)))
+    a = run_program(*args)
+    b = run_program(*args, choose=lambda t, m, weight: m)
+    assert np.array_equal(a.msg_end, b.msg_end)
+
+
+def test_refused_where_it_does_not_apply():
+    with pytest.raises(RoutingError, match="ugal-l or ugal-g"):
+        run_ugal(F, PL, _shift(), "valiant")
+    f = fat_tree(k=2, levels=2)
+    with pytest.raises(RoutingError, match="not one"):
+        run_ugal(f, Placement.block(f, 4, ppn=1), Program.from_rounds("x", 4, [([0], [3], 8.0)]))
+
+
+def test_simulate_dynamic_chooses_when_posted_and_static_refuses_it(capsys):
+    from fabscope.cli import main
+
+    argv = ["simulate", "--fabric", "dragonfly:a=4,p=2,h=2,g=9", "--ppn", "1", "--pattern", "shift:k=8",
+            "--size", "1MB", "--routing", "ugal-g:when=posted"]
+    assert main(argv + ["--dynamic"]) == 0
+    out = capsys.readouterr().out
+    want = run_ugal(F, PL, _shift()).makespan
+    assert f"done at {want * 1e3:.3f} ms simulated" in out and "engine python" in out
+    assert main(argv) == 1
+    assert "only in time" in capsys.readouterr().err
+    assert main(argv + ["--dynamic", "--engine", "c"]) == 1

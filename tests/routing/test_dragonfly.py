@@ -1,0 +1,171 @@
+"""Dragonfly routing as dragonflies route: local-global-local minimal, Valiant, UGAL."""
+
+import numpy as np
+import pytest
+
+from fabscope.errors import RoutingError
+from fabscope.fabric.generators import dragonfly, fat_tree
+from fabscope.model.maxmin import maxmin
+from fabscope.routing import check_routes, make_routing
+from fabscope.routing.dragonfly import cable_key, layout
+
+SMALL = dragonfly(a=4, p=2, h=2, g=9)          # balanced (a = 2p = 2h), one cable per pair of groups
+CLASSIC = dragonfly(a=8, p=4, h=4, g=33)       # balanced, 1,056 hosts
+
+
+def _globals(f, routes):
+    """Global cables each flow crosses (weighted when split)."""
+    g = f.groups["group"]
+    sw_group = np.zeros(f.n_nodes, int)
+    sw_group[f.host_switch] = g
+    a, b = f.link_src[routes.link], f.link_dst[routes.link]
+    is_global = (a >= f.n_hosts) & (b >= f.n_hosts) & (sw_group[a] != sw_group[b])
+    return np.bincount(routes.flow, weights=routes.weight * is_global, minlength=routes.n_flows)
+
+
+def _conserved(f, s, d, routes):
+    """Every flow leaves its source whole, reaches its destination whole, and loses nothing on the way."""
+    net = np.zeros((routes.n_flows, f.n_nodes))
+    np.add.at(net, (routes.flow, f.link_src[routes.link]), -routes.weight)
+    np.add.at(net, (routes.flow, f.link_dst[routes.link]), routes.weight)
+    want = np.zeros_like(net)
+    moving = np.flatnonzero(s != d)
+    want[moving, s[moving]] = -1
+    want[moving, d[moving]] = 1
+    return np.allclose(net, want)
+
+
+def _throughput(f, s, d, engine):
+    """(average, saturation) accepted rate per host as a share of its injection link: the mean of what
+    max-min gives every host, and the rate every flow reaches at once (the smallest flow rate)."""
+    r = make_routing(f, engine).routes(s, d)
+    rate = maxmin(r.matrix(f.n_links), f.link_capacity)
+    cap = f.link_capacity[0]
+    per_host = np.bincount(s, weights=rate, minlength=f.n_hosts) / cap
+    return per_host.mean(), rate.min() * len(s) / f.n_hosts / cap
+
+
+def _uniform(f):
+    i = np.arange(f.n_hosts)
+    s, d = np.meshgrid(i, i, indexing="ij")
+    return s[s != d], d[s != d]
+
+
+def test_minimal_crosses_at_most_one_global_cable():
+    """Min-hop routing took two global cables for most of the group shift; local-global-local takes one."""
+    f = SMALL
+    rng = np.random.default_rng(5)
+    s, d = rng.integers(0, f.n_hosts, 500), rng.integers(0, f.n_hosts, 500)
+    r = make_routing(f, "minimal").routes(s, d)
+    check_routes(f, s, d, r)
+    g = f.groups["group"]
+    assert np.array_equal(_globals(f, r), (g[s] != g[d]).astype(float))
+    assert r.hops.max() <= 5                   # host, local, global, local, host
+    shift = np.arange(CLASSIC.n_hosts)
+    assert _globals(CLASSIC, make_routing(CLASSIC, "minimal").routes(shift, (shift + 32) % 1056)).max() == 1
+
+
+@pytest.mark.parametrize("a,p,h,g,owners", [(4, 2, 2, 5, {0: 1, 2: 1}), (2, 1, 4, 3, {0: 2, 1: 2})])
+def test_which_global_cable_when_groups_are_joined_by_several(a, p, h, g, owners):
+    """A router with cables to the destination group takes its own, the (x mod k)-th of its k; one
+    without takes the (x mod k)-th of the k cables between the two groups, in link order; x hashes
+    the destination host with the pair of groups."""
+    f = dragonfly(a=a, p=p, h=h, g=g)           # (a h) // (g - 1) cables per pair of groups
+    lay = layout(f)
+    n_h = f.n_hosts
+    gl = lay.glinks[lay.gkeys == 1]            # group 0 -> group 1, in link order
+    assert len(gl) == (a * h) // (g - 1) and np.all(np.diff(gl) > 0)
+    assert {int(r): int(c) for r, c in zip(*np.unique(f.link_src[gl] - n_h, return_counts=True))} == owners
+    d = np.arange(a * p, 2 * a * p)             # every host of group 1
+    for router in range(a):
+        src = router * p                        # its first host
+        r = make_routing(f, "minimal").routes(np.full(len(d), src), d)
+        used = [int(l) for l in r.link if l in gl]
+        mine = gl[f.link_src[gl] - n_h == router]
+        x = cable_key(d, np.full(len(d), 0 * g + 1))
+        if router in owners:
+            assert used == [int(mine[k % len(mine)]) for k in x]
+        else:                                   # to the holder of the pair's pick, which takes its own pick
+            for k, c in zip(x, used):
+                holder = f.link_src[gl[k % len(gl)]]
+                theirs = gl[f.link_src[gl] == holder]
+                assert c == theirs[k % len(theirs)]
+            assert len(set(used)) > 1                 # a router's flows to one group spread over its cables
+
+
+@pytest.mark.parametrize("a,p,h,g", [(4, 2, 2, 9), (3, 1, 5, 5), (4, 1, 6, 6), (6, 1, 5, 5)])
+def test_minimal_is_destination_based(a, p, h, g):
+    """Every router's next hop depends on the destination alone: the routes fit forwarding tables (the
+    testbed installs them), also where routers hold several cables to one group."""
+    from fabscope.testbed.plan import forwarding
+
+    f = dragonfly(a=a, p=p, h=h, g=g)
+    lft = forwarding(f, make_routing(f, "minimal"))
+    assert lft.shape == (f.n_switches, f.n_hosts)
+
+
+@pytest.mark.parametrize("engine", ["valiant", "valiant:spread=flow", "ugal-l", "ugal-g", "ugal-g:parts=4"])
+def test_non_minimal_routes_are_whole_and_go_through_a_third_group(engine):
+    f = SMALL
+    rng = np.random.default_rng(2)
+    s, d = rng.integers(0, f.n_hosts, 300), rng.integers(0, f.n_hosts, 300)
+    r = make_routing(f, engine).routes(s, d)
+    assert _conserved(f, s, d, r)
+    g = f.groups["group"]
+    cables = _globals(f, r)
+    assert np.all(cables[g[s] == g[d]] == 0)
+    assert np.all((cables[g[s] != g[d]] >= 1) & (cables[g[s] != g[d]] <= 2))
+    if engine.startswith("valiant"):
+        assert np.allclose(cables[g[s] != g[d]], 2)
+    if engine == "valiant:spread=flow":
+        check_routes(f, s, d, r)                # one path per flow
+
+
+def test_valiant_by_flow_follows_the_seed():
+    f = SMALL
+    s = np.arange(f.n_hosts)
+    d = (s + 8) % f.n_hosts
+    a, b, c = (make_routing(f, "valiant:spread=flow", seed=k).routes(s, d) for k in (1, 1, 2))
+    assert np.array_equal(a.link, b.link)
+    assert not np.array_equal(a.link, c.link)
+
+
+def test_group_shift_collapses_minimal_and_not_valiant_or_ugal():
+    """Kim et al.'s worst case: every host to the same host of the next group.  All a*p flows of a group
+    share the one cable to the next group under minimal routing (1/(a p) of injection); Valiant and
+    UGAL spread them to about half."""
+    f = CLASSIC
+    s = np.arange(f.n_hosts)
+    d = (s + 32) % f.n_hosts
+    avg, sat = _throughput(f, s, d, "minimal")
+    assert avg == pytest.approx(1 / 32) and sat == pytest.approx(1 / 32)
+    sats = {}
+    for engine in ("valiant", "ugal-l", "ugal-g"):
+        avg, sats[engine] = _throughput(f, s, d, engine)
+        assert 0.45 <= avg <= 0.55, engine
+    assert sats["ugal-g"] > 4 / 32             # no flow left to the collapse
+    assert 1 / 32 < sats["ugal-l"] < sats["ugal-g"]   # the local view sees the cable at its router only
+    assert _throughput(f, s, d, "valiant")[1] == pytest.approx(_throughput(f, s, d, "valiant")[0])
+
+
+def test_uniform_traffic_minimal_near_one_valiant_near_half_ugal_near_minimal():
+    """Uniform random traffic as flows: every host to every other at once; saturation = the rate all
+    flows reach together."""
+    f = SMALL
+    s, d = _uniform(f)
+    sat = {e: _throughput(f, s, d, e)[1] for e in ("minimal", "valiant", "ugal-l", "ugal-g")}
+    assert sat["minimal"] > 0.95
+    assert 0.45 <= sat["valiant"] <= 0.6
+    assert sat["ugal-l"] > 0.9 and sat["ugal-g"] > 0.9
+
+
+def test_dragonfly_engines_refused_elsewhere_and_bad_options_named():
+    with pytest.raises(RoutingError, match="routes dragonflies"):
+        make_routing(fat_tree(k=2, levels=2), "valiant")
+    with pytest.raises(RoutingError, match="parts"):
+        make_routing(SMALL, "ugal-g:parts=0")
+    with pytest.raises(RoutingError, match="spread"):
+        make_routing(SMALL, "valiant:spread=packets")
+    with pytest.raises(RoutingError, match="no option"):
+        make_routing(SMALL, "valiant:parts=2")
+    assert make_routing(fat_tree(k=2, levels=2), "minimal").name == "minimal"   # min-hop off dragonflies
