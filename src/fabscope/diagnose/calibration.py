@@ -123,7 +123,7 @@ def detectable(fit: Any, cables: np.ndarray, rate: np.ndarray, bw: np.ndarray, p
     noise = fit.noise
     E = np.zeros((len(cables), len(DETECT_GRID)))
     base = float(noise.nll(np.zeros(1))[0])
-    for c, p, D in fit.effects(cables, np.ones(fit.n_cables), rate, bw, DETECT_GRID):
+    for c, p, D in fit.effects(cables, np.ones(fit.n_links), rate, bw, DETECT_GRID):
         add_rows(E, c, noise.nll(-D) - base)
     seen = E - 2 * np.sqrt(2 * np.maximum(E, 0)) >= penalty
     share = seen.mean(axis=0) if len(cables) else np.zeros(len(DETECT_GRID))

@@ -31,7 +31,9 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
     else:
         out.append(f"suspects ({len(sus)}), most evidence first:")
         for i, s in enumerate(sus[:top], 1):
-            what = f"host {s['host']} (NIC / cable {s['cable']})" if s["host"] else f"cable {s['cable']}"
+            way = s.get("direction", "both")
+            what = (f"host {s['host']} ({'' if way == 'both' else way + ' only; '}NIC / cable {s['cable']})"
+                    if s["host"] else f"cable {s['cable']}" + ("" if way == "both" else f", one way: {way}"))
             out.append(f"{i:>3}. {what}: about {s['capacity'] / MB:.0f} of {s['nominal'] / MB:.0f} MB/s "
                        f"(x{s['factor']:.2f}), confidence {s['confidence']:.2f}, {s['n_pairs']} of "
                        f"{s['crossing_pairs']} crossing pairs slow, e.g. "

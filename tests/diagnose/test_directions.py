@@ -1,0 +1,129 @@
+"""Faults real fabrics have: one direction of a cable, a slow host, many slow pairs over few cables.
+
+Each direction of every cable is an unknown of its own (a host's injection and ejection too), and
+the noise model cannot take a fault's pairs in as jitter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fabscope.diagnose.cables import direction_name
+from fabscope.diagnose.measured import Measured
+from fabscope.diagnose.noise import nominal_level
+from fabscope.diagnose.pairmodel import PairModel
+from fabscope.diagnose.plan import make_plan
+from fabscope.diagnose.tomography import diagnose
+from fabscope.fabric.io import load_fabric
+
+
+def measured(f, pm, link_factor: dict[int, float], seed: int, jitter: float = 0.05) -> Measured:
+    """The model's pairs with each directed link ``l`` at ``link_factor[l]``, 1.5 % lognormal noise, and a
+    share ``jitter`` of the pairs cut to 30-80 %."""
+    rng = np.random.default_rng(seed)
+    cap = f.link_capacity.copy()
+    for link, x in link_factor.items():
+        cap[link] *= x
+    bw = pm.bandwidth(cap) * np.exp(rng.normal(0, 0.015, pm.n_pairs))
+    j = rng.random(pm.n_pairs) < jitter
+    bw[j] *= rng.uniform(0.3, 0.8, int(j.sum()))
+    n = pm.n_pairs
+    sc = np.unique(pm.scenario)
+    return Measured(f, np.arange(n), np.arange(n), pm.hs, pm.hd, pm.bytes, bw, 2 * pm.bytes / bw,
+                    np.searchsorted(sc, pm.scenario), pm.pingpong, np.full(n, "random-pairs"), ("run",),
+                    tuple(("run", "random-pairs", int(s)) for s in sc))
+
+
+def _planned(spec: str):
+    f = load_fabric(spec)
+    hs, hd, r = make_plan(f).pairs
+    return f, PairModel(f, hs, hd, r, bytes=np.full(len(hs), float(1 << 20)))
+
+
+@pytest.fixture(scope="module")
+def oversub():
+    return _planned("fat-tree:k=8,levels=2,up=2")
+
+
+@pytest.fixture(scope="module")
+def small():
+    return _planned("fat-tree:k=4,levels=2")
+
+
+def _switch_links(f):
+    return np.flatnonzero((f.link_src >= f.n_hosts) & (f.link_dst >= f.n_hosts))
+
+
+def test_one_direction_of_an_uplink_is_named_with_its_direction(oversub):
+    f, pm = oversub
+    for k, link in enumerate(_switch_links(f)[[0, 3, 9]].tolist()):
+        d = diagnose(measured(f, pm, {link: 0.5}, k))
+        assert [s["links"] for s in d.suspects] == [[link]], (f.link_name(link), d.suspects)
+        s = d.suspects[0]
+        assert s["direction"] == direction_name(f, link) and s["host"] is None
+        assert s["factor"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_a_down_link_fault_is_not_blamed_on_a_host(small):
+    f, pm = small
+    base = pm.bandwidth()
+    # spine -> leaf links whose cut to x0.5 slows some pairs (elsewhere contention already holds them lower)
+    down = [int(x) for x in _switch_links(f) if f.link_src[x] > f.link_dst[x]
+            and np.sum(pm.bandwidth(f.link_capacity * np.where(np.arange(f.n_links) == x, 0.5, 1.0)) < 0.9 * base) >= 3]
+    down = down[:3]
+    assert len(down) == 3
+    for k, link in enumerate(down):
+        d = diagnose(measured(f, pm, {link: 0.5}, k))
+        assert [s["links"] for s in d.suspects] == [[link]], (f.link_name(link), d.suspects)
+        assert d.suspects[0]["host"] is None
+
+
+def test_a_slow_host_is_named_beside_a_one_way_cable_fault(oversub):
+    f, pm = oversub
+    host_link = int(np.flatnonzero(f.link_src == f.host_index["h0007"])[0])      # its injection
+    link = int(_switch_links(f)[5])
+    d = diagnose(measured(f, pm, {host_link: 0.6, host_link ^ 1: 0.6, link: 0.5}, 3))
+    got = {tuple(s["links"]): s for s in d.suspects}
+    assert set(got) == {(host_link, host_link ^ 1), (link,)}
+    slow = got[(host_link, host_link ^ 1)]
+    assert slow["host"] == "h0007" and slow["direction"] == "both"
+    assert slow["factor"] == pytest.approx(0.6, abs=0.05)
+
+
+def test_a_hosts_ejection_alone_is_the_host_as_ping_pong_cannot_tell_its_directions(oversub):
+    f, pm = oversub
+    eject = int(np.flatnonzero(f.link_dst == f.host_index["h0020"])[0])
+    d = diagnose(measured(f, pm, {eject: 0.5}, 5))
+    assert [s["host"] for s in d.suspects] == ["h0020"]
+    s = d.suspects[0]
+    assert not s["directions_told_apart"] and s["direction"] == "both"
+    # x0.5 one way slows a ping-pong to 2 x 0.5 / 1.5 = 0.67 of its rate: the cable both ways at that
+    assert s["factor"] == pytest.approx(2 / 3, abs=0.05)
+
+
+def test_many_slow_pairs_over_few_cables_are_faults_not_noise(oversub):
+    """12 of the 16 leaf uplinks at 1/4, both ways: 42 % of the pairs slow, all by about one amount.  Jitter
+    fitted to all pairs would hold them (a tight cluster at x0.25), and moving one cable part of the
+    way would only cost; every one is named, nothing else, and the nominal spread stays the pairs'."""
+    f, pm = oversub
+    sw = _switch_links(f)
+    ups = [int(x) for x in sw[f.link_src[sw] < f.link_dst[sw]][:12]]
+    faults = {x: 0.25 for u in ups for x in (u, u ^ 1)}
+    pl = pm.pair_links.tocsc()
+    slow = np.unique(np.concatenate([pl[:, x].indices for x in faults]))
+    assert 0.4 < len(slow) / pm.n_pairs < 0.5
+    d = diagnose(measured(f, pm, faults, 7))
+    assert sorted(s["link"] for s in d.suspects) == sorted(ups)
+    assert d.sigma < 0.02 and d.meta["noise_model"]["w"] < 0.1
+
+
+@pytest.mark.parametrize("share, holds", [(0.45, True), (0.49, True), (0.55, False)])
+def test_the_nominal_level_holds_until_half_the_pairs_are_slow(share, holds):
+    """The breakdown point (docs/diagnose.md): the centre and spread come from the pairs at the model's
+    rate while they are more than half of all; past that, from the slow ones."""
+    rng = np.random.default_rng(2)
+    n = 2000
+    k = int(share * n)
+    e = np.r_[rng.normal(0.0, 0.015, n - k), rng.normal(np.log(0.5), 0.015, k)]
+    centre, sigma = nominal_level(e)
+    assert (abs(centre) < 0.01 and sigma == pytest.approx(0.015, rel=0.15)) == holds
