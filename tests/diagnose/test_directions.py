@@ -127,3 +127,80 @@ def test_the_nominal_level_holds_until_half_the_pairs_are_slow(share, holds):
     e = np.r_[rng.normal(0.0, 0.015, n - k), rng.normal(np.log(0.5), 0.015, k)]
     centre, sigma = nominal_level(e)
     assert (abs(centre) < 0.01 and sigma == pytest.approx(0.015, rel=0.15)) == holds
+
+
+# ---- the confirmation round ------------------------------------------------------------
+def _one_way_suspect(f, link: int) -> dict:
+    from fabscope.diagnose.cables import cable_name
+
+    return {"cable": cable_name(f, link // 2), "name": cable_name(f, link // 2), "links": [link], "link": link,
+            "host": None, "tied": [], "pairs": []}
+
+
+def test_confirmation_pairs_cross_a_one_way_suspect_in_its_direction(oversub):
+    from fabscope.diagnose.confirm import confirm_pairs
+
+    f, pm = oversub
+    for link in _switch_links(f)[[1, 6, 12]].tolist():
+        cp = confirm_pairs(f, [_one_way_suspect(f, link)], set(), pm.router, seed=4)
+        cross = [(a, b) for a, b, role, _ in cp if role == "cross"]
+        assert len(cross) == 4
+        for a, b in cross:
+            check = PairModel(f, np.array([a]), np.array([b]), routing=pm.router)
+            assert link in set(check.routes.link.tolist()), (f.link_name(link), a, b)
+        for a, b, role, _ in cp:
+            if role == "control":
+                check = PairModel(f, np.array([a]), np.array([b]), routing=pm.router)
+                assert not {link, link ^ 1} & set(check.routes.link.tolist())
+
+
+def test_the_joint_diagnosis_confirms_keeps_what_it_could_not_test_and_never_adds(oversub):
+    from fabscope.diagnose.confirm import confirm_pairs, pack_rounds
+    from fabscope.diagnose.measured import concat
+    from fabscope.diagnose.settle import settle
+
+    f, pm = oversub
+    sw = _switch_links(f)
+    x, y = int(sw[2]), int(sw[20])
+    a = measured(f, pm, {x: 0.4}, 11)
+    da = diagnose(a)
+    assert [s["links"] for s in da.suspects] == [[x]]
+    cp = confirm_pairs(f, da.suspects, set(), pm.router, seed=3)
+    rounds = pack_rounds(cp)
+    hs = np.array([cp[i][0] for r in rounds for i in r])
+    hd = np.array([cp[i][1] for r in rounds for i in r])
+    sc = np.array([k for k, r in enumerate(rounds) for _ in r])
+    pm2 = PairModel(f, hs, hd, sc, bytes=np.full(len(hs), float(1 << 20)), routing=pm.router)
+    crossed = np.unique(pm2.pair_links.tocoo().col)
+    # a cable none of the new pairs crosses either way, named (wrongly or not) by the first diagnosis
+    z = next(int(c) for c in sw.tolist() if c != x and c not in crossed and c ^ 1 not in crossed
+             and pm.pair_links[:, c].nnz)
+    b = measured(f, pm2, {x: 0.4, y: 0.3}, 12, jitter=0.0)      # y degraded in the new round only
+    both = diagnose(concat([a, b]))
+    assert {s["link"] // 2 for s in both.suspects} >= {x // 2}
+    out = settle(both, [*da.suspects, _one_way_suspect(f, z)], 0)
+    assert out["confirmed"] == [da.suspects[0]["name"]]
+    assert out["kept_untested"] == [_one_way_suspect(f, z)["name"]] and out["cleared"] == []
+    assert [s["links"] for s in both.suspects] == [[x], [z]] and both.suspects[1]["kept"] == "untested"
+    # whatever else the joint fit names (y, slow in the new round only) is a candidate, not a suspect
+    assert all(c["link"] // 2 != z // 2 for c in both.meta["candidates"] if c.get("new"))
+    res = both.to_result()
+    assert res.meta["confirmation"] == out
+
+
+def test_the_confirmation_round_is_sized_from_the_run_it_confirms(small, tmp_path, capsys):
+    from fabscope.cli import main
+    from fabscope.diagnose.synthetic import as_result, synthetic
+
+    f, _ = small
+    hs, hd, r = make_plan(f).pairs
+    link = [int(x) for x in _switch_links(f)][0]
+    m = synthetic(f, hs, hd, r, {link // 2: 0.3}, noise=0.01, seed=2, size=65536)
+    meas, diag = tmp_path / "m.json", tmp_path / "d.json"
+    as_result(m).write_json(meas)
+    assert main(["diagnose", str(meas), "--fabric", "fat-tree:k=4,levels=2", "--model", "static", "-o", str(diag)]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", "--plan", "--confirm", str(diag), "--fabric", "fat-tree:k=4,levels=2"]) == 0
+    script = capsys.readouterr().out
+    measure = [ln for ln in script.splitlines() if " measure " in ln or ln.startswith("$FABSCOPE measure")]
+    assert measure and all("--size 65536" in ln for ln in measure), measure[:2]

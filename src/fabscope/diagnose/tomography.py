@@ -115,6 +115,8 @@ class Diagnosis:
                  "label": np.array(LABELS, dtype=object)[self.label].astype(str), "limit": self.limit}
         if self.spread is not None:
             pairs["spread"] = self.spread
+        if m.iters is not None:
+            pairs["iters"] = m.iters
         for col in ("iter_min", "iter_median", "iter_max"):
             if getattr(m, col) is not None:
                 pairs[col] = getattr(m, col)
