@@ -204,3 +204,13 @@ def test_the_confirmation_round_is_sized_from_the_run_it_confirms(small, tmp_pat
     script = capsys.readouterr().out
     measure = [ln for ln in script.splitlines() if " measure " in ln or ln.startswith("$FABSCOPE measure")]
     assert measure and all("--size 65536" in ln for ln in measure), measure[:2]
+
+
+def test_the_plan_says_which_cables_directions_its_pairs_cannot_tell_apart():
+    """A 4:1 tree's plan separates the two directions of every switch cable; on a torus under DOR a
+    ping-pong crosses a cable both ways, so the plan says those cables' directions stay together."""
+    tree = make_plan(load_fabric("fat-tree:k=8,levels=2,up=2")).summary()
+    assert tree["directions_not_told_apart"] == 0
+    torus = make_plan(load_fabric("torus:dims=4x4x4")).summary()
+    assert torus["directions_not_told_apart"] > 0
+    assert len(torus["directions_not_told_apart_cables"]) == min(50, torus["directions_not_told_apart"])

@@ -195,7 +195,8 @@ def _plan(args: argparse.Namespace) -> int:
             f"# every routed cable crossed by >= {s['cover_min']} planned pairs; "
             f"{s['unrouted_cables']} cables no route of this routing crosses (no measurement can see them); "
             f"{s['never_at_line_rate']} routed cables never full in a planned round; "
-            f"{len(s['unidentifiable'])} groups of cables crossed by the same pairs"]
+            f"{len(s['unidentifiable'])} groups of cables crossed by the same pairs; "
+            f"{s['directions_not_told_apart']} switch cables whose two directions the pairs do not tell apart"]
     if script_path and summary_path:
         with all_or_none():
             with atomic_open(script_path) as fh:
