@@ -63,7 +63,9 @@ class NoiseModel:
     def nll(self, e: np.ndarray) -> np.ndarray:
         """Negative log density of each residual (nats).  Summed densities, not log-sum-exp: the floor
         keeps the sum away from 0, and this is the diagnosis's innermost loop."""
-        e = np.asarray(e, dtype=float)
+        e = np.asarray(e)
+        if e.dtype != np.float32:          # single precision where the caller asks for it (the null)
+            e = e.astype(float, copy=False)
         k0 = max(1 - self.w - FLOOR, 1e-12) / (self.sigma * np.sqrt(2 * np.pi))
         k1 = self.w / (self.sigma_j * np.sqrt(2 * np.pi))
         z0 = (e - self.mu) * (1.0 / self.sigma)

@@ -61,7 +61,7 @@ import numpy as np
 
 from fabscope.diagnose.cables import (cable_host, cable_name, direction_name, pair_cables, separating_pairs,
                                       tie_group, ties)
-from fabscope.diagnose.calibration import detectable, null_calibration
+from fabscope.diagnose.calibration import detectable, null_calibration, null_effects
 from fabscope.diagnose.fit import GRID, Fit
 from fabscope.diagnose.greedy import free_units, search
 from fabscope.diagnose.measured import DiagnoseError, Measured
@@ -194,9 +194,10 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     # settles: coordinate ascent of the joint likelihood of faults and noise.
     fit.noise = replace(noise, w=PRIOR["w"], mu_j=PRIOR["mu_j"], sigma_j=max(PRIOR["sigma_j"], 2 * sigma))
     found = (factor, [], {}, 0)
+    effects = null_effects(fit, covered_u, factor, rate0, bw0) if penalty is None else None
     for _ in range(JITTER_PASSES):
         null = null_calibration(fit, covered_u, factor, rate0, bw0, draws=null_draws, false_alarm=false_alarm,
-                                seed=pm.n_pairs)
+                                seed=pm.n_pairs, effects=effects)
         lam = penalty if penalty is not None else null.penalty
         found = search(fit, found[0], lam, thr, max_suspects=max_suspects, screen=screen, start=found[1])
         again = fit_noise(fit.resid(fit.solve(found[0])[1]), min_sigma, centre=0.0)
