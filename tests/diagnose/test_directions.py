@@ -214,3 +214,25 @@ def test_the_plan_says_which_cables_directions_its_pairs_cannot_tell_apart():
     torus = make_plan(load_fabric("torus:dims=4x4x4")).summary()
     assert torus["directions_not_told_apart"] > 0
     assert len(torus["directions_not_told_apart_cables"]) == min(50, torus["directions_not_told_apart"])
+
+
+def test_a_suspect_whose_new_pairs_are_slow_too_is_kept_though_the_joint_fit_blames_a_neighbour(oversub):
+    from fabscope.diagnose.confirm import confirm_pairs, pack_rounds
+    from fabscope.diagnose.measured import concat
+    from fabscope.diagnose.settle import settle
+
+    f, pm = oversub
+    x = int(_switch_links(f)[2])
+    a = measured(f, pm, {x: 0.4}, 11)
+    da = diagnose(a)
+    cp = confirm_pairs(f, da.suspects, set(), pm.router, seed=3)
+    rounds = pack_rounds(cp)
+    hs = np.array([cp[i][0] for r in rounds for i in r])
+    hd = np.array([cp[i][1] for r in rounds for i in r])
+    sc = np.array([k for k, r in enumerate(rounds) for _ in r])
+    pm2 = PairModel(f, hs, hd, sc, bytes=np.full(len(hs), float(1 << 20)), routing=pm.router)
+    both = diagnose(concat([a, measured(f, pm2, {x: 0.4}, 12, jitter=0.0)]))
+    both.suspects = []          # as if the joint fit had put the blame elsewhere (a neighbour the new pairs share)
+    out = settle(both, da.suspects, 0)
+    assert out["kept_slow_again"] == [da.suspects[0]["name"]] and out["cleared"] == []
+    assert both.suspects[0]["kept"] == "slow again"

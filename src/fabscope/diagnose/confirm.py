@@ -9,8 +9,10 @@ chooses, for each suspect of a diagnosis (and each cable tied with it):
 * ``cross``: up to ``per_suspect`` host pairs whose route crosses the cable
   in the suspect's direction (either way of the ping-pong; any direction for
   a suspect both ways), new ones first (pairs the first run did not
-  measure), each in a round of its own as far as the cable goes, so that it
-  meets the cable at line rate;
+  measure) and among them those whose whole traffic crosses it (a routing
+  that spreads a flow over several paths puts only a share on the cable,
+  which a cut may not slow), each in a round of its own as far as the cable
+  goes, so that it meets the cable at line rate;
 * ``repeat``: the slowest implicating pair again;
 * ``control``: up to ``controls`` pairs from one of the suspect's hosts along
   a route that avoids the cable both ways (a slow host is slow there too; a
@@ -117,11 +119,12 @@ class ConfirmPlan:
 
 
 def _crosses(router: Any, n_links: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pairs x directed links (bool): which links each pair's ping-pong crosses, either of its ways."""
+    """Pairs x directed links: the share of each pair's traffic, either of its ways, that crosses each
+    link (1 on a single path; less where a routing spreads a flow over several)."""
     fw, bw = router.routes(a, b), router.routes(b, a)
-    hit = np.zeros((len(a), n_links), bool)
-    hit[fw.flow, fw.link] = True
-    hit[bw.flow, bw.link] = True
+    hit = np.zeros((len(a), n_links))
+    np.maximum.at(hit, (fw.flow, fw.link), fw.weight)
+    np.maximum.at(hit, (bw.flow, bw.link), bw.weight)
     return hit
 
 
@@ -162,11 +165,17 @@ def confirm_pairs(fabric: Fabric, suspects: list[dict[str, Any]], measured: set[
             # the suspect's own directions (one, where it names one), both ways for a cable tied with it
             links = [x for x in s.get("links") or [] if x // 2 == c] if name == s["cable"] else []
             links = links or [2 * c, 2 * c + 1]
-            on = hit[:, links].any(axis=1)
-            cross = np.flatnonzero(on)
+            share = hit[:, links].max(axis=1)
+            cross = np.flatnonzero(share > 0)
             new = np.array([i for i in cross if (int(a[i]), int(b[i])) not in measured], dtype=np.int64)
             old = np.setdiff1d(cross, new)
-            pick = np.r_[rng.permutation(new), rng.permutation(old)][:per_suspect].astype(np.int64)
+            # new pairs first, and among them those whose whole traffic crosses it (a pair a routing
+            # spreads over several paths puts only a share on it, which a cut may not slow)
+            order = np.r_[rng.permutation(new), rng.permutation(old)].astype(np.int64)
+            order = order[np.argsort(-np.round(share[order], 6), kind="stable")]
+            pick = np.r_[[i for i in order if i in set(new.tolist()) and share[i] >= 0.999],
+                         [i for i in order if not (i in set(new.tolist()) and share[i] >= 0.999)]]
+            pick = pick[:per_suspect].astype(np.int64)
             out += [(int(a[i]), int(b[i]), "cross", name) for i in pick]
             if s.get("pairs") and name == s["cable"]:
                 x, y = s["pairs"][0]
@@ -175,7 +184,7 @@ def confirm_pairs(fabric: Fabric, suspects: list[dict[str, Any]], measured: set[
             # controls: from a host of this cable's pairs, along routes that avoid it
             if len(cross):
                 near = set(a[cross].tolist()) | set(b[cross].tolist())
-                ctrl = np.flatnonzero(~hit[:, [2 * c, 2 * c + 1]].any(axis=1)
+                ctrl = np.flatnonzero((hit[:, [2 * c, 2 * c + 1]].max(axis=1) == 0)
                                       & (np.isin(a, list(near)) | np.isin(b, list(near))))
                 out += [(int(a[i]), int(b[i]), "control", name) for i in rng.permutation(ctrl)[:controls]]
     return out

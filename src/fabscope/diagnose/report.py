@@ -29,7 +29,8 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
     conf = m.get("confirmation")
     if conf:
         out.append(f"confirmation round: {len(conf['confirmed'])} confirmed, {len(conf['cleared'])} cleared by new "
-                   f"pairs across them, {len(conf['kept_untested'])} kept (no new pair crossed them)"
+                   f"pairs across them, {len(conf['kept_untested'])} kept (no new pair crossed them), "
+                   f"{len(conf.get('kept_slow_again', []))} kept (their new pairs slow too)"
                    + (f"; not added, new in this round (among the candidates): {', '.join(conf['not_added'][:5])}"
                       if conf["not_added"] else ""))
     if not sus:
@@ -40,7 +41,7 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
             way = s.get("direction", "both")
             what = (f"host {s['host']} ({'' if way == 'both' else way + ' only; '}NIC / cable {s['cable']})"
                     if s["host"] else f"cable {s['cable']}" + ("" if way == "both" else f", one way: {way}"))
-            out.append(f"{i:>3}. {what}{' (kept: untested by the confirmation pairs)' if s.get('kept') else ''}: about {s['capacity'] / MB:.0f} of {s['nominal'] / MB:.0f} MB/s "
+            out.append(f"{i:>3}. {what}{' (kept: ' + s['kept'] + ')' if s.get('kept') else ''}: about {s['capacity'] / MB:.0f} of {s['nominal'] / MB:.0f} MB/s "
                        f"(x{s['factor']:.2f}), confidence {s['confidence']:.2f}, {s['n_pairs']} of "
                        f"{s['crossing_pairs']} crossing pairs slow, e.g. "
                        + ", ".join(f"{a} -> {b}" for a, b in s["pairs"][:3]))
