@@ -195,13 +195,19 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     fit.noise = replace(noise, w=PRIOR["w"], mu_j=PRIOR["mu_j"], sigma_j=max(PRIOR["sigma_j"], 2 * sigma))
     found = (factor, [], {}, 0)
     effects = null_effects(fit, covered_u, factor, rate0, bw0) if penalty is None else None
-    for _ in range(JITTER_PASSES):
-        null = null_calibration(fit, covered_u, factor, rate0, bw0, draws=null_draws, false_alarm=false_alarm,
+    for k in range(JITTER_PASSES + 1):
+        # the first pass, under the prior's jitter, only finds faults for the jitter to be fitted without:
+        # a third of the draws calibrate it (the later passes re-estimate and drop what does not pay)
+        draws = null_draws if k else max(10, null_draws // 3)
+        null = null_calibration(fit, covered_u, factor, rate0, bw0, draws=draws, false_alarm=false_alarm,
                                 seed=pm.n_pairs, effects=effects)
         lam = penalty if penalty is not None else null.penalty
         found = search(fit, found[0], lam, thr, max_suspects=max_suspects, screen=screen, start=found[1])
+        if k == JITTER_PASSES:
+            break
         again = fit_noise(fit.resid(fit.solve(found[0])[1]), min_sigma, centre=0.0)
-        if abs(again.w - fit.noise.w) < 0.01 and abs(again.mu_j - fit.noise.mu_j) < 0.05:
+        settled = abs(again.w - fit.noise.w) < 0.01 and abs(again.mu_j - fit.noise.mu_j) < 0.05
+        if settled and k:
             break
         fit.noise = again
     noise = fit.noise
