@@ -236,3 +236,21 @@ def test_a_suspect_whose_new_pairs_are_slow_too_is_kept_though_the_joint_fit_bla
     out = settle(both, da.suspects, 0)
     assert out["kept_slow_again"] == [da.suspects[0]["name"]] and out["cleared"] == []
     assert both.suspects[0]["kept"] == "slow again"
+
+
+def test_diagnose_of_a_diagnosis_and_new_runs_applies_the_confirmation_rules(small, tmp_path, capsys):
+    from fabscope.cli import main
+    from fabscope.diagnose.synthetic import as_result, synthetic
+
+    f, _ = small
+    hs, hd, r = make_plan(f).pairs
+    cable = int(_switch_links(f)[0]) // 2
+    first, again, diag = tmp_path / "m1.json", tmp_path / "m2.json", tmp_path / "d.json"
+    as_result(synthetic(f, hs, hd, r, {cable: 0.3}, noise=0.01, seed=2)).write_json(first)
+    as_result(synthetic(f, hs, hd, r, {cable: 0.3}, noise=0.01, seed=3)).write_json(again)
+    spec = "fat-tree:k=4,levels=2"
+    assert main(["diagnose", str(first), "--fabric", spec, "--model", "static", "-o", str(diag)]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(diag), str(again), "--fabric", spec, "--model", "static"]) == 0
+    out = capsys.readouterr().out
+    assert "confirmation round: 1 confirmed, 0 cleared" in out
