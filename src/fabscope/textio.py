@@ -11,8 +11,12 @@ refused with one line naming the file and the line:
   as ``UnicodeDecodeError``;
 - a JSON document nested deeper than :data:`MAX_DEPTH` is refused (nesting
   100,000 deep raised ``RecursionError`` in the decoder);
-- a whole-file JSON document is sized before it is read: Python holds about
-  :data:`JSON_BYTES_PER_BYTE` bytes of objects per byte of JSON text.
+- a whole-file JSON document (a result, a fabric) is bounded by its size, not
+  by the length of a line: it is sized before it is read against the memory
+  limit (:func:`fabscope.limits.memory_limit`), Python holding about
+  :data:`JSON_BYTES_PER_BYTE` bytes of objects per byte of JSON text; a
+  reader that tells a format by its first line (:func:`first_line`) takes a
+  first line over the bound for such a document.
 
 >>> import os, tempfile
 >>> p = os.path.join(tempfile.mkdtemp(), "hosts")
@@ -103,6 +107,21 @@ def bounded_text(fh: IO[str], source: str, what: str, error: type[FabscopeError]
         if len(line.rstrip("\r\n")) > limit:
             raise _fail(error, f"{source} line {n}: longer than {limit:,} characters; not {_a(what)}")
         yield line
+
+
+def first_line(path: str | os.PathLike[str], what: str, error: type[FabscopeError] = FabscopeError,
+               limit: int = MAX_LINE) -> str | None:
+    """The first line of a file, to tell its format; ``None`` where it is longer than ``limit`` bytes
+    (the file is then no line-oriented format, and a whole-file JSON reader, :func:`load_json`, bounds
+    it by its size against the memory limit; a result file is one JSON line of any length)."""
+    with open_binary(path, what, error) as fh:
+        try:
+            raw = fh.readline(limit + 1)
+        except OSError as err:                 # a folder
+            raise _fail(error, f"cannot read {what} {os.fspath(path)!r}: {err.strerror or err}") from None
+    if len(raw.rstrip(b"\r\n")) > limit:
+        return None
+    return decode(raw, os.fspath(path), 1, what, error)
 
 
 def read_lines(path: str | os.PathLike[str], what: str, error: type[FabscopeError] = FabscopeError,

@@ -7,7 +7,7 @@ import re
 
 from fabscope.cli.compare import check_outputs, load_hostmap
 from fabscope.cli.files import database_file, existing, not_a_file, reads, reads_and_writes, writes
-from fabscope.cli.options import add_size, examples
+from fabscope.cli.options import DEFAULT_SIZE, add_size, examples
 from fabscope.names import plain, shell_word
 from fabscope.cli.options import resolve_fabric
 from fabscope.units import plural
@@ -51,8 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --plan: a Slurm batch script (a health check): one node per host, srun launches, "
                         "the diagnosis stored as PREFIX-diagnosis.json, exit 3 when a suspect is found")
     p.add_argument("--budget", default="10min", help="time the plan may take: 600, 600s, 10min, 1h")
-    add_size(p, "message size of the planned runs")
-    p.add_argument("--iterations", type=int, default=20, help="ping-pongs per pair and round")
+    add_size(p, "message size of the planned runs (with --confirm: the diagnosed run's)")
+    p.set_defaults(size=None)       # unset: --plan takes the default, --confirm the diagnosed run's
+    p.add_argument("--iterations", type=int,
+                   help="ping-pongs per pair and round (default 20; with --confirm: the diagnosed run's)")
     p.add_argument("--seed", type=int, default=1, help="seed of the planned random-pairs rounds")
     where = p.add_mutually_exclusive_group()
     not_a_file(where.add_argument("--testbed", metavar="NAME", help="the plan's script measures on testbed NAME (default, when "
@@ -148,6 +150,11 @@ def run(args: argparse.Namespace) -> int:
                      meta={"model": how["model"], "model_info": {**how, "refined": True}}, **kw)
         # the healthy fabric's prediction stays the model of record
         d.modeled, d.rms_before = first.modeled, first.rms_before
+    first = _confirmed(args.files)
+    if first is not None:     # a diagnosis and its confirmation round: clear, keep, never add
+        from fabscope.diagnose.settle import settle
+
+        settle(d, first[1], first[0])
     res = d.to_result()
     print("\n".join(plain(ln) for ln in diagnosis_lines(res, args.top)))
     if args.output:
@@ -158,6 +165,24 @@ def run(args: argparse.Namespace) -> int:
     if args.exit_status and res.extra.get("suspects"):
         return 3
     return 0
+
+
+def _confirmed(files: list[str]) -> tuple[int, list] | None:
+    """(input index, suspects) of the diagnosis among several inputs (the first one with suspects), which
+    the others confirm; None where no input is a diagnosis."""
+    from fabscope.errors import FabscopeError
+    from fabscope.result import Result
+
+    if len(files) < 2:
+        return None
+    for i, path in enumerate(files):
+        try:
+            res = Result.read_json(path)
+        except (FabscopeError, OSError, ValueError, KeyError, TypeError):
+            continue
+        if res.meta.get("kind") == "diagnose" and res.extra.get("suspects"):
+            return i, list(res.extra["suspects"])
+    return None
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -172,8 +197,8 @@ def _plan(args: argparse.Namespace) -> int:
     budget = parse_duration(args.budget)
     nominal, testbed = _where(args)
     fabric = resolve_fabric(nominal)
-    plan = make_plan(fabric, args.routing, budget=budget, size=int(parse_size(args.size)),
-                     iterations=args.iterations, seed=args.seed)
+    plan = make_plan(fabric, args.routing, budget=budget, size=int(parse_size(args.size or DEFAULT_SIZE)),
+                     iterations=args.iterations or 20, seed=args.seed)
     script = plan.script(nominal, testbed=testbed, launcher=args.launcher, sbatch=args.sbatch)
     s = plan.summary()
     info = [f"# plan: {plural(s['jobs'], 'job')}, {plural(s['rounds'], 'round')}, {plural(s['pairs'], 'pair')}, about {s['estimated_seconds']} s "
@@ -181,7 +206,8 @@ def _plan(args: argparse.Namespace) -> int:
             f"# every routed cable crossed by >= {s['cover_min']} planned pairs; "
             f"{s['unrouted_cables']} cables no route of this routing crosses (no measurement can see them); "
             f"{s['never_at_line_rate']} routed cables never full in a planned round; "
-            f"{len(s['unidentifiable'])} groups of cables crossed by the same pairs"]
+            f"{len(s['unidentifiable'])} groups of cables crossed by the same pairs; "
+            f"{s['directions_not_told_apart']} switch cables whose two directions the pairs do not tell apart"]
     if script_path and summary_path:
         with all_or_none():
             with atomic_open(script_path) as fh:
@@ -233,8 +259,8 @@ def _confirm(args: argparse.Namespace) -> int:
         raise SchemaError(f"--confirm {args.confirm}: not a fabscope result ({err})") from None
     nominal, testbed = _where(args)
     fabric = resolve_fabric(nominal)
-    plan = confirm_plan(res, fabric, args.routing, size=int(parse_size(args.size)), iterations=args.iterations,
-                        seed=args.seed)
+    plan = confirm_plan(res, fabric, args.routing, size=int(parse_size(args.size)) if args.size else None,
+                        iterations=args.iterations, seed=args.seed)
     if not plan.suspects:
         print(f"# {args.confirm}: no suspect to confirm; nothing to run")
         return 0

@@ -76,22 +76,31 @@ class NullCalibration:
                 "gumbel_scale": round(self.scale, 3), "seconds": round(self.seconds, 3)}
 
 
+def null_effects(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray) -> list:
+    """The effect of every :data:`NULL_GRID` factor of every unit on its pairs, in single precision (it
+    does not depend on what was measured nor on the noise: one computation serves every draw and every
+    noise model the diagnosis calibrates)."""
+    return [(c, p, D.astype(np.float32)) for c, p, D in fit.effects(cables, factor, rate, bw, NULL_GRID)]
+
+
 def null_calibration(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray, *,
-                     draws: int = 30, false_alarm: float = 0.01, seed: int = 0, refine: int = 5
-                     ) -> NullCalibration:
+                     draws: int = 30, false_alarm: float = 0.01, seed: int = 0, refine: int = 5,
+                     effects: list | None = None) -> NullCalibration:
     """The penalty that noise alone exceeds with chance ``false_alarm`` (see :class:`NullCalibration`).
 
     The effect of every grid factor of every cable on its pairs does not depend on what was measured,
-    so it is computed once and each draw only re-evaluates the likelihood."""
+    so it is computed once (``effects``, from :func:`null_effects`) and each draw only re-evaluates the
+    likelihood, in single precision (its innermost loop; a gain moves by about 0.01 nat)."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     grid = NULL_GRID         # then the strongest cables refined
     step = float(grid[1] / grid[0])
-    eff = list(fit.effects(cables, factor, rate, bw, grid))
+    eff = effects if effects is not None else null_effects(fit, cables, factor, rate, bw)
     noise = fit.noise
     maxima = np.zeros(draws)
     for k in range(draws):
-        e = noise.sample(fit.pm.n_pairs, rng)
+        e64 = noise.sample(fit.pm.n_pairs, rng)
+        e = e64.astype(np.float32)
         base = noise.nll(e)
         out = np.zeros((len(cables), len(grid)))
         for c, p, D in eff:
@@ -103,8 +112,9 @@ def null_calibration(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.
             top = np.argsort(out.min(axis=1))[:refine]
             fine = np.minimum(grid[out[top].argmin(axis=1)][:, None] * np.geomspace(1 / step, step, 17)[None, :], 1.0)
             out2 = np.zeros((len(top), fine.shape[1]))
+            base64 = noise.nll(e64)
             for c, p, D in fit.effects(cables[top], factor, rate, bw, fine):
-                add_rows(out2, c, noise.nll(e[p, None] + D) - base[p, None])
+                add_rows(out2, c, noise.nll(e64[p, None] + D) - base64[p, None])
             best = max(best, float(-out2.min(initial=0.0)))
         maxima[k] = max(best, 0.0)
     sd = float(np.std(maxima))
@@ -123,7 +133,7 @@ def detectable(fit: Any, cables: np.ndarray, rate: np.ndarray, bw: np.ndarray, p
     noise = fit.noise
     E = np.zeros((len(cables), len(DETECT_GRID)))
     base = float(noise.nll(np.zeros(1))[0])
-    for c, p, D in fit.effects(cables, np.ones(fit.n_cables), rate, bw, DETECT_GRID):
+    for c, p, D in fit.effects(cables, np.ones(fit.n_links), rate, bw, DETECT_GRID):
         add_rows(E, c, noise.nll(-D) - base)
     seen = E - 2 * np.sqrt(2 * np.maximum(E, 0)) >= penalty
     share = seen.mean(axis=0) if len(cables) else np.zeros(len(DETECT_GRID))

@@ -6,13 +6,21 @@ not.  Jitter strikes a pair in one run and not the next; a degraded cable
 slows every pair that crosses it, in every run.  :func:`confirm_pairs`
 chooses, for each suspect of a diagnosis (and each cable tied with it):
 
-* ``cross``: up to ``per_suspect`` host pairs whose route crosses the cable,
-  new ones first (pairs the first run did not measure), each in a round of
-  its own as far as the cable goes, so that it meets the cable at line rate;
+* ``cross``: up to ``per_suspect`` host pairs whose route crosses the cable
+  in the suspect's direction (either way of the ping-pong; any direction for
+  a suspect both ways), new ones first (pairs the first run did not
+  measure) and among them those whose whole traffic crosses it (a routing
+  that spreads a flow over several paths puts only a share on the cable,
+  which a cut may not slow), each in a round of its own as far as the cable
+  goes, so that it meets the cable at line rate;
 * ``repeat``: the slowest implicating pair again;
 * ``control``: up to ``controls`` pairs from one of the suspect's hosts along
-  a route that avoids the cable (a slow host is slow there too; a bad cable
-  is not).
+  a route that avoids the cable both ways (a slow host is slow there too; a
+  bad cable is not).
+
+The round is sized from the run it confirms (:func:`run_size`: its message
+size and timed iterations), not a fixed 1 MiB x 20: on a slow fabric each job
+takes what the first run's rounds took.
 
 fabscope-bench cannot be handed pairs, but it pairs the ranks of each
 ``random-pairs`` round in an order fixed by ``--seed`` (:mod:`.plan`); a job
@@ -110,12 +118,13 @@ class ConfirmPlan:
                 "size": self.size, "iterations": self.iterations}
 
 
-def _crosses(router: Any, n_c: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pairs x cables (bool, dense per pair list): which cables each pair's ping-pong crosses."""
+def _crosses(router: Any, n_links: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pairs x directed links: the share of each pair's traffic, either of its ways, that crosses each
+    link (1 on a single path; less where a routing spreads a flow over several)."""
     fw, bw = router.routes(a, b), router.routes(b, a)
-    hit = np.zeros((len(a), n_c), bool)
-    hit[fw.flow, fw.link // 2] = True
-    hit[bw.flow, bw.link // 2] = True
+    hit = np.zeros((len(a), n_links))
+    np.maximum.at(hit, (fw.flow, fw.link), fw.weight)
+    np.maximum.at(hit, (bw.flow, bw.link), bw.weight)
     return hit
 
 
@@ -148,15 +157,25 @@ def confirm_pairs(fabric: Fabric, suspects: list[dict[str, Any]], measured: set[
         a, b = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
         uniq = np.unique(a * fabric.n_hosts + b)
         a, b = uniq // fabric.n_hosts, uniq % fabric.n_hosts
-        hit = _crosses(router, n_c, a, b)
+        hit = _crosses(router, fabric.n_links, a, b)
         for name in group:
             c = by_name.get(name)
             if c is None:
                 raise FabscopeError(f"the diagnosis names cable {name!r}, which fabric {fabric.name!r} lacks")
-            cross = np.flatnonzero(hit[:, c])
+            # the suspect's own directions (one, where it names one), both ways for a cable tied with it
+            links = [x for x in s.get("links") or [] if x // 2 == c] if name == s["cable"] else []
+            links = links or [2 * c, 2 * c + 1]
+            share = hit[:, links].max(axis=1)
+            cross = np.flatnonzero(share > 0)
             new = np.array([i for i in cross if (int(a[i]), int(b[i])) not in measured], dtype=np.int64)
             old = np.setdiff1d(cross, new)
-            pick = np.r_[rng.permutation(new), rng.permutation(old)][:per_suspect].astype(np.int64)
+            # new pairs first, and among them those whose whole traffic crosses it (a pair a routing
+            # spreads over several paths puts only a share on it, which a cut may not slow)
+            order = np.r_[rng.permutation(new), rng.permutation(old)].astype(np.int64)
+            order = order[np.argsort(-np.round(share[order], 6), kind="stable")]
+            pick = np.r_[[i for i in order if i in set(new.tolist()) and share[i] >= 0.999],
+                         [i for i in order if not (i in set(new.tolist()) and share[i] >= 0.999)]]
+            pick = pick[:per_suspect].astype(np.int64)
             out += [(int(a[i]), int(b[i]), "cross", name) for i in pick]
             if s.get("pairs") and name == s["cable"]:
                 x, y = s["pairs"][0]
@@ -165,7 +184,8 @@ def confirm_pairs(fabric: Fabric, suspects: list[dict[str, Any]], measured: set[
             # controls: from a host of this cable's pairs, along routes that avoid it
             if len(cross):
                 near = set(a[cross].tolist()) | set(b[cross].tolist())
-                ctrl = np.flatnonzero(~hit[:, c] & (np.isin(a, list(near)) | np.isin(b, list(near))))
+                ctrl = np.flatnonzero((hit[:, [2 * c, 2 * c + 1]].max(axis=1) == 0)
+                                      & (np.isin(a, list(near)) | np.isin(b, list(near))))
                 out += [(int(a[i]), int(b[i]), "control", name) for i in rng.permutation(ctrl)[:controls]]
     return out
 
@@ -192,9 +212,30 @@ def pack_rounds(pairs: list[tuple[int, int, str, str]]) -> list[list[int]]:
     return [r[0] for r in rounds]
 
 
-def confirm_plan(result: Result, fabric: Fabric, routing: Any = None, *, size: int = 1 << 20,
-                 iterations: int = 20, seed: int = 1, per_suspect: int = 4, controls: int = 2) -> ConfirmPlan:
-    """The follow-up of a diagnose result (kind ``diagnose``): pairs, rounds, jobs."""
+def run_size(result: Result) -> tuple[int, int]:
+    """(message size, timed iterations) of the run a diagnosis read: the median pair's bytes and
+    iterations (its ``iters`` column, else the iterations its model ran), 1 MiB and 20 where unknown.
+
+    >>> run_size(Result(meta={"kind": "diagnose"}, class_labels=(), pairs={"bytes": np.array([65536.0] * 3),
+    ...                                                                    "iters": np.array([5, 5, 7])}))
+    (65536, 5)
+    """
+    p, info = result.pairs, result.meta.get("model_info") or {}
+    b = np.asarray(p.get("bytes", []), dtype=float)
+    b = b[np.isfinite(b) & (b > 0)]
+    size = int(np.median(b)) if len(b) else 1 << 20
+    it = np.asarray(p.get("iters", []), dtype=float)
+    it = it[np.isfinite(it) & (it > 0)]
+    its = [i for i in (info.get("iterations") or []) if isinstance(i, int) and i > 0]
+    iterations = int(np.median(it)) if len(it) else (max(its) if its else 20)
+    return size, iterations
+
+
+def confirm_plan(result: Result, fabric: Fabric, routing: Any = None, *, size: int | None = None,
+                 iterations: int | None = None, seed: int = 1, per_suspect: int = 4,
+                 controls: int = 2) -> ConfirmPlan:
+    """The follow-up of a diagnose result (kind ``diagnose``): pairs, rounds, jobs; ``size`` and
+    ``iterations`` default to the diagnosed run's (:func:`run_size`)."""
     if result.meta.get("kind") != "diagnose":
         raise FabscopeError(f"--confirm reads a diagnose result (fabscope diagnose -o); this one is of kind "
                             f"{result.meta.get('kind')!r}")
@@ -212,4 +253,6 @@ def confirm_plan(result: Result, fabric: Fabric, routing: Any = None, *, size: i
                           per_suspect=per_suspect, controls=controls, seed=seed)
     jobs = [job_for_pairs(fabric, f"r{k:03d}", [pairs[i][:2] for i in r], seed)
             for k, r in enumerate(pack_rounds(pairs))]
-    return ConfirmPlan(fabric, jobs, size, iterations, pairs, [s["name"] for s in suspects])
+    run = run_size(result)
+    return ConfirmPlan(fabric, jobs, run[0] if size is None else size, run[1] if iterations is None else iterations,
+                       pairs, [s["name"] for s in suspects])

@@ -294,13 +294,14 @@ def read_source(src: str | Result) -> list[tuple[str, dict[str, np.ndarray], str
     """One measured input (a fabscope-bench JSON-lines file, a measured result JSON, or a Result)."""
     if isinstance(src, Result):
         return _from_result(src, "result")
-    from fabscope.textio import bounded, open_binary
+    from fabscope.textio import first_line
 
     path = os.fspath(src)
-    with open_binary(path, "measured run", MeasureError) as fh:
-        first = next((line for _, line in bounded(fh, path, "measured run", MeasureError)), "")
+    # fabscope-bench's header is a short first line; a result is one JSON line of any length, read
+    # whole and bounded by its size (fabscope.textio.load_json)
+    first = first_line(path, "measured run", MeasureError)
     try:
-        doc = json.loads(first)
+        doc = json.loads(first) if first is not None else None
     except (json.JSONDecodeError, RecursionError):
         doc = None
     if isinstance(doc, dict) and doc.get("type") == "header":

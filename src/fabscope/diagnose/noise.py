@@ -12,10 +12,16 @@ crosses.  :class:`NoiseModel` is the likelihood of a pair's residual ``e``
 * a floor of share ``FLOOR`` spread evenly over ``e`` in [-``SPAN``, ``SPAN``], so that one
   pair, however far off, moves the log-likelihood by a bounded amount.
 
-:func:`fit_noise` fits the two components by expectation-maximisation on
-the residuals (a pair's share of each component given its residual, then
-each component's weighted mean and spread); faults present in the data are
-read as jitter by this fit, which only makes it more cautious.
+:func:`fit_noise` takes the nominal component from the pairs at the model's
+rate alone (:func:`nominal_level`: the centre of the shortest half of the
+residuals, the spread from the pairs above it, which no fault can reach: a
+fault only slows pairs), and fits the jitter by expectation-maximisation (a
+pair's share of each component given its residual, then the jitter's weighted
+mean and spread).  So however many pairs are slow, the nominal spread does not
+widen to take them in: as long as at least half the pairs run at the model's
+rate, the shortest half lies among them (the breakdown point, 50 %).  Slow
+pairs that a fault explains better than the jitter does are the search's to
+take (:mod:`.tomography` fits the jitter again once faults explain them).
 
 >>> rng = np.random.default_rng(0)
 >>> e = np.r_[rng.normal(0, 0.015, 900), np.log(rng.uniform(0.3, 0.7, 100))]   # 1 pair in 10 jittered
@@ -57,7 +63,9 @@ class NoiseModel:
     def nll(self, e: np.ndarray) -> np.ndarray:
         """Negative log density of each residual (nats).  Summed densities, not log-sum-exp: the floor
         keeps the sum away from 0, and this is the diagnosis's innermost loop."""
-        e = np.asarray(e, dtype=float)
+        e = np.asarray(e)
+        if e.dtype != np.float32:          # single precision where the caller asks for it (the null)
+            e = e.astype(float, copy=False)
         k0 = max(1 - self.w - FLOOR, 1e-12) / (self.sigma * np.sqrt(2 * np.pi))
         k1 = self.w / (self.sigma_j * np.sqrt(2 * np.pi))
         z0 = (e - self.mu) * (1.0 / self.sigma)
@@ -93,26 +101,52 @@ MIN_FIT = 50
 PRIOR = {"w": 0.1, "mu_j": np.log(0.5), "sigma_j": 0.35}
 
 
+def nominal_level(e: np.ndarray, min_sigma: float = 0.01) -> tuple[float, float]:
+    """(centre, spread) of the pairs at the model's rate: the median of the shortest interval that
+    holds half the residuals, and 1.4826 x the median distance above it of the residuals above it (a
+    fault slows pairs, never speeds them, so the upper side is the nominal pairs' alone).
+
+    >>> rng = np.random.default_rng(1)
+    >>> e = np.r_[rng.normal(0.0, 0.02, 530), rng.normal(np.log(0.4), 0.02, 470)]   # 47 % at x0.4
+    >>> c, s = nominal_level(e)
+    >>> abs(c) < 0.01, round(s, 2)
+    (True, 0.02)
+    """
+    x = np.sort(np.asarray(e, dtype=float))
+    n = len(x)
+    if n == 0:
+        return 0.0, min_sigma
+    h = n // 2 + 1
+    width = x[h - 1:] - x[:n - h + 1]
+    i = int(np.argmin(width))
+    centre = float(np.median(x[i:i + h]))
+    up = x[x > centre] - centre
+    sigma = 1.4826 * float(np.median(up)) if len(up) >= 3 else 1.4826 * float(np.median(np.abs(x - np.median(x))))
+    return centre, max(sigma, min_sigma)
+
+
 def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_max: float = 0.5,
-              weights: np.ndarray | None = None, centre: float | None = None) -> NoiseModel:
+              weights: np.ndarray | None = None, centre: float | None = None,
+              sigma_j_min: float = SIGMA_J_MIN) -> NoiseModel:
     """Maximum-likelihood mixture (module docstring) of residuals ``e``, by EM.
 
-    The nominal spread is at least ``min_sigma``; the jittered component is
-    kept below the nominal one (its centre at least one nominal sigma lower)
-    and at least twice as wide (and :data:`SIGMA_J_MIN`), so that it cannot take over the bulk.
-    ``centre`` fixes the nominal centre (e.g. 0 when the model's absolute
-    rates are to be taken as they are).  With fewer than :data:`MIN_FIT`
-    residuals only the nominal spread is estimated (from the median absolute
-    deviation); the jitter component is :data:`PRIOR`.
+    The nominal component stays near :func:`nominal_level`'s (its centre within one spread,
+    its spread at most 1.5 times, at least ``min_sigma``); the jittered component is kept below the nominal one (its centre at least one nominal
+    sigma lower) and at least twice as wide (and ``sigma_j_min``), so that it cannot take over
+    the bulk.  ``centre`` fixes the nominal centre (e.g. 0 when the model's absolute rates are to
+    be taken as they are).  With fewer than :data:`MIN_FIT` residuals the jitter component is
+    :data:`PRIOR`.
 
     >>> fit_noise(np.array([-0.92, -0.9, -0.88]), centre=0.0).w     # 3 pairs: the prior
     0.1
     """
     e = np.asarray(e, dtype=float)
     wt = np.ones(len(e)) if weights is None else np.asarray(weights, dtype=float)
-    med = float(np.median(e))
-    sig = max(1.4826 * float(np.median(np.abs(e - med))), min_sigma)
-    mu0 = med if centre is None else float(centre)
+    mid, _ = nominal_level(e, min_sigma)
+    mu0 = mid if centre is None else float(centre)
+    up = e[e > mu0] - mu0
+    sig = max(1.4826 * float(np.median(up)) if len(up) >= 3 else 1.4826 * float(np.median(np.abs(e - np.median(e)))),
+              min_sigma)
     nm = NoiseModel(mu0, sig, 0.05, mu0 - 0.5, max(0.25, 3 * sig))
     if len(e) < MIN_FIT:
         return NoiseModel(mu0, sig, PRIOR["w"], mu0 + PRIOR["mu_j"], max(PRIOR["sigma_j"], 2 * sig))
@@ -123,12 +157,14 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
         r0 = np.exp(a - tot) * wt
         r1 = np.exp(b - tot) * wt
         n0, n1 = r0.sum(), r1.sum()
-        mu = float(r0 @ e / max(n0, 1e-300)) if centre is None else mu0
-        sigma = max(float(np.sqrt(r0 @ (e - mu) ** 2 / max(n0, 1e-300))), min_sigma)
+        # the nominal level stays where the nominal pairs put it: the centre within one spread of theirs,
+        # the spread (EM's, the more efficient) at most 1.5 times the one above the centre
+        mu = mu0 if centre is not None else float(np.clip(r0 @ e / max(n0, 1e-300), mu0 - sig, mu0 + sig))
+        sigma = float(np.clip(np.sqrt(r0 @ (e - mu) ** 2 / max(n0, 1e-300)), min_sigma, 1.5 * sig))
         w = float(np.clip(n1 / wt.sum(), 1e-4, w_max))
         if n1 > 1e-9:
             mu_j = min(float(r1 @ e / n1), mu - sigma)
-            sigma_j = max(float(np.sqrt(r1 @ (e - mu_j) ** 2 / n1)), 2 * sigma, SIGMA_J_MIN)
+            sigma_j = max(float(np.sqrt(r1 @ (e - mu_j) ** 2 / n1)), 2 * sigma, sigma_j_min)
         else:
             mu_j, sigma_j = nm.mu_j, nm.sigma_j
         nm = NoiseModel(mu, sigma, w, mu_j, sigma_j)

@@ -85,6 +85,10 @@ class ProbePlan:
     ties: list[list[str]] = field(default_factory=list)
     cover_min: int = 0
     unrouted: int = 0
+    #: switch cables whose two directions the planned pairs cannot tell apart (the same pairs cross
+    #: both, or one is crossed by fewer than ``min_cover``): a one-way fault there is named as the cable
+    one_way_blind: list[str] = field(default_factory=list)
+    n_one_way_blind: int = 0
 
     @property
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -163,7 +167,8 @@ class ProbePlan:
                 "size": self.size, "iterations": self.iterations, "estimated_seconds": round(self.seconds, 1),
                 "budget_seconds": self.budget, "min_cover": self.min_cover, "cover_min": self.cover_min,
                 "unrouted_cables": self.unrouted, "uncovered": self.uncovered,
-                "never_at_line_rate": self.n_unsaturated, "unidentifiable": self.ties}
+                "never_at_line_rate": self.n_unsaturated, "unidentifiable": self.ties,
+                "directions_not_told_apart": self.n_one_way_blind, "directions_not_told_apart_cables": self.one_way_blind}
 
 
 #: seconds to start a job (the binary is cached); a guess, on the safe side
@@ -219,6 +224,8 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
     cover = np.zeros(n_c, dtype=np.int64)
     full = np.zeros(n_c, dtype=np.int64)
     sig = np.zeros((n_c, 2))
+    dcover = np.zeros(fabric.n_links, dtype=np.int64)     # the same per direction
+    dsig = np.zeros((fabric.n_links, 2))
     rng = np.random.default_rng(seed)
     usable = routed_cables(fabric, router, h)
     jobs: list[Job] = []
@@ -230,8 +237,11 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
         rows, cab = pl.row[keep], pl.col[keep] // 2
         pc = np.unique(rows.astype(np.int64) * n_c + cab)
         rows, cab = pc // n_c, pc % n_c
+        draw = rng.random((pm.n_pairs, 2))
         np.add.at(cover, cab, 1)
-        np.add.at(sig, cab, rng.random((pm.n_pairs, 2))[rows])
+        np.add.at(sig, cab, draw[rows])
+        np.add.at(dcover, pl.col[keep], 1)
+        np.add.at(dsig, pl.col[keep], draw[pl.row[keep]])
 
     # 1. each leaf's hosts among themselves, all leaves at once
     if fabric.levels and local_rounds > 0:
@@ -253,7 +263,7 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
             spent += LAUNCH_SECONDS + cost
             if spent > budget / 2:     # leave the larger part of the budget to the fabric-wide rounds
                 jobs, spent = [], 0.0
-                cover[:], full[:], sig[:] = 0, 0, 0.0
+                cover[:], full[:], sig[:], dcover[:], dsig[:] = 0, 0, 0.0, 0, 0.0
     # 2. all hosts together
     spent += LAUNCH_SECONDS
     rounds, stale, best = 0, 0, None
@@ -289,11 +299,15 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
         raise FabscopeError(f"a budget of {budget:g} s leaves no time for one round")
     ties = _tied_groups(np.where(usable[:, None], sig, 0.0), np.where(usable, cover, 0))
     unsat = np.flatnonzero(usable & (full == 0))
+    switch = usable & (fabric.link_src[0::2] >= fabric.n_hosts) & (fabric.link_dst[0::2] >= fabric.n_hosts)
+    blind = np.flatnonzero(switch & ((np.minimum(dcover[0::2], dcover[1::2]) < min_cover)
+                                     | np.all(np.abs(dsig[0::2] - dsig[1::2]) < 1e-9, axis=1)))
     return ProbePlan(fabric, jobs, size, iterations, spent, budget, min_cover, routing=router.name,
                      uncovered=[_cable(fabric, c) for c in np.flatnonzero((cover == 0) & usable)[:50]],
                      unsaturated=[_cable(fabric, c) for c in unsat[:50]], n_unsaturated=int(len(unsat)),
                      ties=[[_cable(fabric, c) for c in g] for g in ties[:50]],
-                     cover_min=int(cover[usable].min()) if usable.any() else 0, unrouted=int(np.sum(~usable)))
+                     cover_min=int(cover[usable].min()) if usable.any() else 0, unrouted=int(np.sum(~usable)),
+                     one_way_blind=[_cable(fabric, c) for c in blind[:50]], n_one_way_blind=int(len(blind)))
 
 
 def sh_quote(word: object) -> str:

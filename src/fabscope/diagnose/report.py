@@ -25,13 +25,23 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
            + "  (contention: near the model, held below its path's rate by sharing)"]
     out += noise_lines(m)
     sus = x["suspects"]
+    conf = m.get("confirmation")
+    if conf:
+        out.append(f"confirmation round: {len(conf['confirmed'])} confirmed, {len(conf['cleared'])} cleared by new "
+                   f"pairs across them, {len(conf['kept_untested'])} kept (no new pair crossed them), "
+                   f"{len(conf.get('kept_slow_again', []))} kept (their new pairs slow too)"
+                   + (f"; not added, new in this round (among the candidates): {', '.join(conf['not_added'][:5])}"
+                      if conf["not_added"] else ""))
     if not sus:
         out.append("no suspect: the model explains every pair within the noise")
     else:
         out.append(f"suspects ({len(sus)}), most evidence first:")
         for i, s in enumerate(sus[:top], 1):
-            what = f"host {s['host']} (NIC / cable {s['cable']})" if s["host"] else f"cable {s['cable']}"
-            out.append(f"{i:>3}. {what}: about {format_rate(s['capacity'])} of {format_rate(s['nominal'])} "
+            way = s.get("direction", "both")
+            what = (f"host {s['host']} ({'' if way == 'both' else way + ' only; '}NIC / cable {s['cable']})"
+                    if s["host"] else f"cable {s['cable']}" + ("" if way == "both" else f", one way: {way}"))
+            kept = f" (kept: {s['kept']})" if s.get("kept") else ""
+            out.append(f"{i:>3}. {what}{kept}: about {format_rate(s['capacity'])} of {format_rate(s['nominal'])} "
                        f"(x{s['factor']:.2f}), confidence {s['confidence']:.2f}, {s['n_pairs']} of "
                        f"{s['crossing_pairs']} crossing pairs slow, e.g. "
                        + ", ".join(f"{a} -> {b}" for a, b in s["pairs"][:3]))

@@ -329,7 +329,8 @@ def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None,
                     iterations: int | None = None, engine: str = "auto", fast: bool = True,
                     workers: int | None = None) -> np.ndarray:
     """The nominal prediction for a second fit: the snapshot of the healthy fabric times each pair's
-    ratio in time / snapshot on the fabric with the first fit's capacity ``factor`` per cable.
+    ratio in time / snapshot on the fabric with the first fit's capacity ``factor`` per directed link
+    (or per cable, both directions alike).
 
     The first fit holds each pair's in-time ratio at its healthy value; a slow cable changes how
     pairs crossing it overlap in time, so the ratio is taken again where the faults are.
@@ -341,7 +342,8 @@ def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None,
     sel = measured.inter
     m = measured.subset(sel) if not sel.all() else measured
     f = m.fabric
-    cap = f.link_capacity * np.repeat(np.asarray(factor, float), 2)
+    factor = np.asarray(factor, float)
+    cap = f.link_capacity * (factor if len(factor) == f.n_links else np.repeat(factor, 2))
     faulty = dataclasses.replace(m, fabric=dataclasses.replace(f, link_capacity=cap))
     dyn = dynamic_bandwidth(faulty, routing, iterations=iterations, engine=engine, fast=fast,
                             workers=_workers(measured, workers)).bandwidth

@@ -15,6 +15,12 @@ already estimated slow); a regression that goes on is reported with the
 first run it was slow in, and raises an alarm only with ``persistent``.  So
 a cable that trained at half width on night 20 is an alarm on night 20 and a
 note ("slow since run 20") after.
+
+A cable estimated slow is also tested for slow drift (:mod:`.drift`): its
+crossing pairs against a long baseline (the runs before its slow streak
+began) and the trend of its estimates.  The first night it has drifted
+(and it was not a regression of the short baseline) is an alarm; later nights
+say "drifting, already".
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from fabscope.history.db import HistoryError, describe
+from fabscope.history.drift import LONG_BASELINE, Trend, trend
 from fabscope.history.stats import Shift, shift_test
 from fabscope.history.store import History, Run
 
@@ -39,6 +46,11 @@ class Finding:
     first_time: str | None = None
     cable: str | None = None
     named: bool = False                # the run's own diagnosis named it (its calibrated test)
+    long: Shift | None = None          # tonight against the long baseline (before its slow streak)
+    trend: Trend | None = None         # of its estimates over the long baseline and tonight
+    drifted: bool = False              # lower than the long baseline, slow two nights as built
+    slow_before: bool = False          # estimated slow as built on the run before too
+    streak: list = field(default_factory=list)   # earlier nights of its slow streak: (long test, slow before)
     regressed: bool = False            # significant, and large enough
     new: bool = False                  # not already so in the previous run
     alarm: bool = False
@@ -47,7 +59,11 @@ class Finding:
         return {"what": self.what, "name": self.name, "cable": self.cable, "n": self.test.n,
                 "n_baseline": self.test.n_base, "p": self.test.p, "factor": self.test.factor,
                 "estimate": self.estimate, "first_run": self.first_run, "first_time": self.first_time,
-                "named": self.named, "regressed": self.regressed, "new": self.new, "alarm": self.alarm}
+                "named": self.named, "regressed": self.regressed, "new": self.new, "alarm": self.alarm,
+                "drifted": self.drifted,
+                "long_factor": self.long.factor if self.long else None, "long_p": self.long.p if self.long else None,
+                "trend_per_night": float(np.expm1(self.trend.per_night)) if self.trend else None,
+                "trend_p": self.trend.p if self.trend else None}
 
 
 @dataclass
@@ -77,13 +93,18 @@ class CheckReport:
                 continue
             t = f.test
             where = f" (cable {f.cable})" if f.cable and f.what == "host" else ""
-            state = ("REGRESSED" if f.alarm else "slow, already" if f.regressed or f.estimate is not None
-                     else "ok")
+            state = ("REGRESSED" if f.alarm else "drifting, already" if f.drifted and not f.new else
+                     "slow, already" if f.regressed or f.estimate is not None else "ok")
             since = (f"; slow since run {f.first_run} ({f.first_time})" if f.first_run is not None else "")
             est = (f"; tomography: {f.estimate:.2f} of capacity" if f.estimate is not None else "") + (
                 ", named by the run's diagnosis" if f.named else "")
+            drift = ""
+            if f.long is not None and f.trend is not None:
+                drift = (f"; against the long baseline x{f.long.factor:.3f} (p={f.long.p:.2g}), estimate "
+                         f"{100 * np.expm1(f.trend.per_night):+.1f}% a night over {f.trend.n} runs "
+                         f"(Kendall p={f.trend.p:.2g})" + (": drifted" if f.drifted else ""))
             out.append(f"  {state:<14} {f.what} {f.name}{where}: x{t.factor:.3f} (Hodges-Lehmann), "
-                       f"p={t.p:.2g}, {t.n} pairs vs {t.n_base}{est}{since}")
+                       f"p={t.p:.2g}, {t.n} pairs vs {t.n_base}{est}{since}{drift}")
         n = len(self.alarms)
         out.append(f"{n} regression{'s' * (n != 1)}" + (": " + "; ".join(
             f"{f.what} {f.name}" + (f" from run {f.first_run}" if f.first_run is not None else "")
@@ -110,8 +131,10 @@ def _family(kind: str) -> str:
 
 
 def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: float = 1e-3,
-          min_effect: float = 0.10, persistent: bool = False, runs: list[Run] | None = None) -> CheckReport:
-    """Tonight (``run_id``, default the newest run) against the ``baseline`` runs before it."""
+          min_effect: float = 0.10, persistent: bool = False, runs: list[Run] | None = None,
+          long_baseline: int = LONG_BASELINE) -> CheckReport:
+    """Tonight (``run_id``, default the newest run) against the ``baseline`` runs before it; each cable
+    estimated slow also against up to ``long_baseline`` runs before its slow streak (:mod:`.drift`)."""
     runs = runs if runs is not None else h.runs()
     if not runs:
         raise HistoryError(f"history {describe(h.url)} has no runs")
@@ -147,11 +170,14 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
         routing = run.routing
         cross_t = _crossing(f, routing, tonight, [c for c, *_ in cand])
         cross_b = [_crossing(f, routing, b, [c for c, *_ in cand]) for b in bpairs]
+        long_cache: dict[int, tuple[np.ndarray, dict[int, np.ndarray]]] = {}
         for c, name, host, est, named in cand:
             t = shift_test(x[cross_t[c]], np.concatenate([y[cb[c]] for y, cb in zip(y_all, cross_b)]))
             first = _first_slow(h, runs, run, c, min_effect)
             fd = Finding("host" if host else "cable", host or name, t, est, first.id if first else None,
                          first.time if first else None, cable=name, named=named)
+            _drift(h, runs, run, fd, c, first, x[cross_t[c]], long_baseline, min_effect, long_cache, logs, f,
+                   routing)
             findings.append(fd)
     elif f is None or not h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (run.id,)):
         hosts = sorted(set(tonight["src_host"].tolist()) | set(tonight["dst_host"].tolist()))
@@ -167,6 +193,18 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
         # crossing pairs must have lost at least min_effect against the baseline (Hodges-Lehmann)
         fd.regressed = fd.test.regressed(alpha / n_tests, min_effect) or (
             fd.named and fd.test.n > 0 and fd.test.n_base > 0 and fd.test.factor <= 1.0 - min_effect)
+        if fd.long is not None:
+            # drift: its pairs lower than on the long baseline (the rank test), the cable itself below
+            # 1 - min_effect of its capacity as built tonight and the run before (the tomography: the pairs
+            # crossing a cable are often held by other links too, so their shift understates its loss);
+            # new on the first night of its slow streak it holds
+            held = lambda t, before: t.p < alpha / n_tests and t.factor < 1.0 and before  # noqa: E731
+            fd.drifted = held(fd.long, fd.slow_before) and fd.estimate is not None
+            if fd.drifted and not fd.regressed:
+                fd.regressed = True
+                fd.new = not any(held(t, b) for t, b in fd.streak)
+                fd.alarm = fd.new or persistent
+                continue
         if not fd.regressed:
             continue
         if fd.what == "class":
@@ -183,6 +221,38 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
     del prev
     rep.findings = sorted(findings, key=lambda fd: (not fd.alarm, not fd.regressed, fd.test.factor))
     return rep
+
+
+def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first: Run | None, tonight: np.ndarray,
+           long: int, min_effect: float, cache: dict, logs: Any, fabric: Any, routing: str | None) -> None:
+    """Fill ``fd.long``, ``fd.trend``, ``fd.slow_before`` and ``fd.streak`` (the earlier nights of its slow
+    streak: each one's test against the same long baseline, and whether it was slow two nights as built);
+    module docstring, :mod:`.drift`."""
+    same = [r for r in runs if r.test == run.test and _family(r.kind) == _family(run.kind)
+            and (r.time, r.id) < (run.time, run.id)]
+    start = first if first is not None else run
+    before = [r for r in same if (r.time, r.id) < (start.time, start.id)][-long:] if long > 0 else []
+    if not before:
+        return
+    est = {int(k): float(v) for k, v in h.db.query("SELECT run_id, estimate / capacity FROM cables WHERE cable = ?",
+                                                    (cable,)) if v is not None}
+    series = np.array([np.log(est[r.id]) if est.get(r.id, 0) > 0 else np.nan for r in same[-long:] + [run]])
+    fd.trend = trend(series)
+    slow = lambda r: r is not None and est.get(r.id, 1.0) < 1.0 - min_effect  # noqa: E731
+
+    def crossing_logs(r: Run) -> np.ndarray:
+        if r.id not in cache:
+            p = h.pairs(r.id)
+            cache[r.id] = (logs(p), p)
+        y, p = cache[r.id]
+        return y[_crossing(fabric, routing, p, [cable])[cable]]
+
+    base = np.concatenate([crossing_logs(r) for r in before])
+    fd.long = shift_test(tonight, base)
+    fd.slow_before = slow(same[-1] if same else None)
+    streak = [r for r in same if (r.time, r.id) >= (start.time, start.id)][-long:]
+    prev_of = {r.id: q for q, r in zip([None] + same[:-1], same)}
+    fd.streak = [(shift_test(crossing_logs(r), base), slow(prev_of.get(r.id))) for r in streak]
 
 
 def _cable_candidates(h: History, run: Run, min_effect: float) -> list[tuple[int, str, str | None, float, bool]]:

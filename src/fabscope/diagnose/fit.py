@@ -1,0 +1,196 @@
+"""The unknowns of the diagnosis, and the model of the measured pairs under their factors.
+
+Every directed link is an unknown of its own: a lane that trains down one way slows only the
+traffic that crosses the cable that way, and a host's injection (host -> switch) and ejection
+(switch -> host) are the two directions of its cable.  A cable that trains at a lower width or
+speed does so both ways, so each cable is also an unknown of its own, both directions at once.
+The units the search scans are numbered
+
+* ``0 .. n_links - 1``: one directed link (:class:`fabscope.fabric.model.Fabric` keeps a cable's
+  two directions as links ``2c`` and ``2c + 1``);
+* ``n_links + c``: cable ``c``, both directions by one factor.
+
+The state of the fit is one capacity factor per directed link.  :class:`Fit` answers, for many
+units and a grid of factors at once, how the log-likelihood of all pairs would move
+(:meth:`Fit.scan`), locally (:mod:`.scan`: the flows on the unit's links keep their rates except
+where the smaller capacity cuts them to the new water level).
+
+>>> unit_links(5, n_links=8), unit_links(8 + 2, n_links=8)     # link 5; cable 2 both ways
+([5], [4, 5])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix, hstack
+
+from fabscope.diagnose.calibration import add_rows
+from fabscope.diagnose.noise import NoiseModel
+from fabscope.diagnose.pairmodel import PairModel
+from fabscope.diagnose.scan import water_levels
+
+#: capacity factors tried for a unit not yet suspected (of its current capacity)
+GRID = np.geomspace(0.08, 0.95, 22)
+
+
+def unit_links(u: int, n_links: int) -> list[int]:
+    """The directed links of unit ``u``."""
+    return [u] if u < n_links else [2 * (u - n_links), 2 * (u - n_links) + 1]
+
+
+def pair_units(pm: PairModel) -> csr_matrix:
+    """Pairs x units, 1 where the pair (either of its flows) crosses the unit: a directed link, or
+    either direction of a cable."""
+    pl = pm.pair_links.tocsr()
+    n_l = pm.fabric.n_links
+    coo = pl.tocoo()
+    pc = csr_matrix((np.ones(len(coo.row)), (coo.row, coo.col // 2)), shape=(pm.n_pairs, n_l // 2))
+    pc.sum_duplicates()
+    pc.data[:] = 1.0
+    return hstack([pl, pc], format="csr")
+
+
+class Fit:
+    """The model of the measured pairs under a capacity factor per directed link, with what the scans
+    need: each unit's rows of the solver's matrix (a row is one link in one concurrent set)."""
+
+    def __init__(self, pm: PairModel, log_meas: np.ndarray, log_eff: float, noise: NoiseModel) -> None:
+        f = pm.fabric
+        self.pm, self.f = pm, f
+        self.log_meas, self.log_eff, self.noise = log_meas, log_eff, noise
+        self.n_links = f.n_links
+        self.n_cables = f.n_links // 2
+        self.n_units = self.n_links + self.n_cables
+        A = pm.A.tocsr()
+        self.A = A
+        kind = pm.res_kind
+        row_link = np.where(kind < f.n_links, kind, -1)
+        order = np.argsort(row_link, kind="stable")
+        self.rows_sorted = order
+        counts = np.bincount(row_link[row_link >= 0], minlength=self.n_links)
+        ptr = np.r_[0, np.cumsum(counts)] + int(np.sum(row_link < 0))
+        # a cable's rows are its two links' rows, adjacent in link order
+        c = np.arange(self.n_cables)
+        self.unit_start = np.r_[ptr[:-1], ptr[2 * c]]
+        self.unit_end = np.r_[ptr[1:], ptr[2 * c + 2]]
+        self.pair_bytes = np.bincount(pm.flow_pair, weights=pm.bytes[pm.flow_pair], minlength=pm.n_pairs)
+        self.pair_unit = pair_units(pm)
+        self.pair_unit_csc = self.pair_unit.tocsc()
+
+    def links_of(self, u: int) -> list[int]:
+        return unit_links(int(u), self.n_links)
+
+    def capacity(self, factor: np.ndarray) -> np.ndarray:
+        return self.f.link_capacity * factor
+
+    def solve(self, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rate = self.pm.flow_rates(self.capacity(factor))
+        return rate, self.pm.pair_bandwidth(rate)
+
+    def resid(self, bw: np.ndarray) -> np.ndarray:
+        return self.log_meas - self.log_eff - np.log(bw)
+
+    def rows_of(self, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the given units, and which of them (index into ``units``) each row is."""
+        starts, ends = self.unit_start[units], self.unit_end[units]
+        lens = ends - starts
+        idx = np.repeat(starts - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(lens.sum())
+        return self.rows_sorted[idx], np.repeat(np.arange(len(units)), lens)
+
+    def effects(self, units: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+                grid: np.ndarray, chunk: int = 400_000):
+        """What scaling unit ``units[i]`` by ``grid[j]`` (of its current capacity) does to the pairs, in
+        chunks: (index into ``units`` of each entry, the pair, log(new time / current time) per grid
+        factor).  Entries come sorted by unit; pairs the unit does not slow have no entry."""
+        pm, A = self.pm, self.A
+        t_cur = self.pair_bytes / bw
+        link_cap = self.capacity(factor)
+        nnz_row = np.diff(A.indptr)
+        per_unit = np.zeros(len(units))
+        rows, which = self.rows_of(units)
+        np.add.at(per_unit, which, nnz_row[rows])
+        # chunks of units, so that entries x grid stays in memory
+        bounds = [0]
+        acc = 0.0
+        for i, v in enumerate(per_unit):
+            acc += v
+            if acc > chunk:
+                bounds.append(i + 1)
+                acc = 0.0
+        if bounds[-1] != len(units):
+            bounds.append(len(units))
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            rows, which = self.rows_of(units[a:b])
+            if not len(rows):
+                continue
+            starts, ends = A.indptr[rows], A.indptr[rows + 1]
+            lens = ends - starts
+            pos = np.repeat(starts - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(lens.sum())
+            local_row = np.repeat(np.arange(len(rows)), lens)
+            flows = A.indices[pos]
+            wts = A.data[pos]
+            r = rate[flows]
+            fin = np.isfinite(r)
+            cap_row = link_cap[pm.res_kind[rows]]
+            scale = grid[None, :] if grid.ndim == 1 else grid[a + which]      # one grid per unit
+            lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, scale)
+            new = np.minimum(r[:, None], lvl[local_row])
+            b_f = pm.bytes[pm.flow_pair[flows]]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dt = np.where(np.isfinite(r)[:, None], b_f[:, None] / new - (b_f / r)[:, None], 0.0)
+            pair = pm.flow_pair[flows]
+            key = which[local_row] * pm.n_pairs + pair
+            ukey, inv = np.unique(key, return_inverse=True)
+            dts = np.zeros((len(ukey), grid.shape[-1]))
+            np.add.at(dts, inv, dt)
+            p = ukey % pm.n_pairs
+            c = ukey // pm.n_pairs
+            keep = dts[:, 0] > 0                       # the strongest cut slows the pair at all
+            p, c, dts = p[keep], c[keep], dts[keep]
+            with np.errstate(divide="ignore"):
+                yield a + c, p, np.log1p(dts / t_cur[p, None])
+
+    def scan(self, units: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+             grid: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+        """Change of the misfit (negative log-likelihood of all pairs under the noise model, nats) if
+        unit ``units[i]`` were scaled by ``grid[j]`` (of its current capacity): len(units) x len(grid)."""
+        out = np.zeros((len(units), grid.shape[-1]))
+        e_cur = self.resid(bw)
+        loss_cur = self.noise.nll(e_cur)
+        for c, p, D in self.effects(units, factor, rate, bw, grid, chunk):
+            d = self.noise.nll(e_cur[p, None] + D) - loss_cur[p, None]
+            add_rows(out, c, d)
+        return out
+
+    def scan_best(self, units: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+                  grid: np.ndarray = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per unit: the largest drop of the misfit (nats) and the factor that gives it: the grid, then
+        9 factors around each unit's best (the nominal spread can be far finer than the grid's steps,
+        and a factor a step off leaves every crossing pair several sigmas out)."""
+        grid = GRID if grid is None else grid
+        step = float(grid[1] / grid[0])
+        # beside the grid, the factor each unit's slow crossing pairs point to (their mean residual:
+        # exact for pairs the unit alone limits), and two neighbours
+        e = self.resid(bw)
+        slow = (e < -2 * self.noise.sigma).astype(float)
+        pc = self.pair_unit_csc[:, units]
+        n_slow = pc.T @ slow
+        with np.errstate(invalid="ignore", divide="ignore"):
+            target = np.clip(np.exp((pc.T @ (e * slow)) / n_slow), GRID[0] * 1.1, 0.99)
+        # one direction of a ping-pong at x slows the pair to 2x / (1 + x): the link's factor is r / (2 - r)
+        one_way = units < self.n_links
+        target = np.where(one_way, target / (2 - target), target)
+        target = np.where(n_slow > 0, target, 0.5)
+        grid2 = np.c_[np.broadcast_to(grid, (len(units), len(grid))),
+                      target[:, None] * np.array([0.97, 1.0, 1.03])[None, :]]
+        d = self.scan(units, factor, rate, bw, grid2)
+        j = np.argmin(d, axis=1)
+        rows = np.arange(len(units))
+        fine = grid2[rows, j][:, None] * np.geomspace(1 / step, step, 9)[None, :]
+        fine = np.minimum(fine, 1.0)
+        d2 = self.scan(units, factor, rate, bw, fine)
+        k = np.argmin(d2, axis=1)
+        better = d2[rows, k] < d[rows, j]
+        gain = -np.where(better, d2[rows, k], d[rows, j])
+        best = np.where(better, fine[rows, k], grid2[rows, j])
+        return gain, best

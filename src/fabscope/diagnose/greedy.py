@@ -1,0 +1,127 @@
+"""The search: the sparse set of units (directed links, cables) whose factors explain the pairs.
+
+Greedy, like NetBouncer's iterative explanation: among the units slow pairs cross, the one whose
+degradation most raises the log-likelihood of *all* pairs (:meth:`.fit.Fit.scan_best`) is taken
+while its gain pays the penalty ``lam``; the model is rerun after each.  Then every suspect is
+re-estimated with the others in place and dropped if it no longer pays its way.  Units never share
+a link: once a direction or a cable is taken, the units that overlap it leave the candidates (the
+re-estimation moves its factor).
+
+>>> free_units(np.array([True, False, False, False]), [0, 1, 4, 5])   # link 0 taken: cable 0 is not free
+array([False,  True, False,  True])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabscope.diagnose.fit import GRID, Fit
+
+#: a direction is named rather than its whole cable only where some pair crosses one direction and not
+#: the other (a host's injection and ejection are crossed by the same ping-pong pairs), and the
+#: direction explains the pairs better by more than this share of its evidence (and 1 nat): else the
+#: data cannot tell the two accounts apart and the cable, both ways, is the common fault (a cable
+#: trained at a lower width)
+TIE_SHARE = 0.03
+
+
+def free_units(taken: np.ndarray, units) -> np.ndarray:
+    """Which ``units`` share no link with the ``taken`` links (bool per directed link)."""
+    L = len(taken)
+    u = np.asarray(units, np.int64)
+    d = u < L
+    c = np.where(d, 0, u - L)
+    return np.where(d, ~taken[np.where(d, u, 0)], ~(taken[2 * c] | taken[2 * c + 1]))
+
+
+def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects: int = 40, screen: int = 256,
+           start: list[int] | None = None) -> tuple[np.ndarray, list[int], dict[int, float], int]:
+    """(factor per directed link, chosen units, their evidence in nats, full scans made), from
+    ``factor`` with the units ``start`` already chosen at their factors there (they are re-estimated
+    and kept only where they still pay); a pair is slow ``thr`` below the model."""
+    L, pm, pu = fit.n_links, fit.pm, fit.pair_unit
+    factor = factor.copy()
+    rate, bw = fit.solve(factor)
+    crossing_count = np.asarray(pu.sum(axis=0)).ravel()
+    chosen: list[int] = list(start or [])
+    gains: dict[int, float] = {}
+    taken = np.zeros(L, bool)          # links some chosen unit holds (units never overlap)
+    for u in chosen:
+        taken[fit.links_of(u)] = True
+
+    def free(units) -> np.ndarray:
+        return free_units(taken, units)
+
+    # lazy greedy: a full scan ranks every candidate; then only the best stale candidate is rescanned
+    # with the current rates, and taken if it still beats the next one (gains only shrink as faults
+    # are explained); a last full scan checks that nothing was missed.
+    full_scans = 0
+    while len(chosen) < max_suspects and full_scans < 4:
+        e = fit.resid(bw)
+        slow = np.flatnonzero(e < -thr)
+        if not len(slow):
+            break
+        cand = np.unique(pu[slow].indices)
+        cand = cand[free(cand)]
+        if not len(cand):
+            break
+        if len(cand) > screen:
+            # screening: units whose crossing pairs are mostly slow first (slow^2 / crossing)
+            is_slow = np.zeros(pm.n_pairs)
+            is_slow[slow] = 1.0
+            n_slow = pu.T @ is_slow
+            score = n_slow[cand] ** 2 / np.maximum(crossing_count[cand], 1)
+            cand = cand[np.argsort(-score, kind="stable")[:screen]]
+        stale, _ = fit.scan_best(cand, factor, rate, bw)
+        full_scans += 1
+        n_taken = 0
+        while len(chosen) < max_suspects:
+            i = int(np.argmax(stale))
+            if stale[i] < lam:
+                break
+            u = int(cand[i])
+            if not free([u])[0]:
+                stale[i] = -np.inf
+                continue
+            g_arr, best = fit.scan_best(np.array([u]), factor, rate, bw)
+            g = float(g_arr[0])
+            rest = np.delete(stale, i)
+            if g < lam or g < rest.max(initial=-np.inf):
+                stale[i] = g if g >= lam else -np.inf      # re-queued with its fresh gain
+                continue
+            if u < L and free([L + u // 2])[0]:
+                gc, bc = fit.scan_best(np.array([L + u // 2]), factor, rate, bw)
+                a, b = fit.pair_unit_csc[:, [u]], fit.pair_unit_csc[:, [u ^ 1]]
+                same = (a != b).nnz == 0      # no pair crosses one direction and not the other
+                if same or float(gc[0]) >= g - max(1.0, TIE_SHARE * g):
+                    u, g, best = L + u // 2, float(gc[0]), bc
+            links = fit.links_of(u)
+            factor[links] *= float(best[0])
+            taken[links] = True
+            chosen.append(u)
+            stale[i] = -np.inf
+            n_taken += 1
+            rate, bw = fit.solve(factor)
+        if not n_taken:
+            break
+    # re-estimate each suspect with the others in place; drop those that no longer pay (again if one went)
+    for _ in range(2):
+        changed = False
+        for u in list(chosen):
+            links = fit.links_of(u)
+            trial = factor.copy()
+            trial[links] = 1.0
+            r1, b1 = fit.solve(trial)
+            g_arr, best = fit.scan_best(np.array([u]), trial, r1, b1, np.r_[GRID, 1.0])
+            g = float(g_arr[0])
+            if g < lam or best[0] >= 1.0:
+                chosen.remove(u)
+                factor[links] = 1.0
+                taken[links] = False
+                changed = True
+                continue
+            factor[links] = float(best[0])
+            gains[u] = g
+        if not changed:
+            break
+    return factor, chosen, gains, full_scans

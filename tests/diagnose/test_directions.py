@@ -1,0 +1,256 @@
+"""Faults real fabrics have: one direction of a cable, a slow host, many slow pairs over few cables.
+
+Each direction of every cable is an unknown of its own (a host's injection and ejection too), and
+the noise model cannot take a fault's pairs in as jitter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fabscope.diagnose.cables import direction_name
+from fabscope.diagnose.measured import Measured
+from fabscope.diagnose.noise import nominal_level
+from fabscope.diagnose.pairmodel import PairModel
+from fabscope.diagnose.plan import make_plan
+from fabscope.diagnose.tomography import diagnose
+from fabscope.fabric.io import load_fabric
+
+
+def measured(f, pm, link_factor: dict[int, float], seed: int, jitter: float = 0.05) -> Measured:
+    """The model's pairs with each directed link ``l`` at ``link_factor[l]``, 1.5 % lognormal noise, and a
+    share ``jitter`` of the pairs cut to 30-80 %."""
+    rng = np.random.default_rng(seed)
+    cap = f.link_capacity.copy()
+    for link, x in link_factor.items():
+        cap[link] *= x
+    bw = pm.bandwidth(cap) * np.exp(rng.normal(0, 0.015, pm.n_pairs))
+    j = rng.random(pm.n_pairs) < jitter
+    bw[j] *= rng.uniform(0.3, 0.8, int(j.sum()))
+    n = pm.n_pairs
+    sc = np.unique(pm.scenario)
+    return Measured(f, np.arange(n), np.arange(n), pm.hs, pm.hd, pm.bytes, bw, 2 * pm.bytes / bw,
+                    np.searchsorted(sc, pm.scenario), pm.pingpong, np.full(n, "random-pairs"), ("run",),
+                    tuple(("run", "random-pairs", int(s)) for s in sc))
+
+
+def _planned(spec: str):
+    f = load_fabric(spec)
+    hs, hd, r = make_plan(f).pairs
+    return f, PairModel(f, hs, hd, r, bytes=np.full(len(hs), float(1 << 20)))
+
+
+@pytest.fixture(scope="module")
+def oversub():
+    return _planned("fat-tree:k=8,levels=2,up=2")
+
+
+@pytest.fixture(scope="module")
+def small():
+    return _planned("fat-tree:k=4,levels=2")
+
+
+def _switch_links(f):
+    return np.flatnonzero((f.link_src >= f.n_hosts) & (f.link_dst >= f.n_hosts))
+
+
+def test_one_direction_of_an_uplink_is_named_with_its_direction(oversub):
+    f, pm = oversub
+    for k, link in enumerate(_switch_links(f)[[0, 3, 9]].tolist()):
+        d = diagnose(measured(f, pm, {link: 0.5}, k))
+        assert [s["links"] for s in d.suspects] == [[link]], (f.link_name(link), d.suspects)
+        s = d.suspects[0]
+        assert s["direction"] == direction_name(f, link) and s["host"] is None
+        assert s["factor"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_a_down_link_fault_is_not_blamed_on_a_host(small):
+    f, pm = small
+    base = pm.bandwidth()
+    # spine -> leaf links whose cut to x0.5 slows some pairs (elsewhere contention already holds them lower)
+    down = [int(x) for x in _switch_links(f) if f.link_src[x] > f.link_dst[x]
+            and np.sum(pm.bandwidth(f.link_capacity * np.where(np.arange(f.n_links) == x, 0.5, 1.0)) < 0.9 * base) >= 3]
+    down = down[:3]
+    assert len(down) == 3
+    for k, link in enumerate(down):
+        d = diagnose(measured(f, pm, {link: 0.5}, k))
+        assert [s["links"] for s in d.suspects] == [[link]], (f.link_name(link), d.suspects)
+        assert d.suspects[0]["host"] is None
+
+
+def test_a_slow_host_is_named_beside_a_one_way_cable_fault(oversub):
+    f, pm = oversub
+    host_link = int(np.flatnonzero(f.link_src == f.host_index["h0007"])[0])      # its injection
+    link = int(_switch_links(f)[5])
+    d = diagnose(measured(f, pm, {host_link: 0.6, host_link ^ 1: 0.6, link: 0.5}, 3))
+    got = {tuple(s["links"]): s for s in d.suspects}
+    assert set(got) == {(host_link, host_link ^ 1), (link,)}
+    slow = got[(host_link, host_link ^ 1)]
+    assert slow["host"] == "h0007" and slow["direction"] == "both"
+    assert slow["factor"] == pytest.approx(0.6, abs=0.05)
+
+
+def test_a_hosts_ejection_alone_is_the_host_as_ping_pong_cannot_tell_its_directions(oversub):
+    f, pm = oversub
+    eject = int(np.flatnonzero(f.link_dst == f.host_index["h0020"])[0])
+    d = diagnose(measured(f, pm, {eject: 0.5}, 5))
+    assert [s["host"] for s in d.suspects] == ["h0020"]
+    s = d.suspects[0]
+    assert not s["directions_told_apart"] and s["direction"] == "both"
+    # x0.5 one way slows a ping-pong to 2 x 0.5 / 1.5 = 0.67 of its rate: the cable both ways at that
+    assert s["factor"] == pytest.approx(2 / 3, abs=0.05)
+
+
+def test_many_slow_pairs_over_few_cables_are_faults_not_noise(oversub):
+    """12 of the 16 leaf uplinks at 1/4, both ways: 42 % of the pairs slow, all by about one amount.  Jitter
+    fitted to all pairs would hold them (a tight cluster at x0.25), and moving one cable part of the
+    way would only cost; every one is named, nothing else, and the nominal spread stays the pairs'."""
+    f, pm = oversub
+    sw = _switch_links(f)
+    ups = [int(x) for x in sw[f.link_src[sw] < f.link_dst[sw]][:12]]
+    faults = {x: 0.25 for u in ups for x in (u, u ^ 1)}
+    pl = pm.pair_links.tocsc()
+    slow = np.unique(np.concatenate([pl[:, x].indices for x in faults]))
+    assert 0.4 < len(slow) / pm.n_pairs < 0.5
+    d = diagnose(measured(f, pm, faults, 7))
+    assert sorted(s["link"] for s in d.suspects) == sorted(ups)
+    assert d.sigma < 0.02 and d.meta["noise_model"]["w"] < 0.1
+
+
+@pytest.mark.parametrize("share, holds", [(0.45, True), (0.49, True), (0.55, False)])
+def test_the_nominal_level_holds_until_half_the_pairs_are_slow(share, holds):
+    """The breakdown point (docs/diagnose.md): the centre and spread come from the pairs at the model's
+    rate while they are more than half of all; past that, from the slow ones."""
+    rng = np.random.default_rng(2)
+    n = 2000
+    k = int(share * n)
+    e = np.r_[rng.normal(0.0, 0.015, n - k), rng.normal(np.log(0.5), 0.015, k)]
+    centre, sigma = nominal_level(e)
+    assert (abs(centre) < 0.01 and sigma == pytest.approx(0.015, rel=0.15)) == holds
+
+
+# ---- the confirmation round ------------------------------------------------------------
+def _one_way_suspect(f, link: int) -> dict:
+    from fabscope.diagnose.cables import cable_name
+
+    return {"cable": cable_name(f, link // 2), "name": cable_name(f, link // 2), "links": [link], "link": link,
+            "host": None, "tied": [], "pairs": []}
+
+
+def test_confirmation_pairs_cross_a_one_way_suspect_in_its_direction(oversub):
+    from fabscope.diagnose.confirm import confirm_pairs
+
+    f, pm = oversub
+    for link in _switch_links(f)[[1, 6, 12]].tolist():
+        cp = confirm_pairs(f, [_one_way_suspect(f, link)], set(), pm.router, seed=4)
+        cross = [(a, b) for a, b, role, _ in cp if role == "cross"]
+        assert len(cross) == 4
+        for a, b in cross:
+            check = PairModel(f, np.array([a]), np.array([b]), routing=pm.router)
+            assert link in set(check.routes.link.tolist()), (f.link_name(link), a, b)
+        for a, b, role, _ in cp:
+            if role == "control":
+                check = PairModel(f, np.array([a]), np.array([b]), routing=pm.router)
+                assert not {link, link ^ 1} & set(check.routes.link.tolist())
+
+
+def test_the_joint_diagnosis_confirms_keeps_what_it_could_not_test_and_never_adds(oversub):
+    from fabscope.diagnose.confirm import confirm_pairs, pack_rounds
+    from fabscope.diagnose.measured import concat
+    from fabscope.diagnose.settle import settle
+
+    f, pm = oversub
+    sw = _switch_links(f)
+    x, y = int(sw[2]), int(sw[20])
+    a = measured(f, pm, {x: 0.4}, 11)
+    da = diagnose(a)
+    assert [s["links"] for s in da.suspects] == [[x]]
+    cp = confirm_pairs(f, da.suspects, set(), pm.router, seed=3)
+    rounds = pack_rounds(cp)
+    hs = np.array([cp[i][0] for r in rounds for i in r])
+    hd = np.array([cp[i][1] for r in rounds for i in r])
+    sc = np.array([k for k, r in enumerate(rounds) for _ in r])
+    pm2 = PairModel(f, hs, hd, sc, bytes=np.full(len(hs), float(1 << 20)), routing=pm.router)
+    crossed = np.unique(pm2.pair_links.tocoo().col)
+    # a cable none of the new pairs crosses either way, named (wrongly or not) by the first diagnosis
+    z = next(int(c) for c in sw.tolist() if c != x and c not in crossed and c ^ 1 not in crossed
+             and pm.pair_links[:, c].nnz)
+    b = measured(f, pm2, {x: 0.4, y: 0.3}, 12, jitter=0.0)      # y degraded in the new round only
+    both = diagnose(concat([a, b]))
+    assert {s["link"] // 2 for s in both.suspects} >= {x // 2}
+    out = settle(both, [*da.suspects, _one_way_suspect(f, z)], 0)
+    assert out["confirmed"] == [da.suspects[0]["name"]]
+    assert out["kept_untested"] == [_one_way_suspect(f, z)["name"]] and out["cleared"] == []
+    assert [s["links"] for s in both.suspects] == [[x], [z]] and both.suspects[1]["kept"] == "untested"
+    # whatever else the joint fit names (y, slow in the new round only) is a candidate, not a suspect
+    assert all(c["link"] // 2 != z // 2 for c in both.meta["candidates"] if c.get("new"))
+    res = both.to_result()
+    assert res.meta["confirmation"] == out
+
+
+def test_the_confirmation_round_is_sized_from_the_run_it_confirms(small, tmp_path, capsys):
+    from fabscope.cli import main
+    from fabscope.diagnose.synthetic import as_result, synthetic
+
+    f, _ = small
+    hs, hd, r = make_plan(f).pairs
+    link = [int(x) for x in _switch_links(f)][0]
+    m = synthetic(f, hs, hd, r, {link // 2: 0.3}, noise=0.01, seed=2, size=65536)
+    meas, diag = tmp_path / "m.json", tmp_path / "d.json"
+    as_result(m).write_json(meas)
+    assert main(["diagnose", str(meas), "--fabric", "fat-tree:k=4,levels=2", "--model", "static", "-o", str(diag)]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", "--plan", "--confirm", str(diag), "--fabric", "fat-tree:k=4,levels=2"]) == 0
+    script = capsys.readouterr().out
+    measure = [ln for ln in script.splitlines() if " measure " in ln or ln.startswith("$FABSCOPE measure")]
+    assert measure and all("--size 65536" in ln for ln in measure), measure[:2]
+
+
+def test_the_plan_says_which_cables_directions_its_pairs_cannot_tell_apart():
+    """A 4:1 tree's plan separates the two directions of every switch cable; on a torus under DOR a
+    ping-pong crosses a cable both ways, so the plan says those cables' directions stay together."""
+    tree = make_plan(load_fabric("fat-tree:k=8,levels=2,up=2")).summary()
+    assert tree["directions_not_told_apart"] == 0
+    torus = make_plan(load_fabric("torus:dims=4x4x4")).summary()
+    assert torus["directions_not_told_apart"] > 0
+    assert len(torus["directions_not_told_apart_cables"]) == min(50, torus["directions_not_told_apart"])
+
+
+def test_a_suspect_whose_new_pairs_are_slow_too_is_kept_though_the_joint_fit_blames_a_neighbour(oversub):
+    from fabscope.diagnose.confirm import confirm_pairs, pack_rounds
+    from fabscope.diagnose.measured import concat
+    from fabscope.diagnose.settle import settle
+
+    f, pm = oversub
+    x = int(_switch_links(f)[2])
+    a = measured(f, pm, {x: 0.4}, 11)
+    da = diagnose(a)
+    cp = confirm_pairs(f, da.suspects, set(), pm.router, seed=3)
+    rounds = pack_rounds(cp)
+    hs = np.array([cp[i][0] for r in rounds for i in r])
+    hd = np.array([cp[i][1] for r in rounds for i in r])
+    sc = np.array([k for k, r in enumerate(rounds) for _ in r])
+    pm2 = PairModel(f, hs, hd, sc, bytes=np.full(len(hs), float(1 << 20)), routing=pm.router)
+    both = diagnose(concat([a, measured(f, pm2, {x: 0.4}, 12, jitter=0.0)]))
+    both.suspects = []          # as if the joint fit had put the blame elsewhere (a neighbour the new pairs share)
+    out = settle(both, da.suspects, 0)
+    assert out["kept_slow_again"] == [da.suspects[0]["name"]] and out["cleared"] == []
+    assert both.suspects[0]["kept"] == "slow again"
+
+
+def test_diagnose_of_a_diagnosis_and_new_runs_applies_the_confirmation_rules(small, tmp_path, capsys):
+    from fabscope.cli import main
+    from fabscope.diagnose.synthetic import as_result, synthetic
+
+    f, _ = small
+    hs, hd, r = make_plan(f).pairs
+    cable = int(_switch_links(f)[0]) // 2
+    first, again, diag = tmp_path / "m1.json", tmp_path / "m2.json", tmp_path / "d.json"
+    as_result(synthetic(f, hs, hd, r, {cable: 0.3}, noise=0.01, seed=2)).write_json(first)
+    as_result(synthetic(f, hs, hd, r, {cable: 0.3}, noise=0.01, seed=3)).write_json(again)
+    spec = "fat-tree:k=4,levels=2"
+    assert main(["diagnose", str(first), "--fabric", spec, "--model", "static", "-o", str(diag)]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(diag), str(again), "--fabric", spec, "--model", "static"]) == 0
+    out = capsys.readouterr().out
+    assert "confirmation round: 1 confirmed, 0 cleared" in out
