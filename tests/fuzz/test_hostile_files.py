@@ -89,6 +89,38 @@ def test_a_line_without_end_is_refused_after_the_bound(tmp_path, kind):
     assert peak < 8 * MAX_LINE, f"{peak / 1e6:.1f} MB held to refuse a 24 MiB line"
 
 
+def _header_then_100_mb_line(path):
+    with open(path, "wb") as fh:
+        fh.write(json.dumps(HEADER).encode() + b"\n")
+        fh.truncate(fh.tell() + 100 * 1000 * 1000)      # a 100 MB line with no end (a sparse file: no disk used)
+
+
+def test_the_app_run_check_reads_a_100_mb_line_bounded(tmp_path):
+    """``is_app_run`` (compare and map --comm ask it first) reads through the bounded reader: a file that
+    claims to be a fabscope-bench output and then holds a 100 MB line is refused after the bound."""
+    from fabscope.measure.apps import is_app_run
+
+    p = tmp_path / "run.jsonl"
+    _header_then_100_mb_line(p)
+    tracemalloc.start()
+    try:
+        msg = _refused(is_app_run, p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert msg == f"{p} line 2: longer than {MAX_LINE:,} bytes; not a fabscope-bench output", msg
+    assert peak < 8 * MAX_LINE, f"{peak / 1e6:.1f} MB held to refuse a 100 MB line"
+
+
+@pytest.mark.parametrize("command", [["map", "--fabric", "fat-tree:k=4,levels=2", "--comm"], ["compare"]])
+def test_a_100_mb_line_is_one_line_from_the_commands_that_ask_for_app_runs(tmp_path, capsys, command):
+    p = tmp_path / "run.jsonl"
+    _header_then_100_mb_line(p)
+    assert main([*command, str(p)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"{p} line 2: longer than {MAX_LINE:,} bytes" in err, err
+
+
 @pytest.mark.parametrize("kind", ["fabric json", "result json", "report input", "bench run",
                                   "compare/diagnose input"])
 def test_json_nested_100000_deep(tmp_path, kind):
