@@ -52,6 +52,16 @@ def _refused(reader, path) -> str:
     return msg
 
 
+def _refused_with_peak(reader, path) -> tuple[str, int]:
+    """The refusal, and the peak Python memory (bytes) held until it came."""
+    tracemalloc.start()
+    try:
+        msg = _refused(reader, path)
+        return msg, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("kind", READERS)
 def test_random_bytes_are_named_with_their_file(tmp_path, kind):
     reader, ext = _readers()[kind]
@@ -79,12 +89,7 @@ def test_a_line_without_end_is_refused_after_the_bound(tmp_path, kind):
         if kind in ("bench run", "compare/diagnose input"):
             fh.write(json.dumps(HEADER).encode() + b"\n")
         fh.write(b"1" * (24 * MAX_LINE))                 # 24 MiB on one line
-    tracemalloc.start()
-    try:
-        msg = _refused(reader, p)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    msg, peak = _refused_with_peak(reader, p)
     assert f"longer than {MAX_LINE:,}" in msg, msg
     assert peak < 8 * MAX_LINE, f"{peak / 1e6:.1f} MB held to refuse a 24 MiB line"
 
@@ -102,12 +107,7 @@ def test_the_app_run_check_reads_a_100_mb_line_bounded(tmp_path):
 
     p = tmp_path / "run.jsonl"
     _header_then_100_mb_line(p)
-    tracemalloc.start()
-    try:
-        msg = _refused(is_app_run, p)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    msg, peak = _refused_with_peak(is_app_run, p)
     assert msg == f"{p} line 2: longer than {MAX_LINE:,} bytes; not a fabscope-bench output", msg
     assert peak < 8 * MAX_LINE, f"{peak / 1e6:.1f} MB held to refuse a 100 MB line"
 
