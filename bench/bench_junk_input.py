@@ -10,7 +10,8 @@ memory while doing so (tracemalloc, numpy included) and the one-line message
 Inputs: the fabric, pattern and comm specs a user might mistype (huge fabrics, NaN and
 negative numbers, periodic flags that are not 0/1, a billion cores, a billion
 bisection samples), ``fabric critical --workers 100000``, ``simulate --dynamic --iterations
-1000000000000``, ``history example --nights 1000000000``, a report of a result
+1000000000000``, ``history example --nights 1000000000``, ``map --trace`` of a 72 MB trace (about 3 million
+messages) under ``FABSCOPE_MAX_MEMORY=1G``, a report of a result
 naming a huge generated fabric; and files: ``--mb`` MB of random bytes into
 the streaming ibnetdiscover and forwarding-table readers (beside reading it
 whole, the least any reader that does not stream pays), ``--mb`` MB on one
@@ -112,10 +113,28 @@ def count_rows() -> list[tuple[str, Callable[[], Any]]]:
         return run
 
     folder = os.path.join(tempfile.gettempdir(), "fabscope-bench-nights-never-made")
+
+    def huge_trace() -> None:
+        """A trace whose size implies 3 million messages, refused from its size (a sparse file: never read)."""
+        old = os.environ.get("FABSCOPE_MAX_MEMORY")
+        with tempfile.TemporaryDirectory() as d:
+            trace = os.path.join(d, "trace.csv")
+            with open(trace, "wb") as fh:
+                fh.truncate(72 * 10 ** 6)
+            os.environ["FABSCOPE_MAX_MEMORY"] = "1G"
+            try:
+                command("map", "--fabric", "fat-tree:k=4,levels=2", "--comm", "ring:4", "--trace", trace)()
+            finally:
+                if old is None:
+                    del os.environ["FABSCOPE_MAX_MEMORY"]
+                else:
+                    os.environ["FABSCOPE_MAX_MEMORY"] = old
+
     return [("simulate --dynamic --iterations 1000000000000 (ping-pong)",
              lambda: pingpong(np.arange(8), np.arange(8, 16), 1e6, 10 ** 12, n_ranks=16)),
             ("simulate --dynamic --pattern natural-ring --iterations 1e12", lambda: ring(16, 1e6, 10 ** 12)),
-            ("history example --nights 1000000000", command("history", "example", folder, "--nights", "1000000000"))]
+            ("history example --nights 1000000000", command("history", "example", folder, "--nights", "1000000000")),
+            ("map --trace of 72 MB (3 million messages), MAX_MEMORY=1G", huge_trace)]
 
 
 def file_rows(d: str, mb: int) -> list[tuple[str, str, Callable[[str], Any]]]:
@@ -126,6 +145,7 @@ def file_rows(d: str, mb: int) -> list[tuple[str, str, Callable[[str], Any]]]:
     from fabscope.fabric.io import read_json
     from fabscope.traffic.commfiles import read_comm_file
     from fabscope.mapping.targets import read_nodes
+    from fabscope.measure.apps import is_app_run
     from fabscope.measure.parse import read_run
     from fabscope.report.inputs import read_input
     from fabscope.result import Result
@@ -171,6 +191,11 @@ def file_rows(d: str, mb: int) -> list[tuple[str, str, Callable[[str], Any]]]:
         for _ in range(mb):
             fh.write(b"1" * (1 << 20))
     rows.append((f"{mb} MB on one line: Matrix Market", mtx, read_comm_file))
+    app = write("app.jsonl", json.dumps(HEADER) + "\n")
+    with open(app, "ab") as fh:
+        for _ in range(mb):
+            fh.write(b"1" * (1 << 20))
+    rows.append((f"bench header, {mb} MB line: is_app_run", app, is_app_run))
     rows += [
         ("JSON nested 100,000 deep: fabric file", write("deep.json", deep), read_json),
         ("JSON nested 100,000 deep: result file", write("deep2.json", deep), Result.read_json),

@@ -64,3 +64,34 @@ def test_a_large_trace_is_announced_before_it_is_read(tmp_path, capsys, monkeypa
                  str(trace)]) == 0
     err = capsys.readouterr().err
     assert "about 0.0 million messages, replayed on 1 mapping" in err and order[:2] == ["said", "read"], (err, order)
+
+
+@pytest.mark.parametrize("lines, limit", [(20_000, "10MB"), (None, "1G")])
+def test_a_trace_that_would_not_fit_the_memory_limit_is_refused_before_it_is_read(tmp_path, capsys, monkeypatch,
+                                                                                  lines, limit):
+    """From the count its size implies: 20,000 messages under FABSCOPE_MAX_MEMORY=10MB, and a 72 MB trace
+    (about 3 million messages; a sparse file, its content never read) under 1G.  One line, the trace
+    never read."""
+    import io
+    import sys
+
+    from fabscope.dynamic import programs
+
+    trace = tmp_path / "t.csv"
+    if lines:
+        trace.write_text("".join(f"{i * 1e-6:.6f},{i % 4},{(i + 1) % 4},65536\n" for i in range(lines)))
+    else:
+        with open(trace, "wb") as fh:
+            fh.truncate(72 * 10**6)
+    monkeypatch.setenv("FABSCOPE_MAX_MEMORY", limit)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    read = []
+    monkeypatch.setattr(programs, "replay_trace", lambda *a, **k: read.append(a) or pytest.fail("the trace was read"))
+    assert main(["map", "--fabric", "fat-tree:k=4,levels=2", "--ppn", "1", "--comm", "ring:4", "--trace",
+                 str(trace)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith(f"fabscope: error: --trace {trace}: a trace of "), err
+    assert f"the limit is {'10.0 MB' if lines else '1.0 GB'} (FABSCOPE_MAX_MEMORY)" in err, err
+    if not lines:
+        assert "about 3,000,000 messages" in err, err
+    assert not read

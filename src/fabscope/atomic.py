@@ -214,7 +214,7 @@ def hold_output_locks() -> Iterator[None]:
             lock.release()
 
 
-def _base(name: str) -> str:
+def temporary_base(name: str) -> str:
     """The name an output's lock and temporary files are made from: the output's own, or for a long
     one (its lock would pass the file system's 255 bytes) a hash of it."""
     if len(name.encode(errors="surrogateescape")) > 200:
@@ -227,13 +227,16 @@ def _base(name: str) -> str:
 _RANDOM = re.compile(r"[a-z0-9_]{8}")
 #: how the temporary files of an output end: atomic_open's, and measure's run file while it runs
 TEMP_SUFFIXES = (".fabscope-tmp", ".part")
+#: what SQLite (``-journal``, ``-wal``, ``-shm``) and DuckDB (``.wal``) keep beside a database built under a
+#: temporary name (a first ``history add``): removed with it
+TEMP_COMPANIONS = ("-journal", "-wal", "-shm", ".wal")
 
 
 def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[str]:
     """Remove the temporary files a dead writer of ``path`` left beside it (``.NAME.*.fabscope-tmp``,
     ``.NAME.*.part``); call only while holding the output's lock (no live writer has any)."""
     folder, name = os.path.split(os.path.abspath(os.fspath(path)))
-    head = f".{_base(name)}."
+    head = f".{temporary_base(name)}."
     gone = []
     try:
         names = os.listdir(folder)
@@ -241,8 +244,10 @@ def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[str]:
         return gone
     for n in names:
         # exactly head + mkstemp's 8 random characters + a suffix: not the temporary of ``NAME.b`` beside
-        suffix = next((s for s in TEMP_SUFFIXES if n.endswith(s)), None)
-        if suffix is None or not n.startswith(head) or not _RANDOM.fullmatch(n[len(head):-len(suffix)]):
+        # (or a file a database built under such a name keeps beside it: ``-journal``, ``-wal``, ...)
+        core = next((n[:-len(c)] for c in TEMP_COMPANIONS if n.endswith(c)), n)
+        suffix = next((s for s in TEMP_SUFFIXES if core.endswith(s)), None)
+        if suffix is None or not core.startswith(head) or not _RANDOM.fullmatch(core[len(head):-len(suffix)]):
             continue
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(folder, n))
@@ -256,7 +261,7 @@ class Lock:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         folder, name = os.path.split(os.path.abspath(self.path))
-        self.lock = os.path.join(folder, f".{_base(name)}.fabscope-lock")
+        self.lock = os.path.join(folder, f".{temporary_base(name)}.fabscope-lock")
         self.fd: int | None = None
         self.nested = False
 
@@ -404,7 +409,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO]:
     lock = Lock(path).acquire()
     try:
         # named after the output: the next writer of it removes this file if this process dies meanwhile
-        fd, tmp = tempfile.mkstemp(prefix=f".{_base(os.path.basename(path))}.", suffix=TEMP_SUFFIXES[0], dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f".{temporary_base(os.path.basename(path))}.", suffix=TEMP_SUFFIXES[0], dir=folder)
     except BaseException as err:
         lock.release()
         if isinstance(err, FileNotFoundError):

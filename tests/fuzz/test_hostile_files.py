@@ -52,6 +52,16 @@ def _refused(reader, path) -> str:
     return msg
 
 
+def _refused_with_peak(reader, path) -> tuple[str, int]:
+    """The refusal, and the peak Python memory (bytes) held until it came."""
+    tracemalloc.start()
+    try:
+        msg = _refused(reader, path)
+        return msg, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("kind", READERS)
 def test_random_bytes_are_named_with_their_file(tmp_path, kind):
     reader, ext = _readers()[kind]
@@ -79,14 +89,36 @@ def test_a_line_without_end_is_refused_after_the_bound(tmp_path, kind):
         if kind in ("bench run", "compare/diagnose input"):
             fh.write(json.dumps(HEADER).encode() + b"\n")
         fh.write(b"1" * (24 * MAX_LINE))                 # 24 MiB on one line
-    tracemalloc.start()
-    try:
-        msg = _refused(reader, p)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    msg, peak = _refused_with_peak(reader, p)
     assert f"longer than {MAX_LINE:,}" in msg, msg
     assert peak < 8 * MAX_LINE, f"{peak / 1e6:.1f} MB held to refuse a 24 MiB line"
+
+
+def _header_then_100_mb_line(path):
+    with open(path, "wb") as fh:
+        fh.write(json.dumps(HEADER).encode() + b"\n")
+        fh.truncate(fh.tell() + 100 * 1000 * 1000)      # a 100 MB line with no end (a sparse file: no disk used)
+
+
+def test_the_app_run_check_reads_a_100_mb_line_bounded(tmp_path):
+    """``is_app_run`` (compare and map --comm ask it first) reads through the bounded reader: a file that
+    claims to be a fabscope-bench output and then holds a 100 MB line is refused after the bound."""
+    from fabscope.measure.apps import is_app_run
+
+    p = tmp_path / "run.jsonl"
+    _header_then_100_mb_line(p)
+    msg, peak = _refused_with_peak(is_app_run, p)
+    assert msg == f"{p} line 2: longer than {MAX_LINE:,} bytes; not a fabscope-bench output", msg
+    assert peak < 8 * MAX_LINE, f"{peak / 1e6:.1f} MB held to refuse a 100 MB line"
+
+
+@pytest.mark.parametrize("command", [["map", "--fabric", "fat-tree:k=4,levels=2", "--comm"], ["compare"]])
+def test_a_100_mb_line_is_one_line_from_the_commands_that_ask_for_app_runs(tmp_path, capsys, command):
+    p = tmp_path / "run.jsonl"
+    _header_then_100_mb_line(p)
+    assert main([*command, str(p)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"{p} line 2: longer than {MAX_LINE:,} bytes" in err, err
 
 
 @pytest.mark.parametrize("kind", ["fabric json", "result json", "report input", "bench run",

@@ -205,22 +205,58 @@ def test_a_locked_postgresql_history_waits_then_says_so(pg_server, small_fabric,
     assert main(["history", "list", "--db", url]) == 0
 
 
-# ---- SIGTERM ----------------------------------------------------------------------------------------
-def test_sigterm_of_a_first_add_leaves_no_file(tmp_path, capsys):
-    """A first ``add`` (made slow: a bigger fabric's tomography) ended by SIGTERM: exit 143, no file."""
+# ---- a first add that does not finish --------------------------------------------------------------
+def _start_first_add(tmp_path):
+    """A first ``add`` (made slow: a bigger fabric's tomography), once it is writing its database."""
     fabric = "fat-tree:k=12,levels=2"
     assert main(["history", "example", str(tmp_path / "n"), "--nights", "3", "--fabric", fabric]) == 0
-    db = tmp_path / "h.db"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    p = subprocess.Popen([sys.executable, "-m", "fabscope.cli", "history", "add", "--db", str(db), "--fabric", fabric,
-                          *sorted(str(x) for x in (tmp_path / "n").iterdir())], env=env, stderr=subprocess.PIPE,
-                         text=True)
-    for _ in range(600):                  # until the file exists (the schema is written first)
-        if db.exists() or p.poll() is not None:
+    p = subprocess.Popen([sys.executable, "-m", "fabscope.cli", "history", "add", "--db", str(tmp_path / "h.db"),
+                          "--fabric", fabric, *sorted(str(x) for x in (tmp_path / "n").iterdir())], env=env,
+                         stderr=subprocess.PIPE, text=True)
+    for _ in range(600):                  # until its database file exists (the schema is written first)
+        if [x for x in os.listdir(tmp_path) if x.startswith(("h.db", ".h.db.")) and "lock" not in x] \
+                or p.poll() is not None:
             break
         time.sleep(0.05)
     assert p.poll() is None, "the add finished before it could be ended"
+    return p
+
+
+def test_sigterm_of_a_first_add_leaves_no_file(tmp_path, capsys):
+    """Ended by SIGTERM: exit 143, no file of it left."""
+    p = _start_first_add(tmp_path)
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 143 and err.strip().splitlines()[-1] == "fabscope: terminated", (p.returncode, err)
-    assert not [x for x in os.listdir(tmp_path) if x.startswith("h.db")], os.listdir(tmp_path)
+    assert not [x for x in os.listdir(tmp_path) if "h.db" in x], os.listdir(tmp_path)
+
+
+def test_sigkill_of_a_first_add_leaves_no_history_and_the_next_add_cleans_up(tmp_path, capsys):
+    """SIGKILL runs no handler: the history is built under a temporary name, so no ``h.db`` (empty or half
+    filled) is left; the next add removes the temporary and makes the history."""
+    p = _start_first_add(tmp_path)
+    p.kill()
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    assert not (tmp_path / "h.db").exists(), os.listdir(tmp_path)
+    left = [x for x in os.listdir(tmp_path) if x.startswith(".h.db.")]
+    assert any(x.endswith(".fabscope-tmp") for x in left), left       # what the next writer must remove
+    capsys.readouterr()
+    night = sorted(str(x) for x in (tmp_path / "n").iterdir())[0]
+    assert main(["history", "add", "--db", str(tmp_path / "h.db"), "--no-diagnose", night]) == 0
+    assert [x for x in os.listdir(tmp_path) if "h.db" in x] == ["h.db"], os.listdir(tmp_path)
+    assert len(_runs(str(tmp_path / "h.db"))) == 1
+
+
+def test_a_second_first_add_while_one_builds_is_refused(tmp_path, capsys):
+    """Two first adds to one new file: the second is refused at once by the lock, naming the first."""
+    p = _start_first_add(tmp_path)
+    try:
+        capsys.readouterr()
+        night = sorted(str(x) for x in (tmp_path / "n").iterdir())[0]
+        err = _one_line(capsys, main(["history", "add", "--db", str(tmp_path / "h.db"), "--no-diagnose", night]))
+        assert f"another fabscope process {p.pid} is writing it" in err, err
+    finally:
+        p.kill()
+        p.communicate(timeout=60)

@@ -243,27 +243,28 @@ def run_map(args: argparse.Namespace) -> int:
     return 0
 
 
-#: bytes of a trace line, about ("0.000123,12,40,65536"): the count a trace's size implies
-TRACE_LINE_BYTES = 24
 #: traces of more messages (about) are announced before they are read
 TRACE_ANNOUNCED = 1_000_000
 
 
 def _announce_trace(path: str, mappings: int) -> None:
-    """Before a large trace is read: how many messages its size implies, replayed on how many mappings
-    (reading and replaying take seconds a million messages; the run's memory is checked from the real
-    count before it starts)."""
+    """Before a trace is read: one whose replay would not fit the memory limit (``FABSCOPE_MAX_MEMORY``,
+    else the available memory), from the count its size implies, is refused; a large one is announced:
+    how many messages, replayed on how many mappings (reading and replaying take seconds a million
+    messages; the run's memory is checked again from the real count before it starts)."""
     import os
     import warnings
 
+    from fabscope.dynamic.sizes import check_trace_size
     from fabscope.errors import FabscopeWarning
-    from fabscope.limits import human_bytes
+    from fabscope.limits import human_bytes, memory_limit
 
     try:
         size = os.path.getsize(path)
     except OSError:
         return                                   # the reader says what is wrong with it
-    about = size // TRACE_LINE_BYTES
+    limit, where = memory_limit()
+    about = check_trace_size(f"--trace {path}", size, limit, where)
     if about >= TRACE_ANNOUNCED:
         warnings.warn(f"--trace {path}: {human_bytes(size)}, about {about / 1e6:.1f} million messages, replayed "
                       f"on {mappings} mapping{'s' * (mappings != 1)}: this takes a while (Ctrl-C stops it)",

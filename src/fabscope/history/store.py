@@ -53,6 +53,7 @@ from fabscope.errors import FabscopeError, FabscopeWarning
 from fabscope.fabric.model import Fabric
 from fabscope.history import schema
 from fabscope.history.db import Database, HistoryError, connect, describe
+from fabscope.history.newfile import NewFile
 from fabscope.result import Result
 
 #: result kinds a history keeps
@@ -129,10 +130,19 @@ class History:
         self.url = url
         embedded = "://" not in url
         path = url.split(":", 1)[1] if url.startswith(("duckdb:", "sqlite:")) else url
-        self._new_file = embedded and not os.path.exists(path)
-        if self._new_file and not create:
+        new_file = embedded and not os.path.exists(path)
+        if new_file and not create:
             raise HistoryError(f"no history at {path} (fabscope history add --db {path} ... makes one)")
-        self.db: Database = connect(url)
+        # a new file is built under a temporary name and put in place when its first add commits
+        self._new: NewFile | None = None
+        if new_file:
+            self._new = NewFile(path, "duckdb" if url.startswith("duckdb:") else "sqlite")
+        try:
+            self.db: Database = self._connect()
+        except BaseException:
+            if self._new is not None:
+                self._new.discard()
+            raise
         try:
             if create:
                 schema.ensure(self.db)
@@ -147,13 +157,29 @@ class History:
         self._fabric: Fabric | None = None
         self._pending: list[tuple[str, str]] = []
 
+    def _connect(self) -> Database:
+        if self._new is None:
+            return connect(self.url)
+        db = connect(("duckdb:" if self.url.startswith("duckdb:") else "") + self._new.tmp)
+        db.url = describe(self.url)     # messages name the history, not its temporary file
+        return db
+
+    def _publish(self) -> None:
+        """A new history's first commit: its file goes in place, and is used from there on."""
+        if self._new is not None:
+            self.db.close()
+            new, self._new = self._new, None
+            new.publish()
+            self.db = self._connect()
+
     def close(self, failed: bool = False) -> None:
+        """Close; a new history is put in place unless ``failed`` (then nothing of it is left)."""
+        if self._new is not None and not failed:
+            self._publish()
         self.db.close()
-        if failed and self._new_file:   # a file this call made and could not fill: leave nothing behind
-            path = self.url.split(":", 1)[1] if self.url.startswith(("duckdb:", "sqlite:")) else self.url
-            for p in (path, path + "-journal", path + "-wal", path + "-shm"):
-                if os.path.exists(p):
-                    os.unlink(p)
+        if self._new is not None:   # a file this call began and could not fill: leave nothing behind
+            self._new.discard()
+            self._new = None
 
     def __enter__(self) -> "History":
         return self
@@ -294,6 +320,7 @@ class History:
                 if cable_rows:
                     self.db.insert_rows("cables", CABLE_COLS, ((rid, *r) for r in cable_rows))
                 ids.append(rid)
+        self._publish()
         return ids
 
     def _diagnosable(self, res: Result, diagnose: bool) -> bool:

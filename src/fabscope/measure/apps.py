@@ -246,17 +246,33 @@ def app_runs(run: Any) -> list[AppRun]:
 
 def is_app_run(path: str) -> bool:
     """Whether ``path`` is a fabscope-bench output with an ``app`` line (False for anything else; the
-    reader says what is wrong with a file that claims to be one)."""
+    reader says what is wrong with a file that claims to be one).
+
+    A file whose first line is a fabscope-bench header is read through the bounded reader
+    (:func:`fabscope.textio.read_lines`): a line longer than :data:`fabscope.textio.MAX_LINE` is refused
+    after reading that much, never read whole.
+
+    >>> import tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "run.jsonl")
+    >>> _ = open(p, "w").write('{"type":"header","format":"fabscope.bench"}\\n' + "x" * (2 << 20) + "\\n")
+    >>> is_app_run(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fabscope.errors.SchemaError: ...run.jsonl line 2: longer than 1,048,576 bytes; not a fabscope-bench output
+    """
+    from fabscope.textio import read_lines
+
     if not (isinstance(path, str) and os.path.isfile(path)):
         return False
     try:
         with open(path, "rb") as fh:
             first = fh.readline(1 << 16)
-            if b'"header"' not in first or b"fabscope.bench" not in first:
-                return False
-            return any(b'"type":"app"' in line.replace(b" ", b"") for line in fh)
     except OSError:
         return False
+    if b'"header"' not in first or b"fabscope.bench" not in first:
+        return False        # no claim to be one: the caller's own reader reads it
+    return any(n > 1 and '"type":"app"' in line.replace(" ", "")
+               for n, line in read_lines(path, "fabscope-bench output", SchemaError))
 
 
 def app_table(apps: list[AppRun]) -> list[str]:
