@@ -22,7 +22,8 @@ the next), Valiant and UGAL ~1/2.  CPU seconds of routing and solving beside eac
 same host of the next group, all at once; the share is the vector over the makespan, against one
 link's time.  Minimal and the static UGAL (one choice per flow, made before the run) in the
 compiled engine; UGAL in time (each message chooses when posted, from the loads then:
-``fabscope.dynamic.ugal``) in the reference engine.
+``fabscope.dynamic.ugal``) in the compiled engine, then in the reference beside it (CPU of each,
+and whether the two made the same choices).
 """
 
 from __future__ import annotations
@@ -69,8 +70,9 @@ def in_time(fabrics, seed: int) -> None:
     from fabscope.dynamic.ugal import run_ugal
     from fabscope.fabric import Placement
 
-    print("| dragonfly | hosts | routing | choice | share (round) | share (mean message) | Valiant messages | CPU s |")
-    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+    print("| dragonfly | hosts | routing | choice | share (round) | share (mean message) | Valiant messages | CPU s "
+          "| reference CPU s | same choices |")
+    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
 
     def shares(out) -> str:
         took = out.msg_end - out.msg_post
@@ -89,13 +91,17 @@ def in_time(fabrics, seed: int) -> None:
             t0 = time.process_time()
             out = run_program_on(f, pl, prog, engine, seed=seed).outcome
             choice = "none" if engine == "minimal" else "per flow, before the run"
-            print(f"| {name} | {n:,} | {engine} | {choice} | {shares(out)} | - | {time.process_time() - t0:.2f} |",
-                  flush=True)
+            print(f"| {name} | {n:,} | {engine} | {choice} | {shares(out)} | - | {time.process_time() - t0:.2f} "
+                  "| - | - |", flush=True)
         for mode in ("ugal-l", "ugal-g"):
             t0 = time.process_time()
-            run = run_ugal(f, pl, prog, mode, seed=seed)
+            run = run_ugal(f, pl, prog, mode, seed=seed, engine="c")
+            t1 = time.process_time()
+            ref = run_ugal(f, pl, prog, mode, seed=seed, engine="python")
+            same = "yes" if np.array_equal(run.took_valiant, ref.took_valiant) else "NO"
             print(f"| {name} | {n:,} | {mode} | per message, when posted | {shares(run.outcome)} | "
-                  f"{int(run.took_valiant.sum())} | {time.process_time() - t0:.2f} |", flush=True)
+                  f"{int(run.took_valiant.sum())} | {t1 - t0:.2f} | {time.process_time() - t1:.2f} | {same} |",
+                  flush=True)
 
 
 def main() -> None:

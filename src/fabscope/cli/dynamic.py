@@ -195,13 +195,13 @@ def _run_sharp(args: argparse.Namespace, con, fabric: Fabric, placement: Placeme
 
 def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, prog, sharing: str, name: str):
     """``--routing ugal-l:when=posted`` / ``ugal-g:when=posted``: each message chooses as it is posted
-    (fabscope.dynamic.ugal), in the reference engine."""
+    (fabscope.dynamic.ugal), in the compiled engine or the reference (``--engine``)."""
     from fabscope.dynamic.ugal import run_ugal
 
-    if sharing != "maxmin" or args.engine == "c":
-        raise TrafficError(f"{args.routing}: messages choose as they are posted in the reference engine, "
-                           "with max-min sharing only (no --engine c, no --model congestion)")
-    return run_ugal(fabric, placement, prog, name, seed=args.seed).as_run(placement)
+    if sharing != "maxmin":
+        raise TrafficError(f"{args.routing}: messages choose as they are posted with max-min sharing only "
+                           "(no --model congestion)")
+    return run_ugal(fabric, placement, prog, name, seed=args.seed, engine=args.engine).as_run(placement)
 
 
 def _pieces(n: int) -> str:
