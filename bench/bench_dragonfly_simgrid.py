@@ -3,6 +3,7 @@
     python bench/bench_dragonfly_simgrid.py                  # a=8,p=4,h=4,g=33: group shift, random permutation
     python bench/bench_dragonfly_simgrid.py --repeat 9 --pattern shift:k=32
     python bench/bench_dragonfly_simgrid.py --fabric dragonfly:a=4,p=2,h=2,g=9 --pattern shift:k=8
+    python bench/bench_dragonfly_simgrid.py --stages --repeat 7    # fabscope's process stage by stage
 
 Each pattern is one round of 1 MiB messages, every rank at once (``--ppn 1``), under the
 dragonfly's default routing (``minimal``: local-global-local).  fabscope's side is the command a
@@ -21,6 +22,11 @@ and their ratio ("x": SimGrid's over fabscope's, above 1 where fabscope is faste
 the largest relative difference of completion times ("agree": SimGrid against fabscope at
 latency 0), and the engines alone: fabscope's compiled engine (CPU s, in the problem's process)
 and SimGrid's ``Engine.run`` (wall s, as its peer measures it).
+
+``--stages``: where fabscope's process spends its CPU, median of ``--repeat`` fresh processes of
+the first pattern: Python's start, ``import numpy`` (one OpenBLAS thread, as ``simulate`` asks),
+``rich`` (the console and table the result is printed with), the rest of the modules the command
+loads, and the command's own work (``fabscope.cli.main``: parser, fabric, routing, engine, table).
 
 Bytecode is cached for fabscope's processes (as an installed package has it: one untimed run
 fills a temporary cache, ``PYTHONPYCACHEPREFIX``), and the compiled engine built before the
@@ -79,6 +85,62 @@ print(json.dumps({"engine": spent[0], "routes and engine": whole, "messages": in
 """
 
 
+#: ``--stages``: the command's CPU seconds by stage, in a fresh process (one OpenBLAS thread, as simulate sets)
+STAGES = """
+import json, os, sys, time
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+T = [time.process_time()]
+import numpy, numpy.random  # noqa: E401
+T.append(time.process_time())
+import rich.console, rich.table, rich.text  # noqa: E401
+T.append(time.process_time())
+for m in sys.argv[1].split():
+    __import__(m)
+T.append(time.process_time())
+sys.argv = ["fabscope", *sys.argv[2:]]
+real = os._exit
+def leave(code):
+    T.append(time.process_time())
+    sys.stderr.write(json.dumps(T) + "\\n")
+    real(code)
+os._exit = leave
+from fabscope.cli import main
+leave(main())
+"""
+
+#: ``--stages``: the modules the command loads (printed by a first, untimed run)
+MODULES = """
+import os, sys
+sys.argv = ["fabscope", *sys.argv[1:]]
+real = os._exit
+def leave(code):
+    sys.stderr.write(" ".join(sorted(m for m in sys.modules if m.startswith("fabscope"))) + "\\n")
+    real(code)
+os._exit = leave
+from fabscope.cli import main
+leave(main())
+"""
+
+
+def stages(cli: list[str], here: str, repeat: int) -> None:
+    """``--stages``: median CPU s of each stage of the command's process."""
+    import subprocess
+
+    env = ENV[here]
+    got = subprocess.run([sys.executable, "-c", MODULES, *cli[2:]], env=env, capture_output=True, text=True)
+    mods = got.stderr.strip().splitlines()[-1]
+    rows = []
+    for _ in range(repeat):
+        got = subprocess.run([sys.executable, "-c", STAGES, mods, *cli[2:]], env=env, capture_output=True, text=True)
+        t = json.loads(got.stderr.strip().splitlines()[-1])
+        rows.append([t[0], t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[4]])
+    names = ("Python's start", "import numpy, numpy.random", "import rich (console, table)",
+             "fabscope's modules and the rest they load", "the command's work (cli.main)", "in all")
+    print(f"fabscope's process by stage, CPU s, median of {repeat}: {' '.join(cli[2:])}")
+    for i, name in enumerate(names):
+        print(f"  {name:44} {statistics.median(r[i] for r in rows):.3f}")
+
+
 def simgrid_run(prob: str) -> tuple[float, float, float]:
     """Wall s and CPU s of SimGrid's whole process, and its engine's own run (wall s)."""
     got = simgrid_whole(prob)
@@ -94,6 +156,7 @@ def main() -> None:
     ap.add_argument("--pattern", action="append", help="default: shift:k=a*p (the group shift) and permutation")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--size", default="1MiB")
+    ap.add_argument("--stages", action="store_true", help="fabscope's process by stage instead (first pattern)")
     a = ap.parse_args()
     here = os.path.normpath(HERE)
     from fabscope.resolver import resolve_fabric
@@ -103,6 +166,12 @@ def main() -> None:
     caches = tempfile.TemporaryDirectory(prefix="fabscope-bench-pyc-")
     ENV[here] = environment(here, caches.name)
     run_case(["-c", BUILD], here)
+    if a.stages:
+        cli = ["-m", "fabscope.cli", "simulate", "--fabric", a.fabric, "--ppn", "1", "--pattern", patterns[0],
+               "--size", a.size, "--dynamic"]
+        run_case(cli, here)                                # untimed: fills the bytecode cache
+        stages(cli, here, a.repeat)
+        return
     print(f"{a.fabric}, --ppn 1, {a.size} messages, one round; medians of {a.repeat} whole processes each, "
           f"alternately (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     print("| pattern | messages | fabscope wall s | cpu s | MB | SimGrid wall s | cpu s | x wall | x cpu "
