@@ -58,7 +58,7 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
         bad = [k for k in kw if k != "algorithm"]
         if bad:
             raise TrafficError(f"pattern {name!r} has no parameter {bad[0]!r} (takes: algorithm)")
-        ppn = _ranks_per_node(placement) if kw.get("algorithm") == "rail" else None
+        ppn = _ranks_per_node(placement, kw.get("algorithm")) if kw.get("algorithm") in ("rail", "rail-tree") else None
         return [(pg.collective(name, kw.get("algorithm"), n, size, ppn=ppn), None)], name
     if name == "replay":
         return [(pg.replay_matrix(arg, n), None)], name
@@ -87,7 +87,7 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
                                  np.zeros(traffic.n_flows, dtype=np.int64), **dict(traffic.params)), None)], traffic.name
 
 
-def _ranks_per_node(placement: Placement) -> int:
+def _ranks_per_node(placement: Placement, algorithm: str = "rail") -> int:
     """The ranks per node of a placement that puts the same number on every node used, node by
     node (rank ``node * ppn + i`` is local rank ``i``), as the rail-aligned allreduce numbers them."""
     import numpy as np
@@ -96,7 +96,7 @@ def _ranks_per_node(placement: Placement) -> int:
     ppn = int(np.bincount(host).max())
     nodes = host[::ppn]
     if len(host) % ppn or np.any(host != np.repeat(nodes, ppn)) or len(np.unique(nodes)) != len(nodes):
-        raise TrafficError(f"allreduce:rail needs {ppn} ranks on every node, numbered node by node "
+        raise TrafficError(f"allreduce:{algorithm} needs {ppn} ranks on every node, numbered node by node "
                            "(--placement block with a rank count that fills its nodes)")
     return ppn
 

@@ -27,7 +27,7 @@ from fabscope.errors import TrafficError
 from fabscope.traffic.draws import msg_rounds, random_pairing, ring_order
 
 COLLECTIVES = {
-    "allreduce": ("ring", "recursive-doubling", "rail", "sharp"),
+    "allreduce": ("ring", "recursive-doubling", "rail", "rail-tree", "sharp"),
     "alltoall": ("pairwise", "bruck"),
     "bcast": ("binomial",),
 }
@@ -208,12 +208,7 @@ def allreduce_rail(n_ranks: int, size: float, ppn: int | None) -> Program:
     ...
     fabscope.errors.TrafficError: allreduce:rail needs the same ranks on every node: 6 ranks do not make nodes of 4
     """
-    if ppn is None:
-        raise TrafficError("allreduce:rail needs the ranks per node (the placement's)")
-    if ppn < 1 or n_ranks % ppn:
-        raise TrafficError(f"allreduce:rail needs the same ranks on every node: "
-                           f"{n_ranks} ranks do not make nodes of {ppn}")
-    n_nodes = n_ranks // ppn
+    n_nodes = _nodes(n_ranks, ppn, "rail")
     r = np.arange(n_ranks)
     node, local = np.divmod(r, ppn)
     on_node = (r, node * ppn + (local + 1) % ppn, size / ppn)
@@ -222,6 +217,79 @@ def allreduce_rail(n_ranks: int, size: float, ppn: int | None) -> Program:
     if not rounds:
         raise TrafficError("allreduce needs at least 2 ranks")
     return Program.from_rounds("allreduce", n_ranks, rounds, algorithm="rail", size=size, ppn=ppn)
+
+
+def _nodes(n_ranks: int, ppn: int | None, algorithm: str) -> int:
+    """The node count of ``n_ranks`` ranks, ``ppn`` on each (refused when they do not make whole nodes)."""
+    if ppn is None:
+        raise TrafficError(f"allreduce:{algorithm} needs the ranks per node (the placement's)")
+    if ppn < 1 or n_ranks % ppn:
+        raise TrafficError(f"allreduce:{algorithm} needs the same ranks on every node: "
+                           f"{n_ranks} ranks do not make nodes of {ppn}")
+    return n_ranks // ppn
+
+
+#: allreduce:rail-tree cuts each rail's share into pieces of about this many bytes ...
+TREE_PIECE = 1 << 18
+#: ... and into no more than this many
+TREE_MAX_PIECES = 64
+
+
+def allreduce_rail_tree(n_ranks: int, size: float, ppn: int | None, pieces: int | None = None) -> Program:
+    """Rail-aligned tree allreduce: the on-node phases of :func:`allreduce_rail`, and between them
+    ``ppn`` independent pipelined binary-tree allreduces of ``size / ppn``, tree ``i`` joining local
+    rank ``i`` of every node (as NCCL's tree algorithm runs between nodes, one tree per rail here).
+
+    The ``N`` nodes form a binary tree in breadth-first order (node ``k``'s parent is
+    ``(k - 1) // 2``, depth ``D = floor(log2 N)``).  Each tree's vector goes in ``C`` pieces
+    (``pieces``; default ``size / ppn`` over 256 KiB, 1 to 64): a node at depth ``d`` sends piece
+    ``c`` up in round ``D - d + c`` (once its children's piece ``c`` has arrived: they sent it
+    the round before) and down in round ``D + d + c`` (its parent sent it the round before), so
+    the reduction and the broadcast flow at once, one piece a round along every tree cable:
+    ``2 D + C - 1`` rounds between the on-node phases instead of the ring's ``2 (N - 1)``.
+    One tree, not NCCL's two (each leaf in one of them): a node here sends each piece down to
+    its two children through one NIC.
+
+    >>> p = allreduce_rail_tree(8, 8e6, ppn=2, pieces=4)   # 4 nodes of 2: D = 2, 2*2 + 4 - 1 = 7 tree rounds
+    >>> int(p.step_round.max()) + 1, sorted(set(p.bytes.tolist()))
+    (9, [1000000.0, 4000000.0])
+    >>> allreduce_rail_tree(8, 1.0, ppn=8).n_messages == allreduce_rail(8, 1.0, ppn=8).n_messages   # one node
+    True
+    """
+    n_nodes = _nodes(n_ranks, ppn, "rail-tree")
+    share = size / ppn
+    c = int(pieces) if pieces is not None else int(min(TREE_MAX_PIECES, max(1, -(-share // TREE_PIECE))))
+    if c < 1:
+        raise TrafficError(f"allreduce:rail-tree needs at least one piece, got {c}")
+    r = np.arange(n_ranks)
+    node, local = np.divmod(r, ppn)
+    on_node = (r, node * ppn + (local + 1) % ppn, share)
+    rounds = [on_node] * (ppn - 1)
+    if n_nodes > 1:
+        kid = np.arange(1, n_nodes)                        # every node but the root, with its parent
+        up = (kid - 1) // 2
+        depth = np.floor(np.log2(kid + 1)).astype(np.int64)
+        top = int(depth.max())
+        # tree cable (kid, up) of every rail: ranks kid * ppn + i and up * ppn + i
+        a = (kid[:, None] * ppn + np.arange(ppn)).ravel()
+        b = (up[:, None] * ppn + np.arange(ppn)).ravel()
+        d = np.repeat(depth, ppn)
+        for t in range(2 * top + c - 1):
+            src, dst = [], []
+            piece_up = t - (top - d)                       # the kid, at depth d, sends piece t - (D - d) up
+            go = (piece_up >= 0) & (piece_up < c)
+            src.append(a[go])
+            dst.append(b[go])
+            piece_down = t - (top + d - 1)                 # its parent, at depth d - 1, sends it down
+            go = (piece_down >= 0) & (piece_down < c)
+            src.append(b[go])
+            dst.append(a[go])
+            rounds.append((np.concatenate(src), np.concatenate(dst), share / c))
+    rounds += [on_node] * (ppn - 1)
+    rounds = [x for x in rounds if len(x[0])]
+    if not rounds:
+        raise TrafficError("allreduce needs at least 2 ranks")
+    return Program.from_rounds("allreduce", n_ranks, rounds, algorithm="rail-tree", size=size, ppn=ppn, pieces=c)
 
 
 def alltoall_pairwise(n_ranks: int, size: float) -> Program:
@@ -260,7 +328,7 @@ def bcast_binomial(n_ranks: int, size: float, root: int = 0) -> Program:
 
 def collective(name: str, algorithm: str | None, n_ranks: int, size: float, ppn: int | None = None) -> Program:
     """``allreduce`` / ``alltoall`` / ``bcast`` by algorithm (default: the first listed in COLLECTIVES);
-    ``ppn``: ranks per node, for the algorithms that follow the nodes (``rail``)."""
+    ``ppn``: ranks per node, for the algorithms that follow the nodes (``rail``, ``rail-tree``)."""
     if name not in COLLECTIVES:
         raise TrafficError(f"unknown collective {name!r}; choose from {', '.join(COLLECTIVES)}")
     algo = algorithm or COLLECTIVES[name][0]
@@ -276,6 +344,7 @@ def collective(name: str, algorithm: str | None, n_ranks: int, size: float, ppn:
         ("alltoall", "pairwise"): alltoall_pairwise, ("alltoall", "bruck"): alltoall_bruck,
         ("bcast", "binomial"): bcast_binomial,
         ("allreduce", "rail"): partial(allreduce_rail, ppn=ppn),
+        ("allreduce", "rail-tree"): partial(allreduce_rail_tree, ppn=ppn),
     }[(name, algo)](n_ranks, size)
 
 
