@@ -84,12 +84,8 @@ def torus(dims: Sequence[int], *, periodic: bool | Sequence[bool] = True, hosts_
         cb.append(n_h + nb)
         pa.append(port[r, d, 0])
         pb.append(port[nb, d, 1])
-    a, bb = np.concatenate(ca), np.concatenate(cb)
-    n_links = 2 * len(a)
-    link_src = np.empty(n_links, np.int32)
-    link_dst = np.empty(n_links, np.int32)
-    link_src[0::2], link_src[1::2] = a, bb
-    link_dst[0::2], link_dst[1::2] = bb, a
+    link_src, link_dst = _directed(np.concatenate(ca), np.concatenate(cb))
+    n_links = len(link_src)
     sp = np.empty(n_links, np.int16)
     sp[0::2], sp[1::2] = np.concatenate(pa), np.concatenate(pb)
     # routers in C order are the coordinates' product, last fastest (a quarter of the time of
@@ -224,12 +220,8 @@ def dragonfly(a: int, p: int, h: int, g: int, *, capacity: float = 3071e6, globa
         ca.append(router[0::2])
         cb.append(router[1::2])
         caps.append(np.full(len(gi) * reps, float(gcap)))
-    a_, b_ = np.concatenate(ca), np.concatenate(cb)
-    n_links = 2 * len(a_)
-    link_src = np.empty(n_links, np.int32)
-    link_dst = np.empty(n_links, np.int32)
-    link_src[0::2], link_src[1::2] = a_, b_
-    link_dst[0::2], link_dst[1::2] = b_, a_
+    link_src, link_dst = _directed(np.concatenate(ca), np.concatenate(cb))
+    n_links = len(link_src)
     sp = (_occurrence(link_src) + 1).astype(np.int16)
     cap = np.repeat(np.concatenate(caps), 2)
     names = [f"g{x // (a * p):02d}n{x % (a * p):03d}" for x in range(n_h)]
@@ -244,6 +236,19 @@ def dragonfly(a: int, p: int, h: int, g: int, *, capacity: float = 3071e6, globa
         params={"generator": "dragonfly", "a": a, "p": p, "h": h, "g": g, "capacity": capacity,
                 "global_capacity": gcap, "latency": latency, "cores": cores},
     )
+
+
+def _directed(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cables ``a[i] - b[i]`` as directed links: link ``2 i`` from ``a[i]``, ``2 i + 1`` back.
+
+    >>> [x.tolist() for x in _directed(np.array([0, 1]), np.array([5, 6]))]
+    [[0, 5, 1, 6], [5, 0, 6, 1]]
+    """
+    src = np.empty(2 * len(a), np.int32)
+    dst = np.empty(2 * len(a), np.int32)
+    src[0::2], src[1::2] = a, b
+    dst[0::2], dst[1::2] = b, a
+    return src, dst
 
 
 def _occurrence(x: np.ndarray) -> np.ndarray:
