@@ -127,7 +127,8 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
         for prog, scenario in progs:
             task = bar.add_task(f"simulating {prog.name}", total=prog.n_messages)
             if posted:
-                run = _run_posted(args, fabric, placement, prog, sharing, routing_name)
+                run = _run_posted(args, fabric, placement, prog, sharing, routing_name,
+                                  lambda done, t, task=task: bar.update(task, completed=done))
             else:
                 run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
                                      ports=getattr(args, "ports", None), sharing=sharing,
@@ -193,7 +194,8 @@ def _run_sharp(args: argparse.Namespace, con, fabric: Fabric, placement: Placeme
     return 0
 
 
-def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, prog, sharing: str, name: str):
+def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, prog, sharing: str, name: str,
+                progress=None):
     """``--routing ugal-l:when=posted`` / ``ugal-g:when=posted``: each message chooses as it is posted
     (fabscope.dynamic.ugal), in the compiled engine or the reference (``--engine``)."""
     from fabscope.dynamic.ugal import run_ugal
@@ -201,7 +203,8 @@ def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, 
     if sharing != "maxmin":
         raise TrafficError(f"{args.routing}: messages choose as they are posted with max-min sharing only "
                            "(no --model congestion)")
-    return run_ugal(fabric, placement, prog, name, seed=args.seed, engine=args.engine).as_run(placement)
+    return run_ugal(fabric, placement, prog, name, seed=args.seed, engine=args.engine,
+                    progress=progress).as_run(placement)
 
 
 def _pieces(n: int) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -69,12 +70,14 @@ class UgalRun:
 
 
 def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str = "ugal-g", *, seed: int = 0,
-             alpha: float = DEFAULT_ALPHA, latency: bool = True, engine: str = "auto") -> UgalRun:
+             alpha: float = DEFAULT_ALPHA, latency: bool = True, engine: str = "auto",
+             progress: Callable[[int, float], None] | None = None) -> UgalRun:
     """Run ``program`` with every message choosing its path when it is posted (see the module);
     ``simulate --dynamic --routing ugal-g:when=posted`` from the command line.
 
     ``engine``: ``"c"`` the compiled engine (``"auto"``: it where it builds), ``"python"`` the
-    reference; both choose alike and give the same times (tests/dynamic/test_ugal.py)."""
+    reference; both choose alike and give the same times (tests/dynamic/test_ugal.py).
+    ``progress(messages done, simulated seconds)``: called now and then by the compiled engine."""
     if mode not in ("ugal-l", "ugal-g"):
         raise RoutingError(f"UGAL in time is ugal-l or ugal-g, not {mode!r}")
     if not is_dragonfly(fabric):
@@ -103,7 +106,7 @@ def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str =
             use = "python"
     if use == "c":
         chosen = np.array(msg_pair, np.int64)
-        out = fast.run_program(program, paths, msg_pair, choice=rule, chosen=chosen)
+        out = fast.run_program(program, paths, msg_pair, choice=rule, chosen=chosen, progress=progress)
     else:
         from fabscope.dynamic.engine import run_program
 
