@@ -100,7 +100,7 @@ def test_rail_tree_moves_every_piece_once_along_every_tree_cable_after_it_arrive
     """Each rail's binary tree over 6 nodes (depth 2): every piece goes up each tree cable once,
     after the sender's children sent it up, and down once, after the sender's parent sent it down."""
     ppn, n_nodes, c = 3, 6, 4
-    p = allreduce_rail_tree(ppn * n_nodes, 12e6, ppn=ppn, pieces=c)
+    p = allreduce_rail_tree(ppn * n_nodes, 12e6, ppn=ppn, pieces=c, trees=1)
     across = p.src // ppn != p.dst // ppn
     assert np.all(p.bytes[across] == 12e6 / ppn / c)
     assert np.all(p.src[across] % ppn == p.dst[across] % ppn)          # tree i on local rank i
@@ -130,6 +130,29 @@ def test_rail_tree_moves_every_piece_once_along_every_tree_cable_after_it_arrive
         collective("allreduce", "rail-tree", 12, 12e6)
     with pytest.raises(TrafficError, match="nodes of 5"):
         allreduce_rail_tree(12, 1.0, ppn=5)
+
+
+@pytest.mark.parametrize("n_nodes", [2, 5, 6, 7])
+def test_the_double_tree_is_the_tree_and_its_mirror_each_with_half(n_nodes):
+    """NCCL's double binary tree: the second tree is the first with node k at N-1-k, each with
+    half of the vector; no node is inside both (it would send every piece down twice twice)."""
+    ppn, c = 2, 3
+    n = ppn * n_nodes
+    two = allreduce_rail_tree(n, 12e6, ppn=ppn, pieces=c)
+    one = allreduce_rail_tree(n, 6e6, ppn=ppn, pieces=c, trees=1)
+
+    def across(p, mirror=False):
+        sel = p.src // ppn != p.dst // ppn
+        s, d = p.src[sel], p.dst[sel]
+        if mirror:
+            s, d = (n_nodes - 1 - s // ppn) * ppn + s % ppn, (n_nodes - 1 - d // ppn) * ppn + d % ppn
+        return sorted(zip(s.tolist(), d.tolist(), p.step_round[p.send_step[sel]].tolist(), p.bytes[sel].tolist()))
+    assert across(two) == sorted(across(one) + across(one, mirror=True))
+    on = two.src // ppn == two.dst // ppn
+    assert np.all(two.bytes[on] == 12e6 / ppn)
+    down = lambda p: {int(x) for x in p.src[(p.src // ppn != p.dst // ppn) & (p.src < p.dst)] // ppn}  # noqa: E731
+    inner = down(one)                                  # nodes that send down in the first tree
+    assert not inner & {n_nodes - 1 - x for x in inner}
 
 
 def test_rail_tree_beats_the_rail_ring_where_rounds_cost_more_than_bytes():
