@@ -178,30 +178,37 @@ def main() -> None:
           "| agree | fabscope engine cpu s | routes + engine | SimGrid engine s | load |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for pattern in patterns:
-        cli = ["-m", "fabscope.cli", "simulate", "--fabric", a.fabric, "--ppn", "1", "--pattern", pattern,
-               "--size", a.size, "--dynamic"]
         load0 = os.getloadavg()[0]
-        with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
-            prob, ends = os.path.join(tmp, "problem.json"), os.path.join(tmp, "ends.npy")
-            out = run_case(["-c", PROBLEM, prob, ends, *cli[2:]], here)[3]
-            info = json.loads(out.strip().splitlines()[-1])
-            run_case(cli, here)                            # untimed: fills the bytecode cache
-            ours, theirs, peak = [], [], 0.0
-            for _ in range(a.repeat):
-                wall, cpu, mb, _ = run_case(cli, here)
-                ours.append((wall, cpu))
-                peak = max(peak, mb)
-                theirs.append(simgrid_run(prob))
-            with open(prob + ".out") as fh:
-                finish = np.array(json.load(fh)["finish"], dtype=float)
-            agree = float(np.max(np.abs(finish - np.load(ends)) / finish))
-        w, c = statistics.median(x[0] for x in ours), statistics.median(x[1] for x in ours)
-        sw, sc = statistics.median(x[0] for x in theirs), statistics.median(x[1] for x in theirs)
-        se = statistics.median(x[2] for x in theirs)
-        print(f"| {pattern} | {info['messages']:,} | {w:.3f} | {c:.3f} | {peak:.0f} | {sw:.3f} | {sc:.3f} | "
-              f"{sw / w:.2f} | {sc / c:.2f} | {agree:.0e} | {info['engine']:.4f} | "
-              f"{info['routes and engine']:.4f} | {se:.4f} | {load0:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
+        r = compare(a.fabric, pattern, a.size, a.repeat, here)
+        print(f"| {pattern} | {r['messages']:,} | {r['wall']:.3f} | {r['cpu']:.3f} | {r['mb']:.0f} | "
+              f"{r['sg wall']:.3f} | {r['sg cpu']:.3f} | {r['sg wall'] / r['wall']:.2f} | {r['sg cpu'] / r['cpu']:.2f} | "
+              f"{r['agree']:.0e} | {r['engine']:.4f} | {r['routes and engine']:.4f} | {r['sg engine']:.4f} | "
+              f"{load0:.1f}-{os.getloadavg()[0]:.1f} |", flush=True)
 
+
+def compare(fabric: str, pattern: str, size: str, repeat: int, here: str) -> dict:
+    """fabscope's and SimGrid's whole processes on one pattern, alternately ``repeat`` times each:
+    medians (wall, cpu; SimGrid's too, and its engine's run), fabscope's peak MB, the agreement
+    of completion times, and fabscope's engine alone (ENV[here] set up, the engine built)."""
+    cli = ["-m", "fabscope.cli", "simulate", "--fabric", fabric, "--ppn", "1", "--pattern", pattern,
+           "--size", size, "--dynamic"]
+    with tempfile.TemporaryDirectory(prefix="fabscope-bench-") as tmp:
+        prob, ends = os.path.join(tmp, "problem.json"), os.path.join(tmp, "ends.npy")
+        out = run_case(["-c", PROBLEM, prob, ends, *cli[2:]], here)[3]
+        info = json.loads(out.strip().splitlines()[-1])
+        run_case(cli, here)                            # untimed: fills the bytecode cache
+        ours, theirs, peak = [], [], 0.0
+        for _ in range(repeat):
+            wall, cpu, mb, _ = run_case(cli, here)
+            ours.append((wall, cpu))
+            peak = max(peak, mb)
+            theirs.append(simgrid_run(prob))
+        with open(prob + ".out") as fh:
+            finish = np.array(json.load(fh)["finish"], dtype=float)
+        agree = float(np.max(np.abs(finish - np.load(ends)) / finish))
+    med = lambda rows, i: statistics.median(x[i] for x in rows)  # noqa: E731
+    return {**info, "wall": med(ours, 0), "cpu": med(ours, 1), "mb": peak, "sg wall": med(theirs, 0),
+            "sg cpu": med(theirs, 1), "sg engine": med(theirs, 2), "agree": agree}
 
 if __name__ == "__main__":
     t0 = time.perf_counter()
