@@ -169,3 +169,17 @@ def test_dragonfly_engines_refused_elsewhere_and_bad_options_named():
     with pytest.raises(RoutingError, match="no option"):
         make_routing(SMALL, "valiant:parts=2")
     assert make_routing(fat_tree(k=2, levels=2), "minimal").name == "minimal"   # min-hop off dragonflies
+
+
+def test_minimal_routing_draws_nothing_and_loads_no_random_generator():
+    """numpy.random costs a simulation of the group shift 15-20 ms of CPU, 8 % of its whole process
+    (bench/bench_dragonfly_simgrid.py): the minimal routes take no seed, so it is not loaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom fabscope.cli import main\n"
+            "main(['simulate', '--fabric', 'dragonfly:a=4,p=2,h=2,g=9', '--ppn', '1', '--pattern', 'shift:k=8',"
+            " '--dynamic'])\nprint('numpy.random' in sys.modules, file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "dynamic: shift" in p.stdout and p.stderr.strip().splitlines()[-1] == "False"
