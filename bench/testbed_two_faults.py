@@ -15,7 +15,7 @@ whether both true cables are among the joint suspects (recall) with nothing else
 the totals, the machine's load average before and after, and the CPU and wall time.
 
     sudo .venv/bin/python bench/testbed_two_faults.py [--trials 3] [--seed 1] [--rate 40Mbit]
-         [--fabric fat-tree:k=4,levels=2] [--factor 0.25] [--rounds 8] [--size 256KiB]
+         [--fabric fat-tree:k=4,levels=2] [--factor 0.25] [--rounds 8] [--size 256KiB] [--keep DIR]
 
 Needs root (network namespaces).  Testbed name ``ac8``.  Figures are taken on whatever else the machine
 runs; the load average printed says how busy it was.
@@ -82,6 +82,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--size", default="256KiB")
+    ap.add_argument("--keep", metavar="DIR", help="keep each trial's files in DIR/trial-N (default: removed)")
     a = ap.parse_args()
     why = system.unavailable_reason()
     if why:
@@ -107,20 +108,29 @@ def main() -> int:
                 assert subprocess.run([*FABSCOPE, "testbed", "degrade", NAME, spec, "--rate",
                                        f"{rate * a.factor * 8:.0f}bit"], capture_output=True).returncode == 0
             with tempfile.TemporaryDirectory(prefix="fabscope-two-faults-") as tmp:
-                w = Path(tmp)
+                w = Path(a.keep) / f"trial-{trial}" if a.keep else Path(tmp)
+                w.mkdir(parents=True, exist_ok=True)
                 fabscope("measure", "--testbed", NAME, "--timeout", "600", "random-pairs", "--size", a.size,
                          "--iterations", "10", "--rounds", str(a.rounds), "--seed", str(a.seed + trial),
                          "--out", "first.jsonl", cwd=w)
-                fabscope("diagnose", "first.jsonl", "--fabric", NAME, "-o", "first.json", cwd=w)
+                (w / "first.txt").write_text(fabscope("diagnose", "first.jsonl", "--fabric", NAME, "-o", "first.json",
+                                                      cwd=w).stdout)
                 fabscope("diagnose", "--plan", "--confirm", "first.json", "--fabric", NAME, "-o", "confirm.sh",
                          cwd=w)
+                before = named_cables(w / "first.json")
+                if not (w / "confirm.sh").exists():  # no suspect: nothing to confirm
+                    print(f"trial {trial}: degraded {', '.join(truth)}; first named nothing: no confirmation "
+                          f"round; both named NO")
+                    clean += 1
+                    assert subprocess.run([*FABSCOPE, "testbed", "restore", NAME], capture_output=True).returncode == 0
+                    continue
                 env = dict(os.environ, FABSCOPE=" ".join(shlex.quote(x) for x in FABSCOPE))
                 p = subprocess.run(["sh", "confirm.sh"], cwd=w, env=env, capture_output=True, text=True)
                 if p.returncode not in (0, 3):
                     raise SystemExit(f"confirm.sh: exit {p.returncode}: {p.stderr.strip()[-400:]}")
                 last = shlex.split(Path(w / "confirm.sh").read_text().strip().splitlines()[-1])
                 fabscope(*last[1:], "-o", "joint.json", cwd=w)
-                before, after = named_cables(w / "first.json"), named_cables(w / "joint.json")
+                after = named_cables(w / "joint.json")
                 cables = {state.cable_of(f, s) for s in truth}
                 joint = json.loads((w / "joint.json").read_text())["extra"]["suspects"]
                 got = {int(link) // 2 for s in joint if not s["host"] for link in s["links"]}
