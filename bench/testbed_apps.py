@@ -31,7 +31,7 @@ before; the fastest run of each counts (other work on the machine only adds time
 placement the measured time (fastest, and slowest), the predicted time (per step x steps),
 measured/predicted, measured/floor, link-bound or not and why, the load average around every run, and the order of the placements measured and predicted.
 
-    sudo .venv/bin/python bench/testbed_apps.py [--app lammps|gromacs] [--rate auto:40Mbit] [--steps N]
+    sudo .venv/bin/python bench/testbed_apps.py [--app lammps|gromacs] [--rate auto:20Mbit] [--steps N]
                                                 [--box N] [--repeats 2] [--name lm1]
 
 Figures are taken on whatever else the machine runs (the load average is printed); say so when quoting them.
@@ -115,6 +115,8 @@ class App:
 
     program: str
     package: str
+    #: the links' default rate: slow enough that every placement is link-bound on 2 shared cores
+    rate: str
     steps: int
     box: int
     box_help: str
@@ -160,11 +162,11 @@ def gromacs_seconds(out: str, folder: str, label: str) -> float | None:
 
 
 APPS = {
-    "lammps": App("lmp", "lammps", 20, 20, "lattice cells per side (20: 32,000 atoms)", lammps_prepare,
+    "lammps": App("lmp", "lammps", "auto:20Mbit", 20, 20, "lattice cells per side (20: 32,000 atoms)", lammps_prepare,
                   lambda folder, label: ["-in", os.path.join(folder, "in.lj"), "-log", "none"], lammps_seconds),
     # one thread per rank, no pinning (2 cores for 16 ranks), no dynamic load balancing (its cells would follow
     # the CPUs' load, not the placement), no file at the end
-    "gromacs": App("gmx_mpi", "gromacs", 100, 6, "edge of the water box in nm (6: 21,000 atoms)", gromacs_prepare,
+    "gromacs": App("gmx_mpi", "gromacs", "auto:10Mbit", 100, 6, "edge of the water box in nm (6: 21,000 atoms)", gromacs_prepare,
                    lambda folder, label: ["mdrun", "-s", os.path.join(folder, "md.tpr"), "-deffnm", os.path.join(folder, label),
                                           "-ntomp", "1", "-pin", "off", "-dlb", "no", "-noconfout"],
                    gromacs_seconds),
@@ -231,7 +233,7 @@ def main() -> int:
     ap.add_argument("--app", choices=sorted(APPS), default="lammps")
     ap.add_argument("--name", default="lm1")
     ap.add_argument("--fabric", default="fat-tree:k=4,levels=2,up=1")
-    ap.add_argument("--rate", default="auto:40Mbit")
+    ap.add_argument("--rate", help="the links' rate (lammps auto:20Mbit, gromacs auto:10Mbit)")
     ap.add_argument("--steps", type=int, help="steps of the run (lammps 20, gromacs 100)")
     ap.add_argument("--box", type=int, help="; ".join(f"{k}: {a.box_help}" for k, a in APPS.items()))
     ap.add_argument("--seed", type=int, default=3, help="the node list's order")
@@ -241,14 +243,14 @@ def main() -> int:
     # a SIGTERM (an outer timeout) ends through the finally below: the testbed is taken down
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     app = APPS[args.app]
-    steps, box = args.steps or app.steps, args.box or app.box
+    steps, box, rate = args.steps or app.steps, args.box or app.box, args.rate or app.rate
     exe = shutil.which(app.program)
     if not exe:
         raise SystemExit(f"needs Debian's {app.package} ({app.program})")
     folder = tempfile.mkdtemp(prefix=f"fabscope-{args.app}-")
     try:
         app.prepare(folder, box, steps)
-        p = fabscope("testbed", "up", "--name", args.name, "--fabric", args.fabric, "--rate", args.rate)
+        p = fabscope("testbed", "up", "--name", args.name, "--fabric", args.fabric, "--rate", rate)
         if p.returncode != 0:
             raise SystemExit(f"testbed up: {p.stderr.strip()}")
         print(" ".join((p.stdout + p.stderr).split("\n")[-2:]).strip())
