@@ -22,8 +22,8 @@ no PME: domain decomposition's halo exchange):
    the others, so a run takes about the longer of its links' time and its CPUs' time, not their sum: a
    placement measured at least :data:`OVER_FLOOR` times the floor was paced by its links; one nearer the
    floor by the CPUs (the bench says CPU-BOUND: its speed-up over another placement is then a lower
-   bound of what the links would give).  The floor is no exact CPU time: GROMACS ran its 16 ranks on
-   one host 1.2 times slower than on 16 hosts under map's placement (reproducibly), so a placement
+   bound of what the links would give).  The floor is no exact CPU time: GROMACS's 16 ranks on one host
+   took longer than its map placement on 16 hosts at 20 and 40 Mbit (docs/mapping.md), so a placement
    measured *below* the floor is said to be so, not judged.
 
 Every placement, the floor included, runs ``--repeats`` times, each round in the reverse order of the one
