@@ -226,3 +226,21 @@ def test_a_program_of_no_known_mpi_is_refused_before_mapping(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc != 0 and not out_file.exists()
     assert len(err.strip().splitlines()) == 1 and "no ELF executable" in err and "--mpi" in err
+
+
+def test_the_program_is_an_input_never_overwritten_and_found_on_path(tmp_path, capsys, monkeypatch):
+    """`-o` naming the program itself is refused before anything is written; a bare name is the one on $PATH,
+    and one that is nowhere is refused in one line."""
+    from fabscope.cli import main
+
+    prog = _program(tmp_path, "openmpi")
+    before = open(prog, "rb").read()
+    args = ["map", "--fabric", "fat-tree:k=4,levels=2", "--nodes", "h[0000-0015]", "--ppn", "1", "--comm", "ring:16"]
+    assert main([*args, "-o", prog, "--program", prog]) != 0
+    assert "is also an input" in capsys.readouterr().err and open(prog, "rb").read() == before
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    f, got = _map_line(tmp_path, capsys, monkeypatch, "hostfile", "--program", os.path.basename(prog))
+    assert got == f"mpirun --map-by seq --hostfile {f} -np 16 {os.path.basename(prog)}"
+    assert main([*args, "-o", str(tmp_path / "h.txt"), "--program", "no-such-program-here"]) != 0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no-such-program-here" in err and not (tmp_path / "h.txt").exists()

@@ -13,7 +13,7 @@ import json
 import sys
 
 from fabscope.atomic import all_or_none, atomic_open, check_outputs
-from fabscope.cli.files import existing, nodes_or_stdin, reads, writes
+from fabscope.cli.files import existing, nodes_or_stdin, program_file, reads, writes
 from fabscope.cli.options import add_seed, add_size, examples, require_positive
 from fabscope.cli.names import FORMATS
 
@@ -84,9 +84,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, default="hostfile", help=FORMAT_HELP)
     writes(p.add_argument("-o", "--output", help="write the chosen algorithm's mapping to this file"))
     writes(p.add_argument("--json", help="write the metrics as JSON"))
-    p.add_argument("--program", metavar="PROGRAM",
+    reads(p.add_argument("--program", metavar="PROGRAM",
                    help="-o: the program the mapping is for; the launch line printed runs it as its MPI launches "
-                        "(its MPI read from its ELF dependencies, as testbed run does; default: the MPI found)")
+                        "(its MPI read from its ELF dependencies, as testbed run does; default: the MPI found)"),
+          program_file)
     p.add_argument("--mpi", choices=("openmpi", "mpich", "mpich-ofi", "mpich-ucx", "none"),
                    help="-o: the program's MPI, when it cannot be read from the program (a script, a static build)")
     p.set_defaults(func=run_map)
@@ -189,7 +190,13 @@ def run_map(args: argparse.Namespace) -> int:
         from fabscope.measure.mpi import program_mpi
 
         # read before any mapping: a program whose MPI is not known is refused in one line
-        program = program_mpi(args.program or "./a.out", args.mpi)
+        # a bare name is found on $PATH, as the shell running the printed line would find it
+        found = program_file(args.program, args) if args.program else []
+        if args.program and not found:
+            from fabscope.errors import MappingError
+
+            raise MappingError(f"--program {args.program!r}: no such file, nor a program of that name on $PATH")
+        program = program_mpi(found[0] if found else args.program or "./a.out", args.mpi)
     if args.trace:
         from fabscope.dynamic.programs import replay_trace
 
