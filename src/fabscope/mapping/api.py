@@ -12,7 +12,8 @@ tile       nested grid blocks per node and per leaf on trees, leaves by METIS
 ml         multilevel annealing: the graph coarsened alongside blocks of slots, refined level by
            level (from hier's partition on trees, from METIS' node parts on multi-rank nodes)
 topo       for graphs with a process grid, the best of fold / tile / hier, then swaps for
-           hop-bytes; without one, ml; then swaps for the busiest routed link; returns the best
+           hop-bytes; without one, the better of ml and block (the ranks in order: an application's
+           own numbering is often local); then swaps for the busiest routed link; returns the best
            of these stages under the declared objective (the default)
 scotch     Scotch's static mapping (pyscotch), best of ``scotch_seeds`` seeds
 ========== ===============================================================
@@ -167,6 +168,8 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
             m = _base("hier", graph, target, seed, scores)
             cands.append(Mapping(target, m.slot, m.algorithm, m.seconds,
                                  {"stages": [{"step": "ml", "kept": False, "why": "not compiled"}]}))
+        if not graph.grid:               # the ranks in order: an application's own numbering is often local
+            cands.append(_base("block", graph, target, seed, scores))
         best = scores.best(cands) if scores is not None and len(cands) > 1 else \
             min(cands, key=lambda m: _hop_bytes(m, graph))
         return Mapping(target, best.slot, best.algorithm, time.perf_counter() - t0, best.info)
