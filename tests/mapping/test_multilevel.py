@@ -167,6 +167,10 @@ def test_topo_keeps_the_ranks_in_order_when_they_are_already_local():
     perm = np.random.default_rng(3).permutation(g.n)
     r = dataclasses.replace(g, src=perm[g.src], dst=perm[g.dst])
     assert map_ranks(r, t, "topo").algorithm.startswith("ml")
+    # nor on a tree, where the ranks in order spread over the fabric lower the busiest link alone:
+    # the busiest-link objective must not buy that with hop-bytes
+    ft = Target.whole(fat_tree(k=8, levels=3), g.n, 4)
+    assert evaluate(map_ranks(r, ft, "topo"), r).hops_per_byte <= evaluate(map_ranks(r, ft, "ml"), r).hops_per_byte * 1.01
 
 
 def test_link_loads_in_chunks_are_the_whole_sums(monkeypatch):
