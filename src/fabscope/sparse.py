@@ -86,7 +86,7 @@ class _Sparse:
             sp.coo_matrix((c.data, (c.row, c.col)), shape=self.shape))
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in _OWN:       # not yet set: no scipy round trip
+        if name.startswith("__") or name in _OWN:       # not yet set: never convert to scipy for it
             raise AttributeError(name)
         return getattr(self._scipy(), name)
 
