@@ -176,6 +176,9 @@ def _small_inputs(d):
 
     f = load_fabric("fat-tree:k=4,levels=2")
     as_result(synthetic(f, *make_plan(f).pairs, {}, noise=0.03, seed=1)).write_json(str(d / "meas.json"))
+    # two slow cables: the search for suspects runs (its tie test compares matrix columns)
+    as_result(synthetic(f, *make_plan(f).pairs, {f.n_links // 2 - 3: 0.3, 20: 0.5}, noise=0.03,
+                        seed=1)).write_json(str(d / "fault.json"))
     (d / "pp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in PINGPONG))
 
 
@@ -184,6 +187,7 @@ def _small_inputs(d):
     ["simulate", "--fabric", "torus:4x4", "--routing", "dor", "--pattern", "bisection", "--model", "congestion"],
     ["compare", "{d}/meas.json", "--fabric", "fat-tree:k=4,levels=2"],
     ["diagnose", "{d}/meas.json", "--fabric", "fat-tree:k=4,levels=2"],
+    ["diagnose", "{d}/fault.json", "--fabric", "fat-tree:k=4,levels=2"],
     ["analyze", "{d}/pp.jsonl"],
 ])
 def test_commands_on_a_small_input_import_nothing_unused(tmp_path, argv):

@@ -95,7 +95,19 @@ class _Sparse:
         return getattr(self._scipy(), op)(other)
 
     def __ne__(self, other: Any) -> Any:          # type: ignore[override]
-        return self._binary("__ne__", other)
+        """Against a sparse matrix of the same shape: True where the two differ (a missing entry is 0), as scipy."""
+        if not (isinstance(other, _Sparse) and other.shape == self.shape):
+            return self._binary("__ne__", other)
+        a, b = csr_matrix(self.tocoo()), csr_matrix(other.tocoo())      # canonical: sorted, duplicates summed
+        ka = a._major_ids() * self.shape[1] + a.indices
+        kb = b._major_ids() * self.shape[1] + b.indices
+        keys = np.union1d(ka, kb)
+        va, vb = np.zeros(len(keys), a.data.dtype), np.zeros(len(keys), b.data.dtype)
+        va[np.searchsorted(keys, ka)] = a.data
+        vb[np.searchsorted(keys, kb)] = b.data
+        k = keys[va != vb]
+        out = csr_matrix((np.ones(len(k), bool), (k // self.shape[1], k % self.shape[1])), shape=self.shape)
+        return out if self.format != "csc" else out.tocsc()
 
     def __eq__(self, other: Any) -> Any:          # type: ignore[override]
         return self._binary("__eq__", other)
