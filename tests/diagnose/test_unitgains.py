@@ -60,3 +60,25 @@ def test_table_holds_the_exact_likelihood(fitted):
         out = np.zeros((len(units), len(NULL_GRID)))
         add_rows(out, c, nll(e[:, None] + D) - nll(e)[:, None])
         np.testing.assert_allclose(best[r], out.min(axis=1), rtol=0, atol=0.01)
+
+
+@pytest.mark.parametrize("grid", ["null", "per-unit"])
+def test_compiled_effects_equal_numpy(fitted, grid):
+    """Fit.effects in C against its numpy path (water_levels), with one grid and with a grid per unit,
+    at nominal capacities and with a link already cut."""
+    if not unitgains.available():
+        pytest.skip("no C compiler")
+    fit, units, _, _ = fitted
+    rng = np.random.default_rng(5)
+    g = NULL_GRID if grid == "null" else np.sort(rng.uniform(0.05, 1.0, (len(units), 9)), axis=1)
+    for cut in (None, int(units[3])):
+        factor = np.ones(fit.n_links)
+        if cut is not None:
+            factor[fit.links_of(cut)] = 0.4
+        rate, bw = fit.solve(factor)
+        got = [x for x in fit.effects(units, factor, rate, bw, g, chunk=500)]
+        ref = [x for x in fit.effects(units, factor, rate, bw, g, chunk=500, compiled=False)]
+        assert len(got) == len(ref) > 1
+        for (c1, p1, d1), (c2, p2, d2) in zip(got, ref):
+            assert (c1 == c2).all() and (p1 == p2).all()
+            np.testing.assert_allclose(d1, d2, rtol=1e-9, atol=1e-12)

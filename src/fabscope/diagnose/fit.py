@@ -98,10 +98,15 @@ class Fit:
         return self.rows_sorted[idx], np.repeat(np.arange(len(units)), lens)
 
     def effects(self, units: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
-                grid: np.ndarray, chunk: int = 400_000):
+                grid: np.ndarray, chunk: int = 400_000, compiled: bool = True):
         """What scaling unit ``units[i]`` by ``grid[j]`` (of its current capacity) does to the pairs, in
         chunks: (index into ``units`` of each entry, the pair, log(new time / current time) per grid
-        factor).  Entries come sorted by unit; pairs the unit does not slow have no entry."""
+        factor).  Entries come sorted by unit; pairs the unit does not slow have no entry.  In C
+        (:func:`.unitgains.effects`) where a compiler is found and ``compiled``; else, and as the
+        reference the tests hold it to, in numpy (:func:`.scan.water_levels`)."""
+        from fabscope.diagnose import unitgains
+
+        compiled = compiled and unitgains.available()
         pm, A = self.pm, self.A
         t_cur = self.pair_bytes / bw
         link_cap = self.capacity(factor)
@@ -132,6 +137,21 @@ class Fit:
             r = rate[flows]
             fin = np.isfinite(r)
             cap_row = link_cap[pm.res_kind[rows]]
+            if compiled:
+                pair = pm.flow_pair[flows]
+                key = which[local_row] * pm.n_pairs + pair
+                order = np.argsort(key, kind="stable")
+                ks = key[order]
+                first = np.r_[0, np.flatnonzero(ks[1:] != ks[:-1]) + 1]
+                ukey = ks[first]
+                p = ukey % pm.n_pairs
+                scale_u = np.broadcast_to(grid, (b - a, grid.shape[-1])) if grid.ndim == 1 else grid[a:b]
+                D = unitgains.effects(np.r_[0, np.cumsum(lens)], flows, rate, wts, cap_row, which, scale_u,
+                                      np.r_[first, len(ks)], order, local_row[order],
+                                      pm.bytes[pm.flow_pair[flows]], t_cur[p])
+                keep = D[:, 0] > 0                       # the strongest cut slows the pair at all
+                yield a + ukey[keep] // pm.n_pairs, p[keep], D[keep]
+                continue
             scale = grid[None, :] if grid.ndim == 1 else grid[a + which]      # one grid per unit
             lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, scale)
             new = np.minimum(r[:, None], lvl[local_row])

@@ -65,3 +65,98 @@ void ug_unit_minima(int64_t n, int64_t G, int64_t R, int64_t U, const int64_t *u
         k = k1;
     }
 }
+
+/* What cutting a unit's rows does to the pairs crossing them (fabscope.diagnose.fit.Fit.effects, the
+ * compiled path).  Rows r = 0..R-1, each a link in one concurrent set, with its entries (flows)
+ * ent[rptr[r] .. rptr[r+1]); every entry has its flow's rate (inf: not limited by a link), weight and
+ * bytes; the row's capacity cap[r] and its unit's scales scale[ru[r]*G + g].  A row's water level at
+ * scale g is the level at which sum_f w_f min(rate_f, level) = cap * scale (inf where the load fits):
+ * the largest (T - P_j) / K_j over its flows in rising rate order (P_j the load of the slower, K_j the
+ * weight of this one and the faster).  Then per group k (entries of one unit and one pair, given by
+ * the caller: gent[gptr[k] .. gptr[k+1]) indexes the entries, grow[] their rows):
+ *     D[k*G + g] = log1p(sum over its entries of (b / min(rate, level) - b / rate) / tcur[k]).
+ * lvl: R*G doubles of scratch; tmp: room for the longest row (rate, weight pairs).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct { double r, w; } rw_t;
+
+static int by_rate(const void *a, const void *b)
+{
+    double x = ((const rw_t *)a)->r, y = ((const rw_t *)b)->r;
+    return (x > y) - (x < y);
+}
+
+void ug_effects(int64_t R, int64_t G, const int64_t *rptr, const int64_t *ent_flow, const double *rate,
+                const double *wt, const double *cap, const int64_t *ru, const double *scale,
+                int64_t K, const int64_t *gptr, const int64_t *gent, const int64_t *grow, const double *fbytes,
+                const double *tcur, double *lvl, rw_t *tmp, double *D)
+{
+    for (int64_t r = 0; r < R; r++) {
+        int64_t m = 0;
+        double load = 0.0, wsum = 0.0;
+        for (int64_t e = rptr[r]; e < rptr[r + 1]; e++) {
+            double x = rate[ent_flow[e]];
+            if (!isfinite(x))
+                continue;
+            tmp[m].r = x;
+            tmp[m].w = wt[e];
+            load += wt[e] * x;
+            wsum += wt[e];
+            m++;
+        }
+        if (m > 1) {
+            if (m <= 32) {                  /* a row holds few flows: insertion sort */
+                for (int64_t i = 1; i < m; i++) {
+                    rw_t v = tmp[i];
+                    int64_t j = i - 1;
+                    while (j >= 0 && tmp[j].r > v.r) {
+                        tmp[j + 1] = tmp[j];
+                        j--;
+                    }
+                    tmp[j + 1] = v;
+                }
+            } else {
+                qsort(tmp, (size_t)m, sizeof(rw_t), by_rate);
+            }
+        }
+        const double *sc = scale + ru[r] * G;
+        double *lv = lvl + r * G;
+        for (int64_t g = 0; g < G; g++) {
+            double T = cap[r] * sc[g];
+            if (T >= load * (1 - 1e-12)) {
+                lv[g] = INFINITY;
+                continue;
+            }
+            double best = -INFINITY, P = 0.0, Kw = wsum;
+            for (int64_t j = 0; j < m; j++) {
+                double v = (T - P) / (Kw > 1e-300 ? Kw : 1e-300);
+                if (v > best)
+                    best = v;
+                P += tmp[j].w * tmp[j].r;
+                Kw -= tmp[j].w;
+            }
+            lv[g] = best;
+        }
+    }
+    for (int64_t k = 0; k < K; k++) {
+        double *d = D + k * G;
+        for (int64_t g = 0; g < G; g++)
+            d[g] = 0.0;
+        for (int64_t i = gptr[k]; i < gptr[k + 1]; i++) {
+            int64_t e = gent[i];
+            double x = rate[ent_flow[e]];
+            if (!isfinite(x))
+                continue;
+            double b = fbytes[e];
+            const double *lv = lvl + grow[i] * G;
+            for (int64_t g = 0; g < G; g++) {
+                double nw = lv[g] < x ? lv[g] : x;
+                d[g] += b / nw - b / x;
+            }
+        }
+        for (int64_t g = 0; g < G; g++)
+            d[g] = log1p(d[g] / tcur[k]);
+    }
+}

@@ -36,7 +36,7 @@ import numpy as np
 
 from fabscope.cbuild import load_library
 
-__all__ = ["nll_table", "table_nll", "unit_minima", "unit_minima_reference", "available"]
+__all__ = ["nll_table", "table_nll", "unit_minima", "unit_minima_reference", "effects", "available"]
 
 SOURCE = os.path.join(os.path.dirname(__file__), "unitgains.c")
 #: the table's half-width (log ratio): beyond it the likelihood is its uniform floor's
@@ -52,6 +52,9 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         dll.ug_unit_minima.restype = None
         dll.ug_unit_minima.argtypes = [ctypes.c_int64] * 4 + [ctypes.c_void_p] * 5 + [
             ctypes.c_int64, ctypes.c_double, ctypes.c_double] + [ctypes.c_void_p] * 3
+        dll.ug_effects.restype = None
+        dll.ug_effects.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 7 + [ctypes.c_int64] + \
+            [ctypes.c_void_p] * 8
     return dll, why
 
 
@@ -102,6 +105,33 @@ def unit_minima(unit: np.ndarray, pair: np.ndarray, D: np.ndarray, E: np.ndarray
     dll.ug_unit_minima(len(unit), G, R, n_units, ptr(unit), ptr(pair), ptr(D), ptr(E), ptr(T), len(T),
                        float(x0), float(inv_h), ptr(acc), ptr(best), ptr(arg))
     return best, arg
+
+
+def effects(rptr: np.ndarray, flow: np.ndarray, rate: np.ndarray, weight: np.ndarray, capacity: np.ndarray,
+            row_unit: np.ndarray, scale: np.ndarray, gptr: np.ndarray, gent: np.ndarray, grow: np.ndarray,
+            fbytes: np.ndarray, tcur: np.ndarray) -> np.ndarray:
+    """The compiled path of :meth:`.fit.Fit.effects` for one chunk of units: per group (a unit and a pair)
+    and scale, the log of the pair's new time over its current one (``unitgains.c``, ``ug_effects``).
+
+    Rows (a link in one concurrent set) hold entries ``rptr[r]:rptr[r + 1]`` (the flow, its weight on
+    the row, its bytes); ``capacity``: each row's current capacity; ``row_unit``: the row's unit (a row
+    of ``scale``, units x grid); groups hold entries ``gent[gptr[k]:gptr[k + 1]]``, on rows ``grow`` of
+    the same positions; ``tcur``: each group's pair's current time."""
+    dll = _load()[0]
+    i64 = lambda a: np.ascontiguousarray(a, np.int64)  # noqa: E731
+    f64 = lambda a: np.ascontiguousarray(a, float)  # noqa: E731
+    rptr, flow, row_unit, gptr, gent, grow = map(i64, (rptr, flow, row_unit, gptr, gent, grow))
+    rate, weight, capacity, scale, fbytes, tcur = map(f64, (rate, weight, capacity, scale, fbytes, tcur))
+    R, G, K = len(rptr) - 1, scale.shape[1], len(gptr) - 1
+    lvl = np.empty(R * G)
+    tmp = np.empty(2 * max(int(np.diff(rptr).max(initial=0)), 1))
+    D = np.empty((K, G))
+    ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+    with np.errstate(all="ignore"):
+        dll.ug_effects(R, G, ptr(rptr), ptr(flow), ptr(rate), ptr(weight), ptr(capacity), ptr(row_unit),
+                       ptr(scale), K, ptr(gptr), ptr(gent), ptr(grow), ptr(fbytes), ptr(tcur), ptr(lvl), ptr(tmp),
+                       ptr(D))
+    return D
 
 
 def unit_minima_reference(unit: np.ndarray, pair: np.ndarray, D: np.ndarray, E: np.ndarray,
