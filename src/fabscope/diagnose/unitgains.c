@@ -10,6 +10,7 @@
  * (units without entries are left as the caller set them).  acc: R*G doubles of scratch.
  */
 #include <stdint.h>
+#include <stdlib.h>
 
 static inline double tab(const double *T, int64_t nt, double x0, double inv_h, double x)
 {
@@ -27,6 +28,20 @@ void ug_unit_minima(int64_t n, int64_t G, int64_t R, int64_t U, const int64_t *u
                     const float *D, const double *E, const double *T, int64_t nt, double x0, double inv_h,
                     double *acc, double *best, int64_t *arg)
 {
+    /* the table as (value, slope) per step; each residual as its place in the table and its value there;
+       each entry's effects in table steps: the innermost loop is an add, a load and a multiply-add */
+    double *TS = malloc(sizeof(double) * 2 * (size_t)nt);
+    double *dd = malloc(sizeof(double) * (size_t)(G > 0 ? G : 1));
+    if (!TS || !dd) {
+        free(TS);
+        free(dd);
+        return;
+    }
+    for (int64_t i = 0; i < nt; i++) {
+        TS[2 * i] = T[i];
+        TS[2 * i + 1] = i + 1 < nt ? T[i + 1] - T[i] : 0.0;
+    }
+    const double top = (double)(nt - 1);
     int64_t k = 0;
     while (k < n) {
         int64_t u = unit[k], k1 = k;
@@ -41,14 +56,29 @@ void ug_unit_minima(int64_t n, int64_t G, int64_t R, int64_t U, const int64_t *u
                 gn--;
             if (!gn)
                 continue;
+            double ddmax = 0.0;
+            for (int64_t g = 0; g < gn; g++) {
+                dd[g] = d[g] > 0.0f ? (double)d[g] * inv_h : 0.0;
+                if (dd[g] > ddmax)
+                    ddmax = dd[g];
+            }
             const double *e = E + pair[kk] * R;
             for (int64_t r = 0; r < R; r++) {
-                double x = e[r];
-                double b = tab(T, nt, x0, inv_h, x);
+                double f0 = (e[r] - x0) * inv_h;
+                double b = tab(T, nt, x0, inv_h, e[r]);
                 double *a = acc + r * G;
-                for (int64_t g = 0; g < gn; g++)
-                    if (d[g] > 0.0f)
-                        a[g] += tab(T, nt, x0, inv_h, x + (double)d[g]) - b;
+                if (f0 > 0.0 && f0 + ddmax < top) {     /* the usual case: every factor inside the table */
+                    for (int64_t g = 0; g < gn; g++) {
+                        double f = f0 + dd[g];
+                        int64_t i = (int64_t)f;
+                        const double *ts = TS + 2 * i;
+                        a[g] += ts[0] + (f - (double)i) * ts[1] - b;
+                    }
+                } else {
+                    for (int64_t g = 0; g < gn; g++)
+                        if (d[g] > 0.0f)
+                            a[g] += tab(T, nt, x0, inv_h, e[r] + (double)d[g]) - b;
+                }
             }
         }
         if (u >= 0 && u < U) {
@@ -64,6 +94,8 @@ void ug_unit_minima(int64_t n, int64_t G, int64_t R, int64_t U, const int64_t *u
         }
         k = k1;
     }
+    free(TS);
+    free(dd);
 }
 
 /* What cutting a unit's rows does to the pairs crossing them (fabscope.diagnose.fit.Fit.effects, the
