@@ -137,42 +137,31 @@ class Fit:
             r = rate[flows]
             fin = np.isfinite(r)
             cap_row = link_cap[pm.res_kind[rows]]
-            if compiled:
-                pair = pm.flow_pair[flows]
-                key = which[local_row] * pm.n_pairs + pair
-                order = np.argsort(key, kind="stable")
-                ks = key[order]
-                first = np.r_[0, np.flatnonzero(ks[1:] != ks[:-1]) + 1]
-                ukey = ks[first]
-                p = ukey % pm.n_pairs
-                scale_u = np.broadcast_to(grid, (b - a, grid.shape[-1])) if grid.ndim == 1 else grid[a:b]
-                D = unitgains.effects(np.r_[0, np.cumsum(lens)], flows, rate, wts, cap_row, which, scale_u,
-                                      np.r_[first, len(ks)], order, local_row[order],
-                                      pm.bytes[pm.flow_pair[flows]], t_cur[p])
-                keep = D[:, 0] > 0                       # the strongest cut slows the pair at all
-                yield a + ukey[keep] // pm.n_pairs, p[keep], D[keep]
-                continue
-            scale = grid[None, :] if grid.ndim == 1 else grid[a + which]      # one grid per unit
-            lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, scale)
-            new = np.minimum(r[:, None], lvl[local_row])
-            b_f = pm.bytes[pm.flow_pair[flows]]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dt = np.where(np.isfinite(r)[:, None], b_f[:, None] / new - (b_f / r)[:, None], 0.0)
-            pair = pm.flow_pair[flows]
-            key = which[local_row] * pm.n_pairs + pair
-            # a pair's entries (its two flows on a cable's two rows) summed: sorted, then one reduceat
-            # (np.add.at over entries x grid was a tenth of the diagnosis)
+            # a pair's entries (its two flows on a cable's two rows) are one group: sorted by unit and pair
+            key = which[local_row] * pm.n_pairs + pm.flow_pair[flows]
             order = np.argsort(key, kind="stable")
             ks = key[order]
             first = np.r_[0, np.flatnonzero(ks[1:] != ks[:-1]) + 1]
             ukey = ks[first]
-            dts = np.add.reduceat(dt[order], first, axis=0)
             p = ukey % pm.n_pairs
-            c = ukey // pm.n_pairs
-            keep = dts[:, 0] > 0                       # the strongest cut slows the pair at all
-            p, c, dts = p[keep], c[keep], dts[keep]
-            with np.errstate(divide="ignore"):
-                yield a + c, p, np.log1p(dts / t_cur[p, None])
+            b_f = pm.bytes[pm.flow_pair[flows]]
+            if compiled:
+                scale_u = np.broadcast_to(grid, (b - a, grid.shape[-1])) if grid.ndim == 1 else grid[a:b]
+                D = unitgains.effects(np.r_[0, np.cumsum(lens)], flows, rate, wts, cap_row, which, scale_u,
+                                      np.r_[first, len(ks)], order, local_row[order], b_f, t_cur[p])
+            else:
+                r = rate[flows]
+                fin = np.isfinite(r)
+                scale = grid[None, :] if grid.ndim == 1 else grid[a + which]      # one grid per unit
+                lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, scale)
+                new = np.minimum(r[:, None], lvl[local_row])
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    dt = np.where(fin[:, None], b_f[:, None] / new - (b_f / r)[:, None], 0.0)
+                # summed per group by one reduceat (np.add.at over entries x grid was a tenth of the diagnosis)
+                with np.errstate(divide="ignore"):
+                    D = np.log1p(np.add.reduceat(dt[order], first, axis=0) / t_cur[p, None])
+            keep = D[:, 0] > 0                       # the strongest cut slows the pair at all
+            yield a + ukey[keep] // pm.n_pairs, p[keep], D[keep]
 
     def scan(self, units: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
              grid: np.ndarray, chunk: int = 400_000) -> np.ndarray:
