@@ -75,6 +75,7 @@ class Fit:
         self.unit_end = np.r_[ptr[1:], ptr[2 * c + 2]]
         self.pair_bytes = np.bincount(pm.flow_pair, weights=pm.bytes[pm.flow_pair], minlength=pm.n_pairs)
         self.pair_unit = pair_units(pm)
+        self._solved: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         self.pair_unit_csc = self.pair_unit.tocsc()
 
     def links_of(self, u: int) -> list[int]:
@@ -84,8 +85,19 @@ class Fit:
         return self.f.link_capacity * factor
 
     def solve(self, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rate = self.pm.flow_rates(self.capacity(factor))
-        return rate, self.pm.pair_bandwidth(rate)
+        """(rate per flow, bandwidth per pair) under ``factor``; the last few kept (read-only), since a
+        search ends, the jitter is refitted and the next search starts at the same factors."""
+        key = np.asarray(factor, float).tobytes()
+        hit = self._solved.pop(key, None)
+        if hit is None:
+            rate = self.pm.flow_rates(self.capacity(factor))
+            hit = (rate, self.pm.pair_bandwidth(rate))
+            for a in hit:
+                a.flags.writeable = False
+        self._solved[key] = hit                   # the newest last
+        while len(self._solved) > 4:
+            self._solved.pop(next(iter(self._solved)))
+        return hit
 
     def resid(self, bw: np.ndarray) -> np.ndarray:
         return self.log_meas - self.log_eff - np.log(bw)
