@@ -37,7 +37,7 @@ from fabscope.history.stats import Shift, shift_test
 from fabscope.history.store import History, Run
 
 #: what a check reads of each run's pairs
-CHECK_COLUMNS = ("src_host", "dst_host", "cls", "bandwidth", "ratio")
+CHECK_COLUMNS = ("src_host", "dst_host", "cls", "ratio")      # and bandwidth where a night has no ratios
 
 
 @dataclass
@@ -153,6 +153,9 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
     use_ratio = np.isfinite(tonight["ratio"]).mean() > 0.5 and all(np.isfinite(b["ratio"]).mean() > 0.5
                                                                    for b in bpairs)
     col = "ratio" if use_ratio else "bandwidth"
+    if not use_ratio:           # read only where some night has no model ratios
+        for p, r in zip([tonight, *bpairs], [run, *base]):
+            p["bandwidth"] = h.pairs(r.id, ("bandwidth",))["bandwidth"]
     rep = CheckReport(run, base, col, alpha, min_effect)
 
     def logs(p: dict[str, np.ndarray]) -> np.ndarray:
@@ -187,7 +190,7 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
             fd = Finding("host" if host else "cable", host or name, t, est, first.id if first else None,
                          first.time if first else None, cable=name, named=named)
             _drift(h, runs, run, fd, c, first, x[cross_t[c]], long_baseline, min_effect, long_cache, logs,
-                   crossing)
+                   crossing, lambda rid: h.pairs(rid, CHECK_COLUMNS + (() if use_ratio else ("bandwidth",))))
             findings.append(fd)
     elif f is None or not h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (run.id,)):
         hosts = sorted(set(tonight["src_host"].tolist()) | set(tonight["dst_host"].tolist()))
@@ -234,11 +237,12 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
 
 
 def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first: Run | None, tonight: np.ndarray,
-           long: int, min_effect: float, cache: dict, logs: Any, crossing: Any) -> None:
+           long: int, min_effect: float, cache: dict, logs: Any, crossing: Any, read: Any) -> None:
     """Fill ``fd.long``, ``fd.trend``, ``fd.slow_before`` and ``fd.streak`` (the earlier nights of its slow
     streak: each one's test against the same long baseline, and whether it was slow two nights as built);
     module docstring, :mod:`.drift`.  ``cache``: run id -> (its pairs' log values, the pairs crossing each
-    candidate cable), filled here from ``crossing`` (pairs -> cable -> mask) for the runs not read yet."""
+    candidate cable), filled here from ``crossing`` (pairs -> cable -> mask) for the runs not read yet
+    (``read``: run id -> its pairs)."""
     same = [r for r in runs if r.test == run.test and _family(r.kind) == _family(run.kind)
             and (r.time, r.id) < (run.time, run.id)]
     start = first if first is not None else run
@@ -253,7 +257,7 @@ def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first
 
     def crossing_logs(r: Run) -> np.ndarray:
         if r.id not in cache:
-            p = h.pairs(r.id, CHECK_COLUMNS)
+            p = read(r.id)
             cache[r.id] = (logs(p), crossing(p))
         y, cross = cache[r.id]
         return y[cross[cable]]

@@ -425,14 +425,13 @@ class History:
         bad = sorted(set(columns) - set(PAIR_COLUMNS))
         if bad:
             raise ValueError(f"no pair column {bad[0]!r}: choose among {', '.join(PAIR_COLUMNS)}")
-        rows = self.db.query(f"SELECT {', '.join(columns)} FROM pairs WHERE run_id = ?", (rid,))
-        cols = dict(zip(columns, zip(*rows))) if rows else {c: () for c in columns}
-        conv = {"src_host": lambda v: np.array(v, dtype=object).astype(str),
-                "dst_host": lambda v: np.array(v, dtype=object).astype(str),
-                "cls": lambda v: np.array(v, dtype=object).astype(str),
+        cols = dict(zip(columns, self.db.columns(f"SELECT {', '.join(columns)} FROM pairs WHERE run_id = ?",
+                                                 (rid,))))
+        text = lambda v: np.array(v, dtype=object).astype(str)  # noqa: E731
+        conv = {"src_host": text, "dst_host": text, "cls": text,
                 "bytes": lambda v: np.array(v, dtype=float), "bandwidth": lambda v: np.array(v, dtype=float),
                 "scenario": lambda v: np.array([-1 if x is None else x for x in v], dtype=np.int64),
-                "ratio": lambda v: np.array([np.nan if x is None else x for x in v], dtype=float)}
+                "ratio": lambda v: np.array(v, dtype=float)}       # None reads as NaN
         return {c: conv[c](cols[c]) for c in columns}
 
     def prune(self, keep_last: int | None = None, before: str | None = None) -> list[int]:
