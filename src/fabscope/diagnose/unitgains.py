@@ -1,4 +1,5 @@
-"""The null calibration's inner loop: every unit's best gain in every draw of noise, compiled.
+"""The diagnosis's two inner loops, compiled: every unit's best gain in every draw of noise (the null
+calibration), and what cutting a unit does to the pairs that cross it (:func:`effects`).
 
 :func:`fabscope.diagnose.calibration.null_calibration` asks, for each of ``R`` draws of residuals from
 the noise model, every unit's change of the pairs' negative log-likelihood under each factor of a grid,
@@ -9,6 +10,8 @@ narrower component's spread, read with linear interpolation; within 1e-4 nat of 
 pair) and the loop runs in C (``unitgains.c``, built on first use by :mod:`fabscope.cbuild`), all draws
 of an entry while its row of effects is in cache.  :func:`unit_minima_reference` is the same sums in
 numpy, the reference the tests hold the C loop to; it runs where no compiler is found.
+:func:`effects` is the compiled path of :meth:`.fit.Fit.effects`, whose numpy path
+(:func:`.scan.water_levels`) is its reference.
 
 >>> from fabscope.diagnose.noise import NoiseModel
 >>> nm = NoiseModel(0.0, 0.05, 0.1, -0.7, 0.35)
