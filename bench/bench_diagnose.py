@@ -6,6 +6,8 @@
     .venv/bin/python bench/bench_diagnose.py --parts models,nominal     # the program in time vs the snapshot
     .venv/bin/python bench/bench_diagnose.py --parts nominal --rounds 5 --nominal full,fast,fast-it5
     .venv/bin/python bench/bench_diagnose.py --parts periodic        # why no periodic extrapolation
+    .venv/bin/python bench/bench_diagnose.py --parts nightly          # the nightly job at 2,197 hosts, 109,800 pairs
+    .venv/bin/python bench/bench_diagnose.py --parts nightly --fabric fat-tree:k=4,levels=3 --rounds 4   # a quick look
 
 Accuracy: on Itasca (min-hop) and a 3-level fat tree of 2,197 hosts (k=13,
 D-mod-K), the pairs the plan (``make_plan``, budget 10 min) chooses are
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -135,6 +138,102 @@ def speed(n_rounds: int = 50, seed: int = 3) -> None:
     say(f"\n== speed: {m.n_pairs} measured pairs on {f.n_hosts} hosts ({f.name}), 3 faults + 1 slow host, 5% noise: "
         f"diagnose {t2 - t1:.1f} s (making the measurements {t1 - t0:.1f} s); "
         f"{len(found & set(faults))} of {len(faults)} faults found, {len(found - set(faults))} false")
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of the children it waited for (the dynamic model's processes)."""
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def _timed(label: str, goal: float | None, goal_what: str, fn) -> Any:
+    """Run ``fn``, print its CPU beside wall seconds against its goal; return what it returned."""
+    import os
+
+    c0, w0 = _cpu(), time.perf_counter()
+    out = fn()
+    cpu, wall = _cpu() - c0, time.perf_counter() - w0
+    verdict = "" if goal is None else (f"; goal: under {goal:g} {goal_what}: "
+                                       f"{'met' if (cpu if goal_what == 'CPU s' else wall) < goal else 'NOT met'}")
+    say(f"  {label:<44} CPU {cpu:6.1f} s, wall {wall:6.1f} s (load average {os.getloadavg()[0]:.1f}){verdict}")
+    return out
+
+
+def nightly(n_rounds: int = 50, nights: int = 3, seed: int = 3, spec: str = "fat-tree:k=13,levels=3") -> None:
+    """The nightly job at a real machine's size, each step as a user runs it (the CLI, in this process):
+    ``diagnose`` of one night, the confirmation round end to end (its plan, then the script's last line,
+    the joint diagnosis, on the round's pairs "measured" by the flow model with the same faults: no
+    fabscope-bench at 2,197 hosts here), ``history add`` of ``nights`` nights with their diagnosis (a
+    fresh noise draw each), and ``history check`` of the last against the others.
+
+    The pairs are "measured" by the snapshot (``synthetic``), so every diagnosis runs the snapshot
+    (``--model static``, as ``history add`` does); the CLI's default, the program in time, adds its
+    model (6-8 s a run here, docs/diagnose.md) and, where it finds suspects, a second model and fit.
+    Run on the snapshot's pairs it finds the model itself off and is no measure of either."""
+    import json
+    import os
+    import tempfile
+
+    from fabscope.cli import main as cli
+    from fabscope.diagnose.synthetic import as_result
+
+    f = load_fabric(spec)
+    s, dd, r = bench_random_pairs(f.n_hosts, 1, n_rounds)
+    s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, n_rounds)
+    hs, hd, rr = np.r_[s, s2], np.r_[dd, d2], np.r_[r, r2 + n_rounds]
+    faults = random_faults(f, 3, 1, seed=seed)
+    pm = PairModel(f, hs, hd, rr, bytes=np.full(len(hs), float(1 << 20)))
+    work = tempfile.mkdtemp(prefix="bench-nightly-")      # left for a look; /tmp
+    say(f"\n== the nightly job: {len(hs)} measured pairs on {f.n_hosts} hosts ({spec}), 3 faults + 1 slow host "
+        f"({', '.join(f'{c}: x{x:.2f}' for c, x in faults.items())}), 5% noise; files in {work}")
+
+    def night(k: int) -> str:
+        m = synthetic(f, hs, hd, rr, faults, 0.05, seed=seed + k, model=pm)
+        res = as_result(m)
+        res.meta["time"] = f"2026-01-{k + 1:02d}T02:00:00"
+        path = os.path.join(work, f"night{k:02d}.json")
+        res.write_json(path)
+        return path
+
+    run0 = night(0)
+    diag = os.path.join(work, "diag.json")
+    _timed("diagnose (static model)", 30, "CPU s",
+           lambda: cli(["diagnose", run0, "--fabric", spec, "--model", "static", "-o", diag, "--top", "0"]))
+    d = json.load(open(diag))
+    found = {x["link"] // 2 for x in d["extra"]["suspects"]}
+    say(f"    {len(found & set(faults))} of {len(faults)} faults named, {len(found - set(faults))} false; "
+        f"null: {d['meta']['null']}")
+    # the confirmation round: the plan, its jobs (measured here by the flow model), the script's last line
+    script = os.path.join(work, "confirm.sh")
+    _timed("confirmation: diagnose --plan --confirm", None, "",
+           lambda: cli(["diagnose", "--plan", "--confirm", diag, "--fabric", spec, "-o", script]))
+    # the jobs' pairs, round by round, as fabscope-bench will pair the host files' ranks
+    from fabscope.diagnose.confirm import confirm_plan
+    from fabscope.result import Result
+
+    plan = confirm_plan(Result.read_json(diag), f)
+    a_, b_, sc_ = [], [], []
+    for k, job in enumerate(plan.jobs):
+        js, jd, _ = job.pairs()
+        a_ += js.tolist(); b_ += jd.tolist(); sc_ += [k] * len(js)
+    mc = synthetic(f, np.array(a_), np.array(b_), np.array(sc_), faults, 0.05, seed=seed + 100, size=plan.size)
+    new = os.path.join(work, "confirm-r000.json")
+    as_result(mc).write_json(new)
+    last = [w for w in open(script).read().splitlines() if w.startswith("$FABSCOPE diagnose")][0]
+    say(f"    {len(a_)} new pairs in {len(plan.jobs)} rounds; the script's last line: {last.replace('$FABSCOPE', 'fabscope')}")
+    _timed("confirmation: the joint diagnosis", 30, "CPU s",
+           lambda: cli(["diagnose", diag, new, "--fabric", spec, "--model", "static", "--top", "0"]))
+    # the history: each night added with its diagnosis, then the last checked against the nights before
+    db = os.path.join(work, "nightly.db")
+    for k in range(nights):
+        path = run0 if k == 0 else night(k)
+        extra = ["--fabric", spec] if k == 0 else []
+        _timed(f"history add, night {k + 1} of {nights}, with its diagnosis", 30, "CPU s",
+               lambda: cli(["history", "add", "--db", db, path, *extra]))
+    _timed(f"history check (night {nights} against {nights - 1})", 2, "CPU s",
+           lambda: cli(["history", "check", "--db", db]))
 
 
 MODEL_FABRICS = ("fat-tree:k=4,levels=2,up=2", "fat-tree:k=8,levels=2", "fat-tree:k=13,levels=3", "itasca",
@@ -306,7 +405,10 @@ def main() -> int:
     ap.add_argument("--workers", default="0,1,2", help="criticality executors: 0 serial, N Dask workers")
     ap.add_argument("--nominal", default="full,fast",
                     help="--parts nominal: the ways to run the model, the first the reference (full, fast, fast1, fast-itN)")
-    ap.add_argument("--rounds", type=int, default=50, help="--parts nominal: rounds of each of the two draws")
+    ap.add_argument("--rounds", type=int, default=50,
+                    help="--parts nominal, nightly: rounds of each of the two draws of random pairs")
+    ap.add_argument("--nights", type=int, default=3, help="--parts nightly: nights added to the history")
+    ap.add_argument("--fabric", default=FABRICS["ft3"], help="--parts nightly: the fabric (spec)")
     a = ap.parse_args()
     parts = a.parts.split(",")
     say(f"bench_diagnose: {time.strftime('%Y-%m-%d %H:%M:%S')}, python {sys.version.split()[0]}")
@@ -326,6 +428,8 @@ def main() -> int:
         periodic()
     if "nominal" in parts:
         nominal(a.rounds, variants=a.nominal)
+    if "nightly" in parts:
+        nightly(a.rounds, a.nights, spec=a.fabric)
     return 0
 
 

@@ -42,3 +42,49 @@ def test_no_alarm_on_56_healthy_nights(tmp_path):
     with History(str(db)) as h:
         runs = h.runs()
         assert not [i for i in range(1, 56) if check(h, runs[i].id).alarms]
+
+
+def test_a_check_routes_each_list_of_pairs_once(tmp_path, monkeypatch):
+    """The nights of one plan measure the same pairs: a check routes them once, for every candidate
+    cable and every night of its baselines together (it routed each night, and each night again per
+    cable for the long baseline, which took seconds at 109,800 pairs a night)."""
+    from fabscope.history import check as check_mod
+
+    import numpy as np
+
+    from fabscope.diagnose.synthetic import as_result, synthetic
+
+    f = fat_tree(k=4, levels=2)
+    plan = night(f, 7)                    # one plan's pairs, measured each night with fresh noise
+    hs = np.array([f.host_index[x] for x in plan.pairs["src_host"]])
+    hd = np.array([f.host_index[x] for x in plan.pairs["dst_host"]])
+    db = tmp_path / "plan.db"
+    with History(str(db), create=True) as h:
+        h.set_fabric(f)
+        for i in range(12):
+            m = synthetic(f, hs, hd, np.asarray(plan.pairs["scenario"]), {BAD_CABLE: 0.5} if i >= 10 else {},
+                          0.02, seed=100 + i, routing="dmodk")
+            h.add(as_result(m), time=f"2026-09-{i + 1:02d}T02:00Z")
+    calls = []
+    real = check_mod._crossing
+    monkeypatch.setattr(check_mod, "_crossing", lambda *a: calls.append(a[3]) or real(*a))
+    with History(str(db)) as h:
+        rep = check(h)
+        lists = {tuple(h.pairs(r.id, ("src_host",))["src_host"]) for r in h.runs()}
+    assert [f.cable for f in rep.findings if f.what == "cable"]       # a candidate: the long baseline ran
+    assert len(calls) == len(lists) == 1
+
+
+def test_pairs_reads_the_columns_asked(tmp_path):
+    db = tmp_path / "one.db"
+    _nights(db, 1, lambda i: {})
+    with History(str(db)) as h:
+        rid = h.runs()[0].id
+        p = h.pairs(rid, ("ratio", "cls"))
+        assert list(p) == ["ratio", "cls"] and len(p["ratio"]) == len(h.pairs(rid)["src_host"]) > 0
+        try:
+            h.pairs(rid, ("bandwidth; DROP TABLE pairs",))
+        except ValueError as err:
+            assert "no pair column" in str(err)
+        else:
+            raise AssertionError("an unknown column was read")

@@ -60,6 +60,30 @@ def tie_group(pair_cable: csr_matrix, c: int) -> list[int]:
     return [int(x) for x in inall if cnt[x] == col.sum()]
 
 
+def tied_directions(pair_unit: Any, n_links: int) -> np.ndarray:
+    """Per directed link: crossed by exactly the pairs that cross its reverse (a host's cable under
+    ping-pong: the data cannot tell its two directions apart).  ``pair_unit``: pairs x units (directed
+    links first), CSC or CSR.
+
+    >>> from scipy.sparse import csr_matrix
+    >>> m = csr_matrix(np.array([[1, 1, 1, 0], [1, 1, 0, 1.0]]))    # links 0, 1 alike; 2, 3 not
+    >>> tied_directions(m, 4).tolist()
+    [True, True, False, False]
+    """
+    pl = pair_unit.tocsc()[:, :n_links]
+    rng = np.random.default_rng(12345)
+    h = pl.T @ rng.random((pl.shape[0], 2))
+    cnt = np.diff(pl.indptr)
+    rev = np.arange(n_links) ^ 1
+    same = (cnt == cnt[rev]) & np.all(np.abs(h - h[rev]) <= 1e-9 * np.maximum(np.abs(h), 1.0), axis=1)
+    for link in np.flatnonzero(same & (np.arange(n_links) % 2 == 0)).tolist():    # exact, where the hashes agree
+        a = pl.indices[pl.indptr[link]:pl.indptr[link + 1]]
+        b = pl.indices[pl.indptr[link + 1]:pl.indptr[link + 2]]
+        if not np.array_equal(np.sort(a), np.sort(b)):
+            same[link] = same[link + 1] = False
+    return same & (cnt > 0)
+
+
 def ties(pair_cable: csr_matrix) -> tuple[list[list[int]], np.ndarray]:
     """Groups of columns (cables) crossed by exactly the same pairs; and the columns no pair crosses."""
     rng = np.random.default_rng(12345)

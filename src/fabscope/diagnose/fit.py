@@ -75,6 +75,7 @@ class Fit:
         self.unit_end = np.r_[ptr[1:], ptr[2 * c + 2]]
         self.pair_bytes = np.bincount(pm.flow_pair, weights=pm.bytes[pm.flow_pair], minlength=pm.n_pairs)
         self.pair_unit = pair_units(pm)
+        self._solved: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         self.pair_unit_csc = self.pair_unit.tocsc()
 
     def links_of(self, u: int) -> list[int]:
@@ -84,8 +85,19 @@ class Fit:
         return self.f.link_capacity * factor
 
     def solve(self, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rate = self.pm.flow_rates(self.capacity(factor))
-        return rate, self.pm.pair_bandwidth(rate)
+        """(rate per flow, bandwidth per pair) under ``factor``; the last few kept (read-only), since a
+        search ends, the jitter is refitted and the next search starts at the same factors."""
+        key = np.asarray(factor, float).tobytes()
+        hit = self._solved.pop(key, None)
+        if hit is None:
+            rate = self.pm.flow_rates(self.capacity(factor))
+            hit = (rate, self.pm.pair_bandwidth(rate))
+            for a in hit:
+                a.flags.writeable = False
+        self._solved[key] = hit                   # the newest last
+        while len(self._solved) > 4:
+            self._solved.pop(next(iter(self._solved)))
+        return hit
 
     def resid(self, bw: np.ndarray) -> np.ndarray:
         return self.log_meas - self.log_eff - np.log(bw)
@@ -98,10 +110,15 @@ class Fit:
         return self.rows_sorted[idx], np.repeat(np.arange(len(units)), lens)
 
     def effects(self, units: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
-                grid: np.ndarray, chunk: int = 400_000):
+                grid: np.ndarray, chunk: int = 400_000, compiled: bool = True):
         """What scaling unit ``units[i]`` by ``grid[j]`` (of its current capacity) does to the pairs, in
         chunks: (index into ``units`` of each entry, the pair, log(new time / current time) per grid
-        factor).  Entries come sorted by unit; pairs the unit does not slow have no entry."""
+        factor).  Entries come sorted by unit; pairs the unit does not slow have no entry.  In C
+        (:func:`.unitgains.effects`) where a compiler is found and ``compiled``; else, and as the
+        reference the tests hold it to, in numpy (:func:`.scan.water_levels`)."""
+        from fabscope.diagnose import unitgains
+
+        compiled = compiled and unitgains.available()
         pm, A = self.pm, self.A
         t_cur = self.pair_bytes / bw
         link_cap = self.capacity(factor)
@@ -132,23 +149,31 @@ class Fit:
             r = rate[flows]
             fin = np.isfinite(r)
             cap_row = link_cap[pm.res_kind[rows]]
-            scale = grid[None, :] if grid.ndim == 1 else grid[a + which]      # one grid per unit
-            lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, scale)
-            new = np.minimum(r[:, None], lvl[local_row])
-            b_f = pm.bytes[pm.flow_pair[flows]]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dt = np.where(np.isfinite(r)[:, None], b_f[:, None] / new - (b_f / r)[:, None], 0.0)
-            pair = pm.flow_pair[flows]
-            key = which[local_row] * pm.n_pairs + pair
-            ukey, inv = np.unique(key, return_inverse=True)
-            dts = np.zeros((len(ukey), grid.shape[-1]))
-            np.add.at(dts, inv, dt)
+            # a pair's entries (its two flows on a cable's two rows) are one group: sorted by unit and pair
+            key = which[local_row] * pm.n_pairs + pm.flow_pair[flows]
+            order = np.argsort(key, kind="stable")
+            ks = key[order]
+            first = np.r_[0, np.flatnonzero(ks[1:] != ks[:-1]) + 1]
+            ukey = ks[first]
             p = ukey % pm.n_pairs
-            c = ukey // pm.n_pairs
-            keep = dts[:, 0] > 0                       # the strongest cut slows the pair at all
-            p, c, dts = p[keep], c[keep], dts[keep]
-            with np.errstate(divide="ignore"):
-                yield a + c, p, np.log1p(dts / t_cur[p, None])
+            b_f = pm.bytes[pm.flow_pair[flows]]
+            if compiled:
+                scale_u = np.broadcast_to(grid, (b - a, grid.shape[-1])) if grid.ndim == 1 else grid[a:b]
+                D = unitgains.effects(np.r_[0, np.cumsum(lens)], flows, rate, wts, cap_row, which, scale_u,
+                                      np.r_[first, len(ks)], order, local_row[order], b_f, t_cur[p])
+            else:
+                r = rate[flows]
+                fin = np.isfinite(r)
+                scale = grid[None, :] if grid.ndim == 1 else grid[a + which]      # one grid per unit
+                lvl = water_levels(local_row[fin], r[fin], wts[fin], cap_row, scale)
+                new = np.minimum(r[:, None], lvl[local_row])
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    dt = np.where(fin[:, None], b_f[:, None] / new - (b_f / r)[:, None], 0.0)
+                # summed per group by one reduceat (np.add.at over entries x grid was a tenth of the diagnosis)
+                with np.errstate(divide="ignore"):
+                    D = np.log1p(np.add.reduceat(dt[order], first, axis=0) / t_cur[p, None])
+            keep = D[:, 0] > 0                       # the strongest cut slows the pair at all
+            yield a + ukey[keep] // pm.n_pairs, p[keep], D[keep]
 
     def scan(self, units: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
              grid: np.ndarray, chunk: int = 400_000) -> np.ndarray:

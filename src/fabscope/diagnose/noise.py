@@ -43,6 +43,7 @@ FLOOR = 1e-4
 SPAN = 5.0
 _LOG_FLOOR = np.log(FLOOR / (2 * SPAN))
 _HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)
+_SQRT_2PI = np.sqrt(2 * np.pi)
 
 
 @dataclass(frozen=True)
@@ -152,10 +153,15 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
         return NoiseModel(mu0, sig, PRIOR["w"], mu0 + PRIOR["mu_j"], max(PRIOR["sigma_j"], 2 * sig))
     last = np.inf
     for _ in range(iterations):
-        a, b, c = nm._logs(e)
-        tot = np.logaddexp(np.logaddexp(a, b), c)
-        r0 = np.exp(a - tot) * wt
-        r1 = np.exp(b - tot) * wt
+        # densities, not logs: the floor keeps their sum away from 0 (as in NoiseModel.nll), and the
+        # exp and log of each pair once per iteration are this loop's cost
+        z0 = (e - nm.mu) * (1.0 / nm.sigma)
+        z1 = (e - nm.mu_j) * (1.0 / nm.sigma_j)
+        d0 = (max(1 - nm.w - FLOOR, 1e-12) / (nm.sigma * _SQRT_2PI)) * np.exp(-0.5 * z0 * z0)
+        d1 = (max(nm.w, 1e-300) / (nm.sigma_j * _SQRT_2PI)) * np.exp(-0.5 * z1 * z1)
+        tot = d0 + d1 + FLOOR / (2 * SPAN)
+        r0 = d0 / tot * wt
+        r1 = d1 / tot * wt
         n0, n1 = r0.sum(), r1.sum()
         # the nominal level stays where the nominal pairs put it: the centre within one spread of theirs,
         # the spread (EM's, the more efficient) at most 1.5 times the one above the centre
@@ -168,7 +174,7 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
         else:
             mu_j, sigma_j = nm.mu_j, nm.sigma_j
         nm = NoiseModel(mu, sigma, w, mu_j, sigma_j)
-        ll = float(wt @ tot)
+        ll = float(wt @ np.log(tot))
         if abs(ll - last) < 1e-9 * max(1.0, abs(ll)):
             break
         last = ll

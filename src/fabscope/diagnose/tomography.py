@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from fabscope.diagnose.cables import (cable_host, cable_name, direction_name, pair_cables, separating_pairs,
-                                      tie_group, ties)
+                                      tie_group, tied_directions, ties)
 from fabscope.diagnose.calibration import detectable, null_calibration, null_effects
 from fabscope.diagnose.fit import GRID, Fit
 from fabscope.diagnose.greedy import free_units, search
@@ -194,12 +194,16 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     # settles: coordinate ascent of the joint likelihood of faults and noise.
     fit.noise = replace(noise, w=PRIOR["w"], mu_j=PRIOR["mu_j"], sigma_j=max(PRIOR["sigma_j"], 2 * sigma))
     found = (factor, [], {}, 0)
-    effects = null_effects(fit, covered_u, factor, rate0, bw0) if penalty is None else None
+    # the null takes the units the search can name: not a direction crossed by the same pairs as its
+    # reverse (the search names its cable instead), a fifth of the null's work on a tree of hosts
+    tied = tied_directions(fit.pair_unit_csc, L)
+    null_u = covered_u[(covered_u >= L) | ~tied[np.minimum(covered_u, L - 1)]]
+    effects = null_effects(fit, null_u, factor, rate0, bw0) if penalty is None else None
     for k in range(JITTER_PASSES + 1):
         # the first pass, under the prior's jitter, only finds faults for the jitter to be fitted without:
         # a third of the draws calibrate it (the later passes re-estimate and drop what does not pay)
         draws = null_draws if k else max(10, null_draws // 3)
-        null = null_calibration(fit, covered_u, factor, rate0, bw0, draws=draws, false_alarm=false_alarm,
+        null = null_calibration(fit, null_u, factor, rate0, bw0, draws=draws, false_alarm=false_alarm,
                                 seed=pm.n_pairs, effects=effects)
         lam = penalty if penalty is not None else null.penalty
         found = search(fit, found[0], lam, thr, max_suspects=max_suspects, screen=screen, start=found[1])

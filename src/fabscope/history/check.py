@@ -25,6 +25,7 @@ say "drifting, already".
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,9 @@ from fabscope.history.db import HistoryError, describe
 from fabscope.history.drift import LONG_BASELINE, Trend, trend
 from fabscope.history.stats import Shift, shift_test
 from fabscope.history.store import History, Run
+
+#: what a check reads of each run's pairs
+CHECK_COLUMNS = ("src_host", "dst_host", "cls", "ratio")      # and bandwidth where a night has no ratios
 
 
 @dataclass
@@ -144,11 +148,14 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
     base = baseline_runs(h, run, baseline, runs)
     if not base:
         raise HistoryError(f"run {run.id} has no earlier run of the same test ({run.test}) to compare with")
-    tonight = h.pairs(run.id)
-    bpairs = [h.pairs(b.id) for b in base]
+    tonight = h.pairs(run.id, CHECK_COLUMNS)
+    bpairs = [h.pairs(b.id, CHECK_COLUMNS) for b in base]
     use_ratio = np.isfinite(tonight["ratio"]).mean() > 0.5 and all(np.isfinite(b["ratio"]).mean() > 0.5
                                                                    for b in bpairs)
     col = "ratio" if use_ratio else "bandwidth"
+    if not use_ratio:           # read only where some night has no model ratios
+        for p, r in zip([tonight, *bpairs], [run, *base]):
+            p["bandwidth"] = h.pairs(r.id, ("bandwidth",))["bandwidth"]
     rep = CheckReport(run, base, col, alpha, min_effect)
 
     def logs(p: dict[str, np.ndarray]) -> np.ndarray:
@@ -168,16 +175,22 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
     f = h.fabric()
     if cand and f is not None:
         routing = run.routing
-        cross_t = _crossing(f, routing, tonight, [c for c, *_ in cand])
-        cross_b = [_crossing(f, routing, b, [c for c, *_ in cand]) for b in bpairs]
-        long_cache: dict[int, tuple[np.ndarray, dict[int, np.ndarray]]] = {}
+        cables = [c for c, *_ in cand]
+        # the nights of one plan measure the same pairs: their crossings are routed once
+        routed: dict[bytes, dict[int, np.ndarray]] = {}
+        crossing = lambda p: _crossing_once(routed, f, routing, p, cables)  # noqa: E731
+        cross_t = crossing(tonight)
+        cross_b = [crossing(b) for b in bpairs]
+        long_cache: dict[int, tuple[np.ndarray, dict[int, np.ndarray]]] = {
+            r.id: (y, cb) for r, y, cb in zip(base, y_all, cross_b)}
+        long_cache[run.id] = (x, cross_t)
         for c, name, host, est, named in cand:
             t = shift_test(x[cross_t[c]], np.concatenate([y[cb[c]] for y, cb in zip(y_all, cross_b)]))
             first = _first_slow(h, runs, run, c, min_effect)
             fd = Finding("host" if host else "cable", host or name, t, est, first.id if first else None,
                          first.time if first else None, cable=name, named=named)
-            _drift(h, runs, run, fd, c, first, x[cross_t[c]], long_baseline, min_effect, long_cache, logs, f,
-                   routing)
+            _drift(h, runs, run, fd, c, first, x[cross_t[c]], long_baseline, min_effect, long_cache, logs,
+                   crossing, lambda rid: h.pairs(rid, CHECK_COLUMNS + (() if use_ratio else ("bandwidth",))))
             findings.append(fd)
     elif f is None or not h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (run.id,)):
         hosts = sorted(set(tonight["src_host"].tolist()) | set(tonight["dst_host"].tolist()))
@@ -224,10 +237,12 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
 
 
 def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first: Run | None, tonight: np.ndarray,
-           long: int, min_effect: float, cache: dict, logs: Any, fabric: Any, routing: str | None) -> None:
+           long: int, min_effect: float, cache: dict, logs: Any, crossing: Any, read: Any) -> None:
     """Fill ``fd.long``, ``fd.trend``, ``fd.slow_before`` and ``fd.streak`` (the earlier nights of its slow
     streak: each one's test against the same long baseline, and whether it was slow two nights as built);
-    module docstring, :mod:`.drift`."""
+    module docstring, :mod:`.drift`.  ``cache``: run id -> (its pairs' log values, the pairs crossing each
+    candidate cable), filled here from ``crossing`` (pairs -> cable -> mask) for the runs not read yet
+    (``read``: run id -> its pairs)."""
     same = [r for r in runs if r.test == run.test and _family(r.kind) == _family(run.kind)
             and (r.time, r.id) < (run.time, run.id)]
     start = first if first is not None else run
@@ -242,10 +257,10 @@ def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first
 
     def crossing_logs(r: Run) -> np.ndarray:
         if r.id not in cache:
-            p = h.pairs(r.id)
-            cache[r.id] = (logs(p), p)
-        y, p = cache[r.id]
-        return y[_crossing(fabric, routing, p, [cable])[cable]]
+            p = read(r.id)
+            cache[r.id] = (logs(p), crossing(p))
+        y, cross = cache[r.id]
+        return y[cross[cable]]
 
     base = np.concatenate([crossing_logs(r) for r in before])
     fd.long = shift_test(tonight, base)
@@ -277,6 +292,15 @@ def _first_slow(h: History, runs: list[Run], run: Run, cable: int, min_effect: f
     return first
 
 
+def _crossing_once(routed: dict[bytes, dict[int, np.ndarray]], fabric: Any, routing: str | None,
+                   pairs: dict[str, np.ndarray], cables: list[int]) -> dict[int, np.ndarray]:
+    """:func:`_crossing`, once per distinct list of pairs (``routed``: by the digest of its host names)."""
+    key = hashlib.sha1("\0".join(pairs["src_host"].tolist() + pairs["dst_host"].tolist()).encode()).digest()
+    if key not in routed:
+        routed[key] = _crossing(fabric, routing, pairs, cables)
+    return routed[key]
+
+
 def _crossing(fabric: Any, routing: str | None, pairs: dict[str, np.ndarray], cables: list[int]) -> dict[int, np.ndarray]:
     """Per cable: the pairs (bool mask) whose route crosses it, either way."""
     from fabscope.routing import make_routing
@@ -284,8 +308,10 @@ def _crossing(fabric: Any, routing: str | None, pairs: dict[str, np.ndarray], ca
     idx = fabric.host_index
     n = len(pairs["src_host"])
     out = {c: np.zeros(n, bool) for c in cables}
-    hs = np.array([idx.get(s, idx.get(s.split(".")[0], -1)) for s in pairs["src_host"].tolist()], dtype=np.int64)
-    hd = np.array([idx.get(s, idx.get(s.split(".")[0], -1)) for s in pairs["dst_host"].tolist()], dtype=np.int64)
+    # each distinct name looked up once (a night names its hosts over and over)
+    names, inv = np.unique(np.r_[pairs["src_host"], pairs["dst_host"]].astype(str), return_inverse=True)
+    code = np.array([idx.get(s, idx.get(s.split(".")[0], -1)) for s in names.tolist()], dtype=np.int64)[inv]
+    hs, hd = code[:n], code[n:]
     ok = np.flatnonzero((hs >= 0) & (hd >= 0) & (hs != hd))
     if not len(ok):
         return out
@@ -296,7 +322,7 @@ def _crossing(fabric: Any, routing: str | None, pairs: dict[str, np.ndarray], ca
         r = router.routes(a, b)
         cab = r.link // 2
         keep = want[cab]
+        flow, cab = r.flow[keep], cab[keep]
         for c in cables:
-            hit = r.flow[keep][cab[keep] == c]
-            out[c][ok[hit]] = True
+            out[c][ok[flow[cab == c]]] = True
     return out

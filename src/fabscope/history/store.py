@@ -58,6 +58,8 @@ from fabscope.result import Result
 
 #: result kinds a history keeps
 KINDS = ("measure", "measured", "model", "compare", "diagnose")
+#: the columns History.pairs reads, all by default
+PAIR_COLUMNS = ("src_host", "dst_host", "cls", "bytes", "bandwidth", "scenario", "ratio")
 
 
 def fingerprint(fabric: Fabric) -> str:
@@ -417,16 +419,20 @@ class History:
                 return r
         raise HistoryError(f"no run {rid} in history {describe(self.url)}")
 
-    def pairs(self, rid: int) -> dict[str, np.ndarray]:
-        rows = self.db.query("SELECT src_host, dst_host, cls, bytes, bandwidth, scenario, ratio FROM pairs "
-                             "WHERE run_id = ?", (rid,))
-        cols = list(zip(*rows)) if rows else [()] * 7
-        out = {"src_host": np.array(cols[0], dtype=object).astype(str), "dst_host": np.array(cols[1], dtype=object).astype(str),
-               "cls": np.array(cols[2], dtype=object).astype(str), "bytes": np.array(cols[3], dtype=float),
-               "bandwidth": np.array(cols[4], dtype=float),
-               "scenario": np.array([-1 if x is None else x for x in cols[5]], dtype=np.int64),
-               "ratio": np.array([np.nan if x is None else x for x in cols[6]], dtype=float)}
-        return out
+    def pairs(self, rid: int, columns: Sequence[str] = PAIR_COLUMNS) -> dict[str, np.ndarray]:
+        """Run ``rid``'s pairs, the named ``columns`` (of :data:`PAIR_COLUMNS`) only: a check reads a
+        night of 100,000 pairs several times over."""
+        bad = sorted(set(columns) - set(PAIR_COLUMNS))
+        if bad:
+            raise ValueError(f"no pair column {bad[0]!r}: choose among {', '.join(PAIR_COLUMNS)}")
+        cols = dict(zip(columns, self.db.columns(f"SELECT {', '.join(columns)} FROM pairs WHERE run_id = ?",
+                                                 (rid,))))
+        text = lambda v: np.array(v, dtype=object).astype(str)  # noqa: E731
+        conv = {"src_host": text, "dst_host": text, "cls": text,
+                "bytes": lambda v: np.array(v, dtype=float), "bandwidth": lambda v: np.array(v, dtype=float),
+                "scenario": lambda v: np.array([-1 if x is None else x for x in v], dtype=np.int64),
+                "ratio": lambda v: np.array(v, dtype=float)}       # None reads as NaN
+        return {c: conv[c](cols[c]) for c in columns}
 
     def prune(self, keep_last: int | None = None, before: str | None = None) -> list[int]:
         """Delete runs older than ``before`` and/or all but the ``keep_last`` newest; return their ids."""
