@@ -110,7 +110,7 @@ def layout_table(title: str | None, columns: Sequence[tuple[str, str]], rows: Se
     if any(len(r) != n for r in table):
         return None
     cells = [c for r in table for c in r]
-    if not all(printable(c) for c in cells) or (head_title is not None and not printable(head_title)):
+    if not all(printable(c) and c == c.strip() for c in cells) or (head_title is not None and not printable(head_title)):
         return None
     sizes = [[text_width(c) for c in r] for r in table]
     pads = [(0 if i == 0 else 1, 0 if i == n - 1 else 1) for i in range(n)]
