@@ -10,12 +10,12 @@ plain style tags): the caller then draws with rich, so the output is always
 rich's, byte for byte (tests/report/test_plaintable.py compares the two on
 generated tables).
 
->>> print(layout_table("speeds", [("Max", "right"), ("[MB/sec]", "left")],
-...                    [["3.00", "Far"], ["12.50", "Near"]]), end="")
+>>> print(layout_table("speeds", [("[MB/sec]", "left"), ("Max", "right")],
+...                    [["Far", "3.00"], ["Near", "12.50"]]), end="")
 speeds
-  Max  [MB/sec]
- 3.00  Far
-12.50  Near
+[MB/sec]    Max
+Far        3.00
+Near      12.50
 """
 
 from __future__ import annotations
