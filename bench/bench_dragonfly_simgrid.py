@@ -25,7 +25,8 @@ and SimGrid's ``Engine.run`` (wall s, as its peer measures it).
 
 ``--stages``: where fabscope's process spends its CPU, median of ``--repeat`` fresh processes of
 the first pattern: Python's start, ``import numpy`` (one OpenBLAS thread, as ``simulate`` asks),
-``rich`` (the console and table the result is printed with), the rest of the modules the command
+``rich`` (where the command loads it: on a terminal, or a table rich must draw; piped, as here, the
+tables are plain text laid out without it, fabscope.report.plaintable), the rest of the modules the command
 loads, and the command's own work (``fabscope.cli.main``: parser, fabric, routing, engine, table).
 
 Bytecode is cached for fabscope's processes (as an installed package has it: one untimed run
@@ -92,7 +93,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 T = [time.process_time()]
 import numpy, numpy.random  # noqa: E401
 T.append(time.process_time())
-import rich.console, rich.table, rich.text  # noqa: E401
+for m in sys.argv[1].split():
+    if m.startswith("rich"):
+        __import__(m)
 T.append(time.process_time())
 for m in sys.argv[1].split():
     __import__(m)
@@ -114,7 +117,8 @@ import os, sys
 sys.argv = ["fabscope", *sys.argv[1:]]
 real = os._exit
 def leave(code):
-    sys.stderr.write(" ".join(sorted(m for m in sys.modules if m.startswith("fabscope"))) + "\\n")
+    sys.stderr.write(" ".join(sorted(m for m in sys.modules if m.startswith("fabscope")) +
+                              [m for m in ("rich.console", "rich.table", "rich.text") if m in sys.modules]) + "\\n")
     real(code)
 os._exit = leave
 from fabscope.cli import main
@@ -134,7 +138,7 @@ def stages(cli: list[str], here: str, repeat: int) -> None:
         got = subprocess.run([sys.executable, "-c", STAGES, mods, *cli[2:]], env=env, capture_output=True, text=True)
         t = json.loads(got.stderr.strip().splitlines()[-1])
         rows.append([t[0], t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[4]])
-    names = ("Python's start", "import numpy, numpy.random", "import rich (console, table)",
+    names = ("Python's start", "import numpy, numpy.random", "import rich (if the command loads it)",
              "fabscope's modules and the rest they load", "the command's work (cli.main)", "in all")
     print(f"fabscope's process by stage, CPU s, median of {repeat}: {' '.join(cli[2:])}")
     for i, name in enumerate(names):

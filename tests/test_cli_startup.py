@@ -42,7 +42,7 @@ def test_parser_names_are_the_librarys():
 
 #: what ``simulate --dynamic`` (output to a pipe, no -o) has no use for
 UNUSED_BY_DYNAMIC = ("scipy", "plotly", "dask", "networkx", "pandas", "jinja2", "jsonschema", "numpy.ma",
-                     "rich.progress", "fabscope.model.simulate", "importlib.resources")
+                     "rich", "fabscope.model.simulate", "importlib.resources")
 
 
 @pytest.mark.parametrize("fabric,routing", [("torus:4x4x4", "dor"), ("fat-tree:k=4,levels=3", "dmodk"),
@@ -52,7 +52,8 @@ def test_dynamic_simulation_imports_nothing_unused(fabric, routing):
     """Dimension-order routing, D-mod-K, min-hop and up/down tables and the dynamic engine need numpy
     alone: SciPy's import was a third of a small simulation's whole process (min-hop and up/down took
     it for their switch distances, now routing.distances' own search); numpy.ma came with np.unique
-    (NumPy 2.4), rich.progress with a progress bar that is not drawn off a terminal."""
+    (NumPy 2.4), rich (a fifth of the process) with tables that off a terminal are plain text
+    (fabscope.report.plaintable lays them out as rich does)."""
     code = ("import sys\nfrom fabscope.cli import main\n"
             f"main(['simulate', '--fabric', {fabric!r}, '--routing', {routing!r}, '--ppn', '1', '--pattern',"
             " 'random-pairs', '--dynamic', '--iterations', '1', '--warmup', '0'])\n"
@@ -62,6 +63,29 @@ def test_dynamic_simulation_imports_nothing_unused(fabric, routing):
     assert p.returncode == 0, p.stderr
     assert "dynamic: ping-pong" in p.stdout
     assert p.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("argv,loads_rich", [
+    (["--fabric", "dragonfly:a=4,p=2,h=2,g=9", "--routing", "minimal", "--pattern", "shift:k=4"], False),
+    (["--fabric", "itasca", "--routing", "minhop", "--pattern", "random-pairs", "--iterations", "2"], False),
+    (["--fabric", "torus:4x4x4", "--routing", "dor", "--pattern", "permutation"], False),
+    (["--fabric", "fat-tree:k=4,levels=3", "--pattern", "leaf-pairs:nodes_per_leaf=2", "--iterations", "1"], True)])
+def test_piped_output_without_rich_is_richs(argv, loads_rich):
+    """Piped, simulate --dynamic imports no rich and prints what rich prints there, byte for byte
+    (TTY_COMPATIBLE=0 makes fabscope hand the output to rich, which still sees no terminal).
+    The leaf matrix is still rich's: its lines and the plain table's come in order."""
+    code = ("import sys\nfrom fabscope.cli import main\n"
+            f"main(['simulate', '--ppn', '1', '--dynamic', *{argv!r}])\n"
+            "print('rich' in sys.modules, file=sys.stderr)")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    rich = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**env, "TTY_COMPATIBLE": "0"})
+    assert plain.returncode == 0 and rich.returncode == 0, plain.stderr + rich.stderr
+    assert plain.stderr.split()[-1] == str(loads_rich) and rich.stderr.split()[-1] == "True"
+    assert "dynamic: " in plain.stdout and plain.stdout == rich.stdout
 
 
 def test_simulate_leaves_without_teardown_and_everything_written(tmp_path):

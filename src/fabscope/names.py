@@ -44,6 +44,7 @@ fabscope.errors.OutputError: host name 'n1 slots=4' has ' ' (U+0020), which laun
 
 from __future__ import annotations
 
+import re
 import shlex
 import unicodedata
 from typing import Any
@@ -154,9 +155,26 @@ def terminal(text: Any) -> str:
     s = str(text)
     if any(_unprintable(c) for c in s if c != "\t"):
         s = "".join(repr(c)[1:-1] if _unprintable(c) else c for c in s)
-    from rich.markup import escape
+    return escape_markup(s)
 
-    return escape(s)
+
+#: what rich's console markup reads as a tag: ``[`` then a letter, ``#``, ``/`` or ``@``, up to ``]``,
+#: with the backslashes before it
+_MARKUP_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def escape_markup(text: str) -> str:
+    """``text`` that rich's console markup prints as written, as ``rich.markup.escape`` makes it
+    (tests/report/test_plaintable.py holds the two equal), without importing rich.
+
+    Each tag-like ``[...]`` gets a backslash and the backslashes before it are doubled; a trailing
+    single backslash gets another, so that it escapes nothing after it.
+
+    >>> print(escape_markup("[b]x[/b] [1] [@click]"))
+    \\[b]x\\[/b] [1] \\[@click]
+    """
+    out = _MARKUP_TAG.sub(lambda m: m.group(1) * 2 + "\\" + m.group(2), text)
+    return out + "\\" if out.endswith("\\") and not out.endswith("\\\\") else out
 
 
 def plain(text: Any) -> str:

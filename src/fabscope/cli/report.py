@@ -102,12 +102,14 @@ def write(runs, output: str, title: str | None = None, images: str | None = None
 
     from fabscope.atomic import all_or_none
     from fabscope.report.build import report_sections, write_report
+    from fabscope.report.console import PlainConsole
     from fabscope.report.tables import make_console, print_tables
 
     con = console or make_console()
+    bar_con = con.rich if isinstance(con, PlainConsole) else con    # rich's bar needs rich's console
     steps = len(runs) + 2 + bool(images)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=con,
-                  transient=True, disable=not con.is_terminal) as prog:
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=bar_con, transient=True, disable=not con.is_terminal) as prog:
         task = prog.add_task("report", total=steps)
 
         def step(what: str) -> None:
