@@ -44,17 +44,42 @@ ENGINES = ("minimal", "valiant", "ugal-l", "ugal-g")
 MAX_UNIFORM_FLOWS = 200_000
 
 
-def throughput(f, s, d, engine: str, seed: int = 0) -> tuple[float, float, float]:
-    """(average, saturation, CPU seconds): per-host accepted rate over the injection link."""
-    t0 = time.process_time()
+def shares(f, s, d, engine: str, seed: int = 0) -> tuple[float, float]:
+    """(average, smallest) max-min rate a host gets over its injection link, flows as routed."""
     r = make_routing(f, engine, seed=seed).routes(s, d)
     rate = maxmin(r.matrix(f.n_links), f.link_capacity)
     cap = f.link_capacity[0]
     per_host = np.bincount(s, weights=rate, minlength=f.n_hosts) / cap
-    return float(per_host.mean()), float(rate.min() * len(s) / f.n_hosts / cap), time.process_time() - t0
+    return float(per_host.mean()), float(rate.min() / cap)
 
 
-def analysis(a: int, p: int, h: int, g: int, traffic: str, engine: str) -> str:
+def saturation(f, s, d, engine: str, per_host: int, parts: int = 1, seed: int = 0,
+               steps: int = 8) -> tuple[float, float]:
+    """(average, saturation) as shares of a host's injection link.  *average*: the mean max-min share,
+    every flow offered in full; *saturation*: the largest share of injection a host can offer (split
+    evenly over its ``per_host`` flows) that every flow is carried at, as a packet simulator finds its
+    saturation throughput.  Oblivious routings: the busiest link's inverse load.  UGAL: the choices
+    made at that offered load (``load=``), by bisection (``steps``), in ``parts`` parts a flow."""
+    if not engine.startswith("ugal"):
+        avg, low = shares(f, s, d, engine, seed)
+        return avg, min(low * per_host, 1.0)
+    spec = f"{engine}:parts={parts}"
+    avg = shares(f, s, d, spec, seed)[0]
+
+    def carried(x: float) -> bool:
+        return shares(f, s, d, f"{spec},load={x / per_host!r}", seed)[1] * per_host >= x * (1 - 1e-9)
+
+    if carried(1.0):
+        return avg, 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if carried(mid) else (lo, mid)
+    return avg, lo
+
+
+def published(a: int, p: int, h: int, g: int, traffic: str, engine: str) -> str:
+    """What the papers' analysis gives (Kim et al. 2008; Jiang et al. 2009), as shares of injection."""
     if traffic == "uniform":
         return "~1/2" if engine == "valiant" else "~1"
     if engine == "minimal":

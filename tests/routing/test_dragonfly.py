@@ -206,3 +206,15 @@ def test_ugal_carries_close_to_half_when_offered_it_in_parts(mode):
     _, eight = _shift_rates(f, f"{mode}:load=0.45,parts=8")
     assert eight.min() >= 0.45 * (1 - 1e-9)
     assert one.min() < 0.45
+
+
+def test_valiant_leaves_the_intermediate_group_by_the_pairs_pick_not_its_arrival_router():
+    """With many cables between two groups (here 14), the router a Valiant path arrives at from one
+    group mostly holds a cable to the next group too (the generator lays consecutive groups on
+    neighbouring ports): by its own cables, a group shift's paths came into the destination group at
+    one router and its local links carried them all (saturation 0.15).  By the pair's pick they
+    spread over the group."""
+    f = dragonfly(a=16, p=8, h=15, g=13)
+    _, rate = _shift_rates(f, "valiant")
+    assert rate.min() > 0.3
+    assert rate.mean() > 0.5
