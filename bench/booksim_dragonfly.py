@@ -107,7 +107,7 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--booksim", help="BookSim2's source folder (with src/booksim built)")
     ap.add_argument("--k", type=int, nargs="+", default=[2, 3])
@@ -116,7 +116,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600, help="seconds a BookSim run may take")
     ap.add_argument("--save", help="write BookSim's saturations to this JSON file")
     ap.add_argument("--load", help="take BookSim's saturations from this JSON file (no BookSim run)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not args.booksim and not args.load:
         ap.error("give --booksim PATH (BookSim2's source folder) or --load FILE")
     known = {}
@@ -152,13 +152,12 @@ def main() -> None:
             s, d, per_host = flows(f, a, p, traffic)
             avg, sat = saturation(f, s, d, engine, per_host, parts=PARTS)
             t1 = time.process_time()
-            shipped = f"{bs['as shipped']:.3f}" if bs else "-"
-            ideal = bs["near-ideal"] if bs else 0.0
-            ratio = sat / ideal if ideal > 0 else float("nan")
-            within = "-" if not ideal else ("yes" if abs(ratio - 1) <= 0.15 else "no")
+            shipped, ideal = (f"{bs['as shipped']:.3f}", bs["near-ideal"]) if bs else ("-", 0.0)
+            ratio = f"{sat / ideal:.2f}" if ideal > 0 else "-"
+            within = "-" if not ideal else ("yes" if abs(sat / ideal - 1) <= 0.15 else "no")
             name = engine if engine == "minimal" else f"{engine}:parts={PARTS}"
             print(f"| a={a},p={p},h={h},g={g} | {traffic} | {bs_routing} / {name} | {avg:.3f} | {sat:.3f} | "
-                  f"{shipped} | {ideal:.3f} | {published(a, p, h, g, traffic, engine)} | {ratio:.2f} | {within} | "
+                  f"{shipped} | {ideal or '-'} | {published(a, p, h, g, traffic, engine)} | {ratio} | {within} | "
                   f"{c1 - c0:.1f} | {t1 - t0:.2f} |", flush=True)
 
 
