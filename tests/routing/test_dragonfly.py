@@ -218,3 +218,19 @@ def test_valiant_leaves_the_intermediate_group_by_the_pairs_pick_not_its_arrival
     _, rate = _shift_rates(f, "valiant")
     assert rate.min() > 0.3
     assert rate.mean() > 0.5
+
+
+def test_a_spread_valiant_flow_takes_several_cables_between_two_groups():
+    """A packet picks among the cables between two groups as it picks its intermediate group: with
+    14 cables a pair, a flow's share through each intermediate group is split over 4 picks, so more
+    global cables leave its source group than there are intermediate groups; with one cable a pair
+    nothing changes (the balanced dragonflies)."""
+    f = dragonfly(a=16, p=8, h=15, g=13)
+    r = make_routing(f, "valiant").routes(np.array([0]), np.array([f.n_hosts // 13]))
+    sw_group = np.zeros(f.n_nodes, int)
+    sw_group[f.host_switch] = f.groups["group"]
+    a, b = f.link_src[r.link], f.link_dst[r.link]
+    leaving = (a >= f.n_hosts) & (b >= f.n_hosts) & (sw_group[a] == 0) & (sw_group[b] != 0)
+    assert len(np.unique(r.link[leaving])) > 13 - 2
+    assert np.isclose(r.weight[leaving].sum(), 1.0)
+    assert make_routing(SMALL, "valiant").draws == 1

@@ -66,6 +66,8 @@ from fabscope.routing.split import split_routes
 MODES = ("minimal", "valiant", "ugal-l", "ugal-g")
 #: the hierarchy level that names a dragonfly's groups (the generator's)
 GROUP_LEVEL = "group"
+#: most cable picks a spread Valiant flow is split over per intermediate group (see DragonflyRouting.draws)
+CABLE_DRAWS = 4
 
 
 def is_dragonfly(fabric: Fabric) -> bool:
@@ -273,9 +275,28 @@ class DragonflyRouting:
         t = f.host_switch[np.asarray(dst, np.int64)].astype(np.int64) - h
         return self._candidates(s, t, np.asarray(dst, np.int64), np.random.default_rng(self.seed))
 
+    @cached_property
+    def draws(self) -> int:
+        """Cable draws per intermediate group of a spread Valiant flow: a packet picks among the cables
+        between two groups too, so with several a flow's share through a group is split over this
+        many picks (keys), up to :data:`CABLE_DRAWS`; 1 where groups are joined by one cable."""
+        lay = self.lay
+        if self.spread != "packet" or not len(lay.gkeys):
+            return 1
+        return int(min(CABLE_DRAWS, np.bincount(lay.gkeys).max()))
+
     def _candidates(self, s: np.ndarray, t: np.ndarray, key: np.ndarray, rng: np.random.Generator):
         owner, mid, w = self._subpaths(self.lay.group[s], self.lay.group[t], rng)
-        val = np.stack(self._valiant(s[owner], t[owner], key[owner], mid))
+        k = self.draws
+        if k > 1:                              # each through-group sub-path once per draw, keyed apart
+            split = mid >= 0
+            reps = np.where(split, k, 1)
+            draw = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+            owner, mid, w = np.repeat(owner, reps), np.repeat(mid, reps), np.repeat(w / reps, reps)
+            vkey = key[owner] + draw * (int(key.max()) + 1)
+        else:
+            vkey = key[owner]
+        val = np.stack(self._valiant(s[owner], t[owner], vkey, mid))
         return np.stack(self._minimal(s, t, key)), owner, mid, w, val
 
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
