@@ -178,9 +178,17 @@ def main() -> None:
     ap.add_argument("--in-time", action="store_true")
     ap.add_argument("--parts", action="store_true", help="UGAL's saturation against parts=N")
     ap.add_argument("--booksim", help="BookSim2's source folder: then the table beside it")
+    ap.add_argument("--dragonfly", nargs="+", metavar="A,P,H,G", help="these dragonflies instead")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     fabrics = FABRICS[:2] if args.quick else FABRICS
+    if args.dragonfly:
+        try:
+            fabrics = [tuple(int(x) for x in d.split(",")) for d in args.dragonfly]
+        except ValueError:
+            ap.error(f"--dragonfly takes A,P,H,G (four whole numbers), got {' '.join(args.dragonfly)}")
+        if any(len(d) != 4 for d in fabrics):
+            ap.error("--dragonfly takes A,P,H,G (four whole numbers)")
     if args.in_time:
         in_time(FABRICS[:3], args.seed)
     elif args.parts:
