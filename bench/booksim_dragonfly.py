@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
             within = "-" if not ideal else ("yes" if abs(sat / ideal - 1) <= 0.15 else "no")
             name = engine if engine == "minimal" else f"{engine}:parts={PARTS}"
             print(f"| a={a},p={p},h={h},g={g} | {traffic} | {bs_routing} / {name} | {avg:.3f} | {sat:.3f} | "
-                  f"{shipped} | {ideal or '-'} | {published(a, p, h, g, traffic, engine)} | {ratio} | {within} | "
+                  f"{shipped} | {f'{ideal:.3f}' if ideal else '-'} | {published(a, p, h, g, traffic, engine)} | {ratio} | {within} | "
                   f"{c1 - c0:.1f} | {t1 - t0:.2f} |", flush=True)
 
 
