@@ -143,11 +143,11 @@ def main(argv: list[str] | None = None) -> None:
             if bs is None and args.booksim:
                 bs = {name: booksim_saturation(binary, config, k, traffic, bs_routing, extra, args.steps,
                                                args.timeout) for name, extra in CONFIGS.items()}
+                bs["CPU s"] = children_cpu() - c0
                 known[key] = bs
                 if args.save:
                     with open(args.save, "w") as fh:
                         json.dump(known, fh, indent=1)
-            c1 = children_cpu()
             t0 = time.process_time()
             s, d, per_host = flows(f, a, p, traffic)
             avg, sat = saturation(f, s, d, engine, per_host, parts=PARTS)
@@ -156,9 +156,11 @@ def main(argv: list[str] | None = None) -> None:
             ratio = f"{sat / ideal:.2f}" if ideal > 0 else "-"
             within = "-" if not ideal else ("yes" if abs(sat / ideal - 1) <= 0.15 else "no")
             name = engine if engine == "minimal" else f"{engine}:parts={PARTS}"
+            near = f"{ideal:.3f}" if ideal else "-"
+            cpu = f"{bs['CPU s']:.1f}" if bs and "CPU s" in bs else "-"
             print(f"| a={a},p={p},h={h},g={g} | {traffic} | {bs_routing} / {name} | {avg:.3f} | {sat:.3f} | "
-                  f"{shipped} | {f'{ideal:.3f}' if ideal else '-'} | {published(a, p, h, g, traffic, engine)} | {ratio} | {within} | "
-                  f"{c1 - c0:.1f} | {t1 - t0:.2f} |", flush=True)
+                  f"{shipped} | {near} | {published(a, p, h, g, traffic, engine)} | {ratio} | {within} | "
+                  f"{cpu} | {t1 - t0:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
