@@ -1,6 +1,6 @@
 """fabscope's mapper beside Scotch and METIS in one run: same scorer, CPU and peak memory beside wall.
 
-    python bench/bench_mapping_peers.py [--size 4096,65536] [--graph stencil,geometric] [--fabric torus,fat-tree]
+    python bench/bench_mapping_peers.py [--size 4096,65536] [--graph stencil,geometric,lammps] [--fabric torus,fat-tree]
     python bench/bench_mapping_peers.py --busy            # the same placement beside two CPU-bound jobs
 
 Every mapper runs in a child process of its own (so its peak memory is its own), after the graph
@@ -23,10 +23,17 @@ resident memory above what it held before mapping (``ru_maxrss``).  The last col
 fabscope with Scotch in the same run: CPU over Scotch's CPU per run, and the two metrics' ratios
 (below 1: fabscope lower).
 
-Cases (graph x fabric x size): 3-D stencils and 3-D random geometric graphs (``geometric:N``,
-degree 10, ranks in random order); a 16x16x16 torus at one rank per node and a k=16 three-level
-fat tree at 4 per node for 4,096 ranks; a 16x16x32 torus and a k=32 fat tree at 8 per node for
-65,536.
+Cases (graph x fabric x size): 3-D stencils, 3-D random geometric graphs (``geometric:N``,
+degree 10, ranks in random order) and a captured application matrix (``lammps``, below); a
+16x16x16 torus at one rank per node and a k=16 three-level fat tree at 4 per node for 4,096 ranks;
+a 16x16x32 torus and a k=32 fat tree at 8 per node for 65,536.
+
+``lammps``: the matrix ``fabscope profile`` captured of LAMMPS on 64 ranks (bench/data/lammps64.mtx,
+how in its header; LAMMPS put its ranks on a 4x4x4 processor grid), tiled onto LAMMPS's grid for
+the size (16x16x16 for 4,096, 32x32x64 for 65,536) as weak scaling runs it: every rank sends, to
+the rank at the same grid offset, what its counterpart in the capture (its coordinates modulo 4)
+sent, message counts too.  Written as a Matrix Market file and read as ``fabscope map --comm``
+reads one: no process grid is given to the mappers.
 """
 
 from __future__ import annotations
@@ -40,13 +47,53 @@ import subprocess
 import sys
 import time
 
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+#: the capture's processor grid, as LAMMPS printed it (ranks in C order)
+LAMMPS_GRID = (4, 4, 4)
 SIZES = {
-    4096: {"stencil": "stencil3d:16x16x16", "geometric": "geometric:4096,degree=10,seed=1",
+    4096: {"stencil": "stencil3d:16x16x16", "geometric": "geometric:4096,degree=10,seed=1", "lammps": (16, 16, 16),
            "torus": ("torus:16x16x16,cores=1", 1), "fat-tree": ("fat-tree:k=16,levels=3", 4)},
-    65536: {"stencil": "stencil3d:32x32x64", "geometric": "geometric:65536,degree=10,seed=1",
+    65536: {"stencil": "stencil3d:32x32x64", "geometric": "geometric:65536,degree=10,seed=1", "lammps": (32, 32, 64),
             "torus": ("torus:16x16x32,cores=8", 8), "fat-tree": ("fat-tree:k=32,levels=3", 8)},
 }
 MAPPERS = ("fabscope", "scotch", "metis")
+
+
+def lammps_tiled(grid: tuple[int, int, int], path: str) -> str:
+    """The 64-rank LAMMPS capture tiled onto processor grid ``grid`` (module docstring), written to ``path``.
+
+    >>> import tempfile; import numpy as np; d = tempfile.mkdtemp()
+    >>> from fabscope.traffic.commfiles import read_comm_file
+    >>> g, g8 = read_comm_file(os.path.join(DATA, "lammps64.mtx")), read_comm_file(lammps_tiled((8, 4, 4), d + "/x.mtx"))
+    >>> g8.n, g8.n_edges == 2 * g.n_edges, bool(g8.bytes.sum() == 2 * g.bytes.sum() and g8.msgs.sum() == 2 * g.msgs.sum())
+    (128, True, True)
+    >>> g4 = read_comm_file(lammps_tiled((4, 4, 4), d + "/y.mtx"))          # onto its own grid: the capture
+    >>> all(np.array_equal(getattr(g4, k), getattr(g, k)) for k in ("src", "dst", "bytes", "msgs"))
+    True
+    """
+    import numpy as np
+
+    from fabscope.csr import gather
+    from fabscope.mapping.commgraph import CommGraph
+    from fabscope.traffic.commfiles import read_comm_file, write_mtx
+
+    g = read_comm_file(os.path.join(DATA, "lammps64.mtx"))
+    cap, big = np.array(LAMMPS_GRID), np.array(grid)
+    assert np.all(big % cap == 0), grid
+    off = (np.stack(np.unravel_index(g.dst, LAMMPS_GRID), 1) - np.stack(np.unravel_index(g.src, LAMMPS_GRID), 1)) % cap
+    off = np.where(off > cap // 2, off - cap, off)                  # periodic: -1 .. 2 on a side of 4
+    order = np.argsort(g.src, kind="stable")
+    ptr = np.searchsorted(g.src[order], np.arange(g.n + 1))
+    n = int(np.prod(big))
+    at = np.stack(np.unravel_index(np.arange(n), grid), 1)
+    twin = np.ravel_multi_index(tuple((at % cap).T), LAMMPS_GRID)   # each rank's counterpart in the capture
+    pos = order[gather(ptr, twin)]
+    src = np.repeat(np.arange(n), ptr[twin + 1] - ptr[twin])
+    dst = np.ravel_multi_index(tuple(((at[src] + off[pos]) % big).T), grid)
+    t = CommGraph.from_coo(f"lammps{n}", n, src, dst, g.bytes[pos], g.msgs[pos])
+    write_mtx(path, t)
+    write_mtx(path[:-4] + ".msgs.mtx", t, "msgs")
+    return path
 
 
 def _rss_mb() -> float:
@@ -105,12 +152,17 @@ def _run(comm: str, fabric: str, ppn: int, mapper: str, extra: list[str] | None 
 
 
 def peers(sizes: list[int], graphs: list[str], fabrics: list[str]) -> None:
+    import tempfile
+
+    tmp = tempfile.TemporaryDirectory()
     print(f"{'case':<40} {'mapper':<8} {'algorithm':<18} {'hops/B':>7} {'link MB':>8} {'CPU s':>7} "
           f"{'wall s':>7} {'peak MB':>8} {'runs':>4}  vs Scotch: CPU/run  hops  link")
     for n in sizes:
         for gname in graphs:
             for fname in fabrics:
                 comm, (fabric, ppn) = SIZES[n][gname], SIZES[n][fname]
+                if gname == "lammps":
+                    comm = lammps_tiled(comm, os.path.join(tmp.name, f"lammps{n}.mtx"))
                 case = f"{gname} {n} on {fabric} x{ppn}"
                 res = {m: _run(comm, fabric, ppn, m) for m in MAPPERS}
                 s = res["scotch"]
@@ -154,7 +206,7 @@ def main() -> None:
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="4096,65536")
-    ap.add_argument("--graph", default="stencil,geometric")
+    ap.add_argument("--graph", default="stencil,geometric,lammps")
     ap.add_argument("--fabric", default="torus,fat-tree")
     ap.add_argument("--busy", action="store_true", help="only the quiet / busy determinism check")
     a = ap.parse_args()

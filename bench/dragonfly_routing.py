@@ -26,7 +26,8 @@ routing and solving beside each row.
 same host of the next group, all at once; the share is the vector over the makespan, against one
 link's time.  Minimal and the static UGAL (one choice per flow, made before the run) in the
 compiled engine; UGAL in time (each message chooses when posted, from the loads then:
-``fabscope.dynamic.ugal``) in the reference engine.
+``fabscope.dynamic.ugal``) in the compiled engine, then in the reference beside it (CPU of each,
+and whether the two made the same choices; the reference up to 2,000 hosts).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ ENGINES = ("minimal", "valiant", "ugal-l", "ugal-g")
 MAX_UNIFORM_FLOWS = 200_000
 #: the parts a UGAL flow is placed in for the rows towards per-packet choice
 UGAL_PARTS = 8
+#: ``--in-time``: hosts beyond which the reference engine is not run beside the compiled one
+MAX_REFERENCE_HOSTS = 2_000
 
 
 def shares(f, s, d, engine: str, seed: int = 0) -> tuple[float, float]:
@@ -100,8 +103,9 @@ def in_time(fabrics, seed: int) -> None:
     from fabscope.dynamic.ugal import run_ugal
     from fabscope.fabric import Placement
 
-    print("| dragonfly | hosts | routing | choice | share (round) | share (mean message) | Valiant messages | CPU s |")
-    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+    print("| dragonfly | hosts | routing | choice | share (round) | share (mean message) | Valiant messages | CPU s "
+          "| reference CPU s | same choices |")
+    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
 
     def shares(out) -> str:
         took = out.msg_end - out.msg_post
@@ -120,13 +124,19 @@ def in_time(fabrics, seed: int) -> None:
             t0 = time.process_time()
             out = run_program_on(f, pl, prog, engine, seed=seed).outcome
             choice = "none" if engine == "minimal" else "per flow, before the run"
-            print(f"| {name} | {n:,} | {engine} | {choice} | {shares(out)} | - | {time.process_time() - t0:.2f} |",
-                  flush=True)
+            print(f"| {name} | {n:,} | {engine} | {choice} | {shares(out)} | - | {time.process_time() - t0:.2f} "
+                  "| - | - |", flush=True)
         for mode in ("ugal-l", "ugal-g"):
             t0 = time.process_time()
-            run = run_ugal(f, pl, prog, mode, seed=seed)
+            run = run_ugal(f, pl, prog, mode, seed=seed, engine="c")
+            t1 = time.process_time()
+            ref_cpu = same = "-"
+            if n <= MAX_REFERENCE_HOSTS:
+                ref = run_ugal(f, pl, prog, mode, seed=seed, engine="python")
+                same = "yes" if np.array_equal(run.took_valiant, ref.took_valiant) else "NO"
+                ref_cpu = f"{time.process_time() - t1:.2f}"
             print(f"| {name} | {n:,} | {mode} | per message, when posted | {shares(run.outcome)} | "
-                  f"{int(run.took_valiant.sum())} | {time.process_time() - t0:.2f} |", flush=True)
+                  f"{int(run.took_valiant.sum())} | {t1 - t0:.2f} | {ref_cpu} | {same} |", flush=True)
 
 
 def classic(fabrics, seed: int) -> None:
@@ -190,7 +200,7 @@ def main() -> None:
         if any(len(d) != 4 for d in fabrics):
             ap.error("--dragonfly takes A,P,H,G (four whole numbers)")
     if args.in_time:
-        in_time(FABRICS[:3], args.seed)
+        in_time(FABRICS, args.seed)
     elif args.parts:
         parts_sweep(fabrics, args.seed)
     else:

@@ -75,6 +75,26 @@ def dynamic_torus() -> Row:
     return Row(wall, cpu, secs, f"SimGrid {peer.version()} (times agree to {agree:.0e})", "s")
 
 
+def dragonfly_whole() -> Row:
+    """``fabscope simulate --dynamic`` of the group shift on dragonfly:a=8,p=4,h=4,g=33 as a whole
+    process, against SimGrid's whole process on the same flows and routes (CPU, medians of 3)."""
+    import bench_dragonfly_simgrid as dg
+    from bench_whole import BUILD, ENV, environment, run_case
+
+    from fabscope.dynamic import peer
+
+    here = os.path.normpath(os.path.join(HERE, "..", "src"))
+    why = peer.why_unavailable()
+    if why:
+        return Row(float("nan"), float("nan"), None, f"SimGrid: {why}", "s")
+    with tempfile.TemporaryDirectory(prefix="fabscope-bench-pyc-") as cache:
+        ENV[here] = environment(here, cache)
+        run_case(["-c", BUILD], here)
+        r = dg.compare("dragonfly:a=8,p=4,h=4,g=33", "shift:k=32", "1MiB", 3, here)
+    return Row(r["cpu"], r["cpu"], r["sg cpu"], f"SimGrid's whole process, CPU s (times agree to {r['agree']:.0e}; "
+               f"engines alone {r['engine']:.4f} against {r['sg engine']:.3f} s)", "s")
+
+
 def result_write() -> Row:
     """The columns of a 16x16x16 torus result written by the compiled column writer, and by the
     reference (``json.dumps`` of each column), which writes the same bytes."""
@@ -155,6 +175,8 @@ CASES: dict[str, tuple[str, Callable[[], Row], str]] = {
                          "python bench/bench_flow_model.py"),
     "dynamic-torus": ("in time: 16x16x16 torus, random matching of 1 MiB", dynamic_torus,
                       "python bench/bench_dynamic.py --case torus"),
+    "dragonfly-whole": ("in time: dragonfly a=8 group shift, fabscope simulate --dynamic as a whole process, CPU",
+                        dragonfly_whole, "python bench/bench_dragonfly_simgrid.py"),
     "result-write": ("writing a torus result's columns", result_write,
                      "python bench/bench_result_write.py"),
     "hostile-file": ("16 MB of random bytes as an ibnetdiscover file", hostile_file,

@@ -150,3 +150,57 @@ def test_help_reads_the_benchmarks_tests_only_for_measure():
     code = code.replace("['--help']", "['measure', '--help']")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "random-pairs" in p.stdout and p.stderr.strip().splitlines()[-1] == "benchhelp"
+
+
+#: what a small simulate, compare, diagnose or analyze has no use for (each costs more CPU to import than
+#: numpy itself; scipy.sparse came with the flow matrices, now fabscope.sparse: docs/startup.md)
+UNUSED_ON_SMALL_INPUT = ("scipy", "networkx", "pandas", "plotly", "dask", "jinja2", "fabscope.mapping",
+                         "fabscope.measure.build", "fabscope.measure.benchhelp", "fabscope.history")
+
+PINGPONG = [
+    {"type": "header", "schema": "fabscope.bench", "version": 1, "program": "fabscope-bench", "nranks": 2,
+     "nnodes": 1, "tests": ["pingpong"], "seed": 0, "cpu_mhz": 2800.0, "online_cores": 2},
+    {"type": "ranks", "host": ["h0", "h0"], "core": [1, 0], "socket": [0, 0]},
+    {"type": "test", "test": "pingpong"},
+    *({"type": "size", "test": "pingpong", "src": 0, "dst": 1, "bytes": b, "iters": 2, "latency": 1e-6 + b * 1e-10,
+       "bandwidth": b / (1e-6 + b * 1e-10)} for b in (0, 1, 64, 1024)),
+    {"type": "test_end", "test": "pingpong", "elapsed": 0.01},
+    {"type": "end", "status": 0, "elapsed": 0.01},
+]
+
+
+def _small_inputs(d):
+    from fabscope.diagnose.plan import make_plan
+    from fabscope.diagnose.synthetic import as_result, synthetic
+    from fabscope.fabric.io import load_fabric
+
+    f = load_fabric("fat-tree:k=4,levels=2")
+    as_result(synthetic(f, *make_plan(f).pairs, {}, noise=0.03, seed=1)).write_json(str(d / "meas.json"))
+    # two slow cables: the search for suspects runs (its tie test compares matrix columns)
+    as_result(synthetic(f, *make_plan(f).pairs, {f.n_links // 2 - 3: 0.3, 20: 0.5}, noise=0.03,
+                        seed=1)).write_json(str(d / "fault.json"))
+    (d / "pp.jsonl").write_text("".join(json.dumps(r) + "\n" for r in PINGPONG))
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--fabric", "fat-tree:k=4,levels=2", "--pattern", "permutation"],
+    ["simulate", "--fabric", "torus:4x4", "--routing", "dor", "--pattern", "bisection", "--model", "congestion"],
+    ["compare", "{d}/meas.json", "--fabric", "fat-tree:k=4,levels=2"],
+    ["diagnose", "{d}/meas.json", "--fabric", "fat-tree:k=4,levels=2"],
+    ["diagnose", "{d}/fault.json", "--fabric", "fat-tree:k=4,levels=2"],
+    ["analyze", "{d}/pp.jsonl"],
+])
+def test_commands_on_a_small_input_import_nothing_unused(tmp_path, argv):
+    """The start-up target (under 2x ``import numpy`` in CPU: bench/bench_startup.py) holds only while
+    these stay out; the import set is checked here, not the time."""
+    _small_inputs(tmp_path)
+    argv = [a.format(d=tmp_path) for a in argv]
+    code = ("import sys\nfrom fabscope.cli import main\n"
+            f"code = main({argv!r})\n"
+            f"print(code, sorted(m for m in sys.modules if m in {UNUSED_ON_SMALL_INPUT!r} or "
+            f"m.split('.')[0] in {UNUSED_ON_SMALL_INPUT!r} or '.'.join(m.split('.')[:2]) in "
+            f"{UNUSED_ON_SMALL_INPUT!r}), file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip()                           # the command did its work
+    assert p.stderr.strip().splitlines()[-1] in ("0 []", "None []"), p.stderr

@@ -73,7 +73,53 @@ def test_simulate_dynamic_chooses_when_posted_and_static_refuses_it(capsys):
     assert main(argv + ["--dynamic"]) == 0
     out = capsys.readouterr().out
     want = run_ugal(F, PL, _shift()).makespan
+    assert f"done at {want * 1e3:.3f} ms simulated" in out and "engine c" in out     # compiled by default
+    assert main(argv + ["--dynamic", "--engine", "python"]) == 0
+    out = capsys.readouterr().out
     assert f"done at {want * 1e3:.3f} ms simulated" in out and "engine python" in out
     assert main(argv) == 1
     assert "only in time" in capsys.readouterr().err
-    assert main(argv + ["--dynamic", "--engine", "c"]) == 1
+    assert main(argv + ["--dynamic", "--model", "congestion"]) == 1
+    assert "max-min sharing only" in capsys.readouterr().err
+
+
+def _cases():
+    from fabscope.dynamic.programs import collective
+
+    for a, p, h, g in ((4, 2, 2, 9), (6, 3, 3, 19)):
+        f = dragonfly(a=a, p=p, h=h, g=g)
+        n = f.n_hosts
+        r = np.arange(n)
+        rng = np.random.default_rng(a)
+        yield f, Program.from_rounds("shift", n, [(r, (r + a * p) % n, 1e6)])
+        # two rounds of random matchings: the second posts as the first's messages end, at tied times
+        yield f, Program.from_rounds("perm", n, [(r, rng.permutation(n), 1e6), (r, rng.permutation(n), 3e5)])
+    # a ring allreduce, step after step
+    yield F, collective("allreduce", "ring", 72, 4e5)
+
+
+@pytest.mark.parametrize("mode", ["ugal-l", "ugal-g"])
+def test_compiled_engine_chooses_as_the_reference_does(mode):
+    """The compiled engine makes each choice itself (flowsim.c) from the same loads: the same
+    messages go Valiant and every time agrees with the reference engine's."""
+    for f, prog in _cases():
+        pl = Placement.block(f, f.n_hosts, ppn=1)
+        c = run_ugal(f, pl, prog, mode, seed=3, engine="c")
+        py = run_ugal(f, pl, prog, mode, seed=3, engine="python")
+        assert (c.engine, py.engine) == ("c", "python")
+        assert 0 < py.took_valiant.sum() < prog.n_messages, (prog.name, mode)   # both kinds of choice made
+        assert np.array_equal(c.took_valiant, py.took_valiant), (prog.name, mode)
+        assert np.array_equal(c.msg_path, py.msg_path)
+        for t in ("msg_post", "msg_start", "msg_end"):
+            np.testing.assert_allclose(getattr(c.outcome, t), getattr(py.outcome, t), rtol=1e-9, err_msg=t)
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_messages_posted_together_choose_in_message_order(engine):
+    """Eight messages of one group to the next, posted at one time, listed from rank 7 down: message 0
+    (rank 7 -> 15), the first to choose, finds the fabric idle and goes minimally, though its step
+    (rank 15's) starts last (its choice once came last, and went around)."""
+    src = [7, 6, 5, 4, 3, 2, 1, 0]
+    prog = Program.from_rounds("group to group", 72, [(src, [s + 8 for s in src], 1e6)])
+    took = run_ugal(F, PL, prog, "ugal-g", engine=engine).took_valiant
+    assert not took[0] and took.sum() >= 4

@@ -159,3 +159,39 @@ def _ports_reference(link_src: np.ndarray) -> np.ndarray:
     ports = np.empty(len(link_src), dtype=np.int16)
     ports[order] = np.arange(len(s)) - first + 1
     return ports
+
+
+def dragonfly_reference(a: int, p: int, h: int, g: int, *, capacity: float = 3071e6,
+                        global_capacity: float | None = None, latency: float = ROUTER_LATENCY_S,
+                        cores: int = 8) -> Fabric:
+    """The dragonfly built cable by cable (hosts, then each group's all-to-all, then the global
+    cables round by round over the group pairs, each taking its groups' next free ports)."""
+    gcap = capacity if global_capacity is None else global_capacity
+    b = FabricBuilder(f"dragonfly(a={a},p={p},h={h},g={g})")
+    n_h = g * a * p
+    hosts = b.add_hosts([f"g{i // (a * p):02d}n{i % (a * p):03d}" for i in range(n_h)])
+    routers = [b.add_switch(f"g{i // a:02d}r{i % a:02d}") for i in range(g * a)]
+    for i, hh in enumerate(hosts):
+        b.cable(hh, routers[i // p], capacity, latency)
+    for grp in range(g):
+        for i in range(a):
+            for j in range(i + 1, a):
+                b.cable(routers[grp * a + i], routers[grp * a + j], capacity, latency)
+    if g > 1:
+        per_pair = (a * h) // (g - 1)
+        free = [0] * g
+        for _ in range(per_pair):
+            for gi in range(g):
+                for gj in range(gi + 1, g):
+                    ri = routers[gi * a + free[gi] // h]
+                    rj = routers[gj * a + free[gj] // h]
+                    free[gi] += 1
+                    free[gj] += 1
+                    b.cable(ri, rj, gcap, latency)
+    return b.build(
+        groups={"router": np.arange(n_h) // p, "group": np.arange(n_h) // (a * p)},
+        levels=(Level("router", "Same Router"), Level("group", "Same Group")), far_label="Diff Groups",
+        host_cores=np.full(n_h, cores),
+        params={"generator": "dragonfly", "a": a, "p": p, "h": h, "g": g, "capacity": capacity,
+                "global_capacity": gcap, "latency": latency, "cores": cores},
+    )

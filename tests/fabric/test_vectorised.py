@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_generators import torus_reference, xgft_reference
+from reference_generators import dragonfly_reference, torus_reference, xgft_reference
 
-from fabscope.fabric.generators import fat_tree, torus, xgft
+from fabscope.fabric.generators import dragonfly, fat_tree, torus, xgft
 from fabscope.fabric.model import Fabric
 
 ARRAYS = ("link_src", "link_dst", "link_capacity", "link_latency", "link_src_port", "link_dst_port",
@@ -63,3 +63,10 @@ def test_fat_tree_equals_reference(k, levels, up, lpp):
                          name=f"fat-tree(k={k},levels={levels}" + (f",up={up_}" if up_ != k else "") + ")")
     assert_same(fat_tree(k=k, levels=levels, up=up, links_per_pair=lpp),
                 ref.with_params(generator="fat-tree", k=k, levels=levels, up=up_))
+
+
+@pytest.mark.parametrize("a,p,h,g,gcap", [(4, 2, 2, 9, None), (8, 4, 4, 33, None), (4, 2, 2, 5, 1e9),
+                                          (3, 1, 2, 4, None), (2, 1, 1, 1, None), (6, 3, 3, 10, 2e9)])
+def test_dragonfly_equals_reference(a, p, h, g, gcap):
+    """Several cables per group pair (g - 1 < a h) included: ports and routers in the same order."""
+    assert_same(dragonfly(a, p, h, g, global_capacity=gcap), dragonfly_reference(a, p, h, g, global_capacity=gcap))

@@ -1,5 +1,6 @@
 """The rankfile launch line follows the Open MPI version: parsing, and the real launcher where installed."""
 
+import os
 import shutil
 import socket
 import subprocess
@@ -86,7 +87,7 @@ def test_line_per_mpi_and_format():
     # Hydra reads no rank file: the Open MPI line, and what to write for MPICH
     assert "write --format machinefile and run mpiexec -f F -n 4 ./a.out" in launch_command("rankfile", "F", 4,
                                                                                               mpi="mpich")
-    assert "for the Open MPI found, write --format hostfile" in launch_command("machinefile", "F", 4, mpi="openmpi")
+    assert "for Open MPI, write --format hostfile" in launch_command("machinefile", "F", 4, mpi="openmpi")
     for fmt in ("hostfile", "rankfile", "machinefile", "slurm", "map"):
         assert launch_command(fmt, "F", 4, mpi="mpich", testbed="tb1") == "fabscope testbed run tb1 --placement F -- ./a.out"
 
@@ -99,7 +100,6 @@ def test_line_per_mpi_and_format():
 def test_map_prints_the_line_of_the_mpi_found(tmp_path, capsys, monkeypatch, mpicc, fmt, want):
     """`map -o` under each MPI installed here (Debian's MPICH and Open MPI, pinned by $FABSCOPE_MPICC); the line
     printed is run with that MPI's own launcher, on this host, and puts the ranks in the file's order."""
-    import os
 
     from fabscope.cli import main
     from fabscope.measure.mpi import find_mpi
@@ -122,3 +122,125 @@ def test_map_prints_the_line_of_the_mpi_found(tmp_path, capsys, monkeypatch, mpi
     extra = ["--allow-run-as-root", "--oversubscribe"] if "openmpi" in mpicc else []
     p = subprocess.run([exe, *extra, *words[1:-1], "hostname"], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.split() == [host, host], p.stdout + p.stderr
+
+
+# ---- the line of the program's own MPI: `map -o --program P` / `--mpi WORD` ----------------------------------
+
+#: prints its rank, the world's size and its host: one world of N ranks, not N singletons
+RANKS = r"""#include <mpi.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int c, char **v) {
+    int r, n; char h[256];
+    MPI_Init(&c, &v); MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &n);
+    gethostname(h, sizeof h); printf("rank %d of %d on %s\n", r, n, h); fflush(stdout);
+    MPI_Finalize(); return 0;
+}
+"""
+#: per family: the compiler that builds a program of it, and the MPI that `map` would find without --program
+#: (the other family, pinned with $FABSCOPE_MPICC: the line must follow the program, not the MPI found)
+FAMILIES = {"openmpi": ("mpicc.openmpi", "/usr/bin/mpicc.mpich"), "mpich": ("mpicc.mpich", "/usr/bin/mpicc.openmpi")}
+
+
+def _program(tmp_path, family):
+    cc = shutil.which(FAMILIES[family][0])
+    if cc is None:
+        pytest.skip(f"no {FAMILIES[family][0]} (Debian's openmpi-bin / mpich)")
+    (tmp_path / "ranks.c").write_text(RANKS)
+    prog = tmp_path / f"ranks-{family}"
+    subprocess.run([cc, str(tmp_path / "ranks.c"), "-o", str(prog)], check=True, capture_output=True)
+    return str(prog)
+
+
+def _map_line(tmp_path, capsys, monkeypatch, fmt, *extra):
+    from fabscope.cli import main
+
+    out_file = tmp_path / f"placed-{fmt}.txt"
+    assert main(["map", "--fabric", "fat-tree:k=4,levels=2", "--nodes", "h[0000-0015]", "--ppn", "1",
+                 "--comm", "ring:16", "--format", fmt, "-o", str(out_file), *extra]) == 0
+    out = capsys.readouterr().out
+    return out_file, out.split("; launch: ", 1)[1].rstrip("\n")
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_map_prints_the_line_of_the_programs_mpi(tmp_path, capsys, monkeypatch, family):
+    """The program's MPI read from its ELF dependencies decides the line, whatever MPI `map` finds; the line
+    printed for a host file, run on this host, starts one world of 2 ranks in the file's order."""
+    prog = _program(tmp_path, family)
+    other = FAMILIES[family][1]
+    if os.access(other, os.X_OK):
+        monkeypatch.setenv("FABSCOPE_MPICC", other)       # the MPI found is the other family's
+        monkeypatch.delenv("FABSCOPE_MPIEXEC", raising=False)
+    want = {"openmpi": {"hostfile": "mpirun --map-by seq --hostfile {F} -np 16 {P}",
+                        "slurm": "SLURM_HOSTFILE={F} srun --mpi=pmix --distribution=arbitrary -n 16 {P}"},
+            "mpich": {"hostfile": "mpiexec -f {F} -n 16 {P}", "machinefile": "mpiexec -f {F} -n 16 {P}",
+                      "slurm": "SLURM_HOSTFILE={F} srun --mpi=pmi2 --distribution=arbitrary -n 16 {P}"}}[family]
+    for fmt, line in want.items():
+        f, got = _map_line(tmp_path, capsys, monkeypatch, fmt, "--program", prog)
+        assert got == line.format(F=f, P=prog)
+    # the host file's line, with this host in the file and 2 ranks, run by the family's own launcher
+    from fabscope.measure.mpi import family_launcher, program_mpi
+
+    host = socket.gethostname()
+    local = tmp_path / "local.txt"
+    local.write_text(f"{host}\n{host}\n")
+    words = want["hostfile"].format(F=local, P=prog).replace("16", "2").split()
+    exe = family_launcher(program_mpi(prog), env={"PATH": os.environ["PATH"]})
+    extra = ["--allow-run-as-root", "--oversubscribe"] if family == "openmpi" else []
+    p = subprocess.run([exe, *extra, *words[1:]], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "OMPI_MCA_btl": "self,tcp", "UCX_TLS": "tcp,self"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sorted(p.stdout.split("\n")[:-1]) == [f"rank 0 of 2 on {host}", f"rank 1 of 2 on {host}"], p.stdout
+
+
+def test_rank_and_machine_files_name_what_the_programs_mpi_takes(tmp_path, capsys, monkeypatch):
+    """A rank file for an MPICH program, a machine file for an Open MPI one: the line of the launcher that reads
+    the file, and the format the program's MPI takes instead."""
+    prog = _program(tmp_path, "mpich")
+    f, got = _map_line(tmp_path, capsys, monkeypatch, "rankfile", "--program", prog)
+    assert got.endswith(f"a rankfile is not MPICH's: for MPICH, write --format machinefile and run "
+                        f"mpiexec -f {f} -n 16 {prog}")
+    f, got = _map_line(tmp_path, capsys, monkeypatch, "machinefile", "--mpi", "openmpi")
+    assert got == (f"mpiexec -f {f} -n 16 ./a.out; a machinefile is not Open MPI's: for Open MPI, write --format "
+                   f"hostfile or rankfile and run mpirun --map-by seq --hostfile {f} -np 16 ./a.out")
+    f, got = _map_line(tmp_path, capsys, monkeypatch, "slurm", "--mpi", "mpich-ucx")
+    assert got == f"SLURM_HOSTFILE={f} srun --mpi=pmi2 --distribution=arbitrary -n 16 ./a.out"
+
+
+def test_testbed_line_carries_the_users_word_and_program():
+    assert launch_command("hostfile", "F", 4, mpi="openmpi", testbed="tb1", program="/usr/bin/lmp") == \
+        "fabscope testbed run tb1 --placement F -- /usr/bin/lmp"
+    assert launch_command("hostfile", "F", 4, mpi="mpich", testbed="tb1", mpi_word="mpich-ucx") == \
+        "fabscope testbed run tb1 --mpi mpich-ucx --placement F -- ./a.out"
+
+
+def test_a_program_of_no_known_mpi_is_refused_before_mapping(tmp_path, capsys):
+    from fabscope.cli import main
+
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    out_file = tmp_path / "placed.txt"
+    rc = main(["map", "--fabric", "fat-tree:k=4,levels=2", "--nodes", "h[0000-0015]", "--ppn", "1",
+               "--comm", "ring:16", "-o", str(out_file), "--program", str(script)])
+    err = capsys.readouterr().err
+    assert rc != 0 and not out_file.exists()
+    assert len(err.strip().splitlines()) == 1 and "no ELF executable" in err and "--mpi" in err
+
+
+def test_the_program_is_an_input_never_overwritten_and_found_on_path(tmp_path, capsys, monkeypatch):
+    """`-o` naming the program itself is refused before anything is written; a bare name is the one on $PATH,
+    and one that is nowhere is refused in one line."""
+    from fabscope.cli import main
+
+    prog = _program(tmp_path, "openmpi")
+    before = open(prog, "rb").read()
+    args = ["map", "--fabric", "fat-tree:k=4,levels=2", "--nodes", "h[0000-0015]", "--ppn", "1", "--comm", "ring:16"]
+    assert main([*args, "-o", prog, "--program", prog]) != 0
+    assert "is also an input" in capsys.readouterr().err and open(prog, "rb").read() == before
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    f, got = _map_line(tmp_path, capsys, monkeypatch, "hostfile", "--program", os.path.basename(prog))
+    assert got == f"mpirun --map-by seq --hostfile {f} -np 16 {os.path.basename(prog)}"
+    assert main([*args, "-o", str(tmp_path / "h.txt"), "--program", "no-such-program-here"]) != 0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no-such-program-here" in err and not (tmp_path / "h.txt").exists()

@@ -148,3 +148,46 @@ def test_topo_without_a_compiler_falls_back_to_metis(monkeypatch):
     m = map_ranks(g, t, "topo")
     assert m.algorithm.startswith("hier") and len(np.unique(m.slot)) == 64
     assert m.info["stages"][0] == {"step": "ml", "kept": False, "why": "not compiled"}
+
+
+def test_topo_keeps_the_ranks_in_order_when_they_are_already_local():
+    """A captured matrix has no process grid, but an application's own rank order is often local
+    (LAMMPS's processor grid in C order, bench_mapping_peers' lammps case): on a torus of that grid's
+    shape the ranks in order are one hop an edge, which ml alone does not find (2.16 hops a byte)."""
+    import dataclasses
+
+    from fabscope.mapping.commgraph import stencil
+
+    g = dataclasses.replace(stencil((8, 8, 8), halo=1), grid=None, periodic=None)
+    t = Target.whole(torus((8, 8, 8), cores=1), g.n, 1)
+    assert evaluate(map_ranks(g, t, "ml"), g).hops_per_byte > 1.5
+    m = map_ranks(g, t, "topo")
+    assert evaluate(m, g).hops_per_byte == 1.0
+    # in random order the ranks are not local: ml is kept
+    perm = np.random.default_rng(3).permutation(g.n)
+    r = dataclasses.replace(g, src=perm[g.src], dst=perm[g.dst])
+    assert map_ranks(r, t, "topo").algorithm.startswith("ml")
+    # nor on a tree, where the ranks in order spread over the fabric lower the busiest link alone:
+    # the busiest-link objective must not buy that with hop-bytes
+    ft = Target.whole(fat_tree(k=8, levels=3), g.n, 4)
+    assert evaluate(map_ranks(r, ft, "topo"), r).hops_per_byte <= evaluate(map_ranks(r, ft, "ml"), r).hops_per_byte * 1.01
+
+
+def test_link_loads_in_chunks_are_the_whole_sums(monkeypatch):
+    """link_loads routes LOAD_CHUNK flows at a time (its temporaries follow the chunk): the same loads."""
+    import fabscope.mapping.metrics as metrics
+
+    f = fat_tree(k=8, levels=3)
+    g = geometric(512, degree=8, seed=2)
+    m = map_ranks(g, Target.whole(f, g.n, 1), "block")
+    h = m.host
+    whole = metrics.link_loads(f, h[g.src], h[g.dst], g.bytes)
+    monkeypatch.setattr(metrics, "LOAD_CHUNK", 97)
+    assert np.array_equal(metrics.link_loads(f, h[g.src], h[g.dst], g.bytes), whole)
+    t = torus((8, 8, 8), cores=1)
+    m = map_ranks(g, Target.whole(t, g.n, 1), "block")
+    h = m.host
+    monkeypatch.setattr(metrics, "LOAD_CHUNK", 1 << 30)
+    whole = metrics.link_loads(t, h[g.src], h[g.dst], g.bytes)
+    monkeypatch.setattr(metrics, "LOAD_CHUNK", 97)
+    assert np.allclose(metrics.link_loads(t, h[g.src], h[g.dst], g.bytes), whole, rtol=1e-12)

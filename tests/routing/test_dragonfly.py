@@ -234,3 +234,17 @@ def test_a_spread_valiant_flow_takes_several_cables_between_two_groups():
     assert len(np.unique(r.link[leaving])) > 13 - 2
     assert np.isclose(r.weight[leaving].sum(), 1.0)
     assert make_routing(SMALL, "valiant").draws == 1
+
+
+def test_minimal_routing_draws_nothing_and_loads_no_random_generator():
+    """numpy.random costs a simulation of the group shift 15-20 ms of CPU, 8 % of its whole process
+    (bench/bench_dragonfly_simgrid.py): the minimal routes take no seed, so it is not loaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom fabscope.cli import main\n"
+            "main(['simulate', '--fabric', 'dragonfly:a=4,p=2,h=2,g=9', '--ppn', '1', '--pattern', 'shift:k=8',"
+            " '--dynamic'])\nprint('numpy.random' in sys.modules, file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "dynamic: shift" in p.stdout and p.stderr.strip().splitlines()[-1] == "False"

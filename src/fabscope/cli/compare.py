@@ -61,6 +61,8 @@ def warn_not_link_bound(files: list[str]) -> None:
     """A testbed run whose links did not set the pace measured the machine's CPUs, not the fabric: say so."""
     import sys
 
+    if not any(f.endswith(".jsonl") for f in files):       # only measured records say it; spare the import
+        return
     from fabscope.testbed.linkbound import records
 
     for f in files:

@@ -58,7 +58,7 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
         bad = [k for k in kw if k != "algorithm"]
         if bad:
             raise TrafficError(f"pattern {name!r} has no parameter {bad[0]!r} (takes: algorithm)")
-        ppn = _ranks_per_node(placement) if kw.get("algorithm") == "rail" else None
+        ppn = _ranks_per_node(placement, kw.get("algorithm")) if kw.get("algorithm") in ("rail", "rail-tree") else None
         return [(pg.collective(name, kw.get("algorithm"), n, size, ppn=ppn), None)], name
     if name == "replay":
         return [(pg.replay_matrix(arg, n), None)], name
@@ -87,7 +87,7 @@ def _program(args, fabric: Fabric, placement: Placement, size: float):
                                  np.zeros(traffic.n_flows, dtype=np.int64), **dict(traffic.params)), None)], traffic.name
 
 
-def _ranks_per_node(placement: Placement) -> int:
+def _ranks_per_node(placement: Placement, algorithm: str = "rail") -> int:
     """The ranks per node of a placement that puts the same number on every node used, node by
     node (rank ``node * ppn + i`` is local rank ``i``), as the rail-aligned allreduce numbers them."""
     import numpy as np
@@ -96,7 +96,7 @@ def _ranks_per_node(placement: Placement) -> int:
     ppn = int(np.bincount(host).max())
     nodes = host[::ppn]
     if len(host) % ppn or np.any(host != np.repeat(nodes, ppn)) or len(np.unique(nodes)) != len(nodes):
-        raise TrafficError(f"allreduce:rail needs {ppn} ranks on every node, numbered node by node "
+        raise TrafficError(f"allreduce:{algorithm} needs {ppn} ranks on every node, numbered node by node "
                            "(--placement block with a rank count that fills its nodes)")
     return ppn
 
@@ -127,7 +127,8 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
         for prog, scenario in progs:
             task = bar.add_task(f"simulating {prog.name}", total=prog.n_messages)
             if posted:
-                run = _run_posted(args, fabric, placement, prog, sharing, routing_name)
+                run = _run_posted(args, fabric, placement, prog, sharing, routing_name,
+                                  lambda done, t, task=task: bar.update(task, completed=done))
             else:
                 run = run_program_on(fabric, placement, prog, args.routing, seed=args.seed, engine=args.engine,
                                      ports=getattr(args, "ports", None), sharing=sharing,
@@ -193,15 +194,17 @@ def _run_sharp(args: argparse.Namespace, con, fabric: Fabric, placement: Placeme
     return 0
 
 
-def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, prog, sharing: str, name: str):
+def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, prog, sharing: str, name: str,
+                progress=None):
     """``--routing ugal-l:when=posted`` / ``ugal-g:when=posted``: each message chooses as it is posted
-    (fabscope.dynamic.ugal), in the reference engine."""
+    (fabscope.dynamic.ugal), in the compiled engine or the reference (``--engine``)."""
     from fabscope.dynamic.ugal import run_ugal
 
-    if sharing != "maxmin" or args.engine == "c":
-        raise TrafficError(f"{args.routing}: messages choose as they are posted in the reference engine, "
-                           "with max-min sharing only (no --engine c, no --model congestion)")
-    return run_ugal(fabric, placement, prog, name, seed=args.seed).as_run(placement)
+    if sharing != "maxmin":
+        raise TrafficError(f"{args.routing}: messages choose as they are posted with max-min sharing only "
+                           "(no --model congestion)")
+    return run_ugal(fabric, placement, prog, name, seed=args.seed, engine=args.engine,
+                    progress=progress).as_run(placement)
 
 
 def _pieces(n: int) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from typing import Any, Callable, Iterable, Iterator
 
@@ -68,6 +69,18 @@ def not_a_file(action: argparse.Action) -> argparse.Action:
 def existing(value: Any, args: argparse.Namespace) -> list[str]:
     """A spec that is a file when one of that name exists (``--fabric``, ``--comm``, ``--model``)."""
     return [value] if isinstance(value, str) and os.path.isfile(value) else []
+
+
+def program_file(value: Any, args: argparse.Namespace) -> list[str]:
+    """A program as a shell finds it: a path, or a name on ``$PATH`` (``--program lmp``).
+
+    >>> program_file("sh", None) == [shutil.which("sh")], program_file("no/such/prog", None)
+    (True, [])
+    """
+    if not isinstance(value, str):
+        return []
+    found = value if os.sep in value else shutil.which(value)
+    return [found] if found and os.path.isfile(found) else []
 
 
 def database_file(value: Any, args: argparse.Namespace) -> list[str]:

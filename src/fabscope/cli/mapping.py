@@ -13,7 +13,7 @@ import json
 import sys
 
 from fabscope.atomic import all_or_none, atomic_open, check_outputs
-from fabscope.cli.files import existing, nodes_or_stdin, reads, writes
+from fabscope.cli.files import existing, nodes_or_stdin, program_file, reads, writes
 from fabscope.cli.options import add_seed, add_size, examples, require_positive
 from fabscope.cli.names import FORMATS
 
@@ -84,6 +84,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, default="hostfile", help=FORMAT_HELP)
     writes(p.add_argument("-o", "--output", help="write the chosen algorithm's mapping to this file"))
     writes(p.add_argument("--json", help="write the metrics as JSON"))
+    reads(p.add_argument("--program", metavar="PROGRAM",
+                   help="-o: the program the mapping is for; the launch line printed runs it as its MPI launches "
+                        "(its MPI read from its ELF dependencies, as testbed run does; default: the MPI found)"),
+          program_file)
+    p.add_argument("--mpi", choices=("openmpi", "mpich", "mpich-ofi", "mpich-ucx", "none"),
+                   help="-o: the program's MPI, when it cannot be read from the program (a script, a static build)")
     p.set_defaults(func=run_map)
     p = sub.add_parser("place", help="how a job's nodes sit in the fabric, and the bandwidth they can expect",
                        description="Say how a job's nodes sit in the fabric (leaves, levels crossed, as seed 000's "
@@ -179,6 +185,18 @@ def run_map(args: argparse.Namespace) -> int:
 
     require_positive(args, "ppn")
     check_outputs({"-o/--output": args.output, "--json": args.json})
+    program = None
+    if args.program or args.mpi:
+        from fabscope.measure.mpi import program_mpi
+
+        # read before any mapping: a program whose MPI is not known is refused in one line
+        # a bare name is found on $PATH, as the shell running the printed line would find it
+        found = program_file(args.program, args) if args.program else []
+        if args.program and not found:
+            from fabscope.errors import MappingError
+
+            raise MappingError(f"--program {args.program!r}: no such file, nor a program of that name on $PATH")
+        program = program_mpi(found[0] if found else args.program or "./a.out", args.mpi)
     if args.trace:
         from fabscope.dynamic.programs import replay_trace
 
@@ -230,7 +248,8 @@ def run_map(args: argparse.Namespace) -> int:
         from fabscope.measure.mpi import find_mpi
 
         try:
-            vendor = None if tb else find_mpi().vendor
+            # the program's MPI, else the MPI a program built here would have (the one measure uses)
+            vendor = program.family if program else None if tb else find_mpi().vendor
         except MeasureError:
             vendor = None   # no MPI here: every MPI's line, as the file's format goes
         ompi = None
@@ -238,7 +257,8 @@ def run_map(args: argparse.Namespace) -> int:
             from fabscope.mapping.outputs import detect_openmpi
 
             ompi = detect_openmpi()
-        line = launch_command(args.format, args.output, m.n_ranks, ompi, vendor, tb)
+        line = launch_command(args.format, args.output, m.n_ranks, ompi, vendor, tb, args.program or "./a.out",
+                              args.mpi)
         print(f"# wrote {args.output}; launch: {line}", file=out)
     return 0
 

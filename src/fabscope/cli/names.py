@@ -13,7 +13,8 @@ PATTERNS = ("random-pairs", "leaf-offset", "leaf-pairs", "partner-hops", "bisect
 PROGRAM_ONLY = ("allreduce", "alltoall", "bcast", "replay", "trace")
 #: what --pattern takes with --dynamic only: fabscope.dynamic.programs.COLLECTIVES' algorithms and the
 #: program-only readers of PROGRAM_ONLY
-DYNAMIC_PATTERNS = ("allreduce:ring", "allreduce:recursive-doubling", "allreduce:rail", "allreduce:sharp",
+DYNAMIC_PATTERNS = ("allreduce:ring", "allreduce:recursive-doubling", "allreduce:rail", "allreduce:rail-tree",
+                    "allreduce:sharp",
                     "alltoall:pairwise", "alltoall:bruck", "bcast:binomial", "replay:FILE", "trace:FILE")
 #: fabscope.routing.ENGINES
 ENGINES = ("dmodk", "minhop", "ftree", "updn", "tables", "dor", "minimal", "ecmp", "ecmp-random", "adaptive",

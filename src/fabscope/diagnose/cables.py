@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from fabscope.fabric.model import Fabric
+from fabscope.sparse import csr_matrix
 
 
 def cable_name(f: Fabric, c: int) -> str:

@@ -20,8 +20,7 @@ from fabscope.dynamic.resources import Paths, build_paths
 def components(n_pairs: int, pf: np.ndarray, pr: np.ndarray, paths: Paths, first: np.ndarray,
                 second: np.ndarray) -> np.ndarray:
     """Each pair's component in the graph "shares a resource (either way) or a rank"."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+    from fabscope.sparse import connected_components, coo_matrix
 
     lens = np.diff(paths.indptr)
     rows, cols = [], []

@@ -22,12 +22,12 @@ where the smaller capacity cuts them to the new water level).
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix, hstack
 
 from fabscope.diagnose.calibration import add_rows
 from fabscope.diagnose.noise import NoiseModel
 from fabscope.diagnose.pairmodel import PairModel
 from fabscope.diagnose.scan import water_levels
+from fabscope.sparse import csr_matrix, hstack
 
 #: capacity factors tried for a unit not yet suspected (of its current capacity)
 GRID = np.geomspace(0.08, 0.95, 22)

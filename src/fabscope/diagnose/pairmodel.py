@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from fabscope.fabric.model import Fabric
 from fabscope.model.latency import DEFAULT_ALPHA
 from fabscope.model.maxmin import maxmin
 from fabscope.routing import Routing, make_routing
+from fabscope.sparse import csr_matrix
 
 
 @dataclass(eq=False)

@@ -68,7 +68,8 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
 
     ``choose(t, m, weights)``, when given, picks message ``m``'s path at time ``t``, when both its
     ends have posted it, from the weight of the flows in flight on every resource then (adaptive
-    routing in time).
+    routing in time).  Messages posted at one time choose after every event at that time, in
+    message order (not in the order their steps started, which ties between equal times decide).
 
     ``sharing``: ``"maxmin"`` (max-min fair rates), or ``"count"``: each flow
     gets the capacity of its most crowded resource over the flows' total
@@ -135,6 +136,7 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
         horizon = t + abs(t) * TIME_TOL
         started: list[int] = []
         finished: list[tuple[int, float]] = []
+        posted: list[int] = []
         while heap and heap[0][0] <= horizon:
             _, _, kind, a, ver = heapq.heappop(heap)
             events += 1
@@ -147,7 +149,8 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
                     if need[m] == 0:
                         msg_post[m] = t
                         if choose is not None:
-                            mpath[m] = choose(t, m, wsum)
+                            posted.append(m)
+                            continue
                         heapq.heappush(heap, (t + plat[mpath[m]], seq, FLOW, m, 0))
                         seq += 1
                 if pending[a] == 0:
@@ -200,6 +203,10 @@ def run_program(program: Program, capacity: np.ndarray, path_res: Sequence[Seque
                         if nxt >= 0:
                             heapq.heappush(heap, (t + step_delay[nxt], seq, START, nxt, 0))
                             seq += 1
+        for m in sorted(posted):
+            mpath[m] = choose(t, m, wsum)
+            heapq.heappush(heap, (t + plat[mpath[m]], seq, FLOW, m, 0))
+            seq += 1
         if not started and not finished:
             continue
         if sharing == "count":

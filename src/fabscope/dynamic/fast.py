@@ -101,15 +101,39 @@ PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, ctypes.c_double)
 INTERVAL = 0.05
 
 
+class _Choice(ctypes.Structure):
+    """flowsim.c's choice_t: each message's path chosen when it is posted (UGAL in time)."""
+    _fields_ = [("n_pairs", ctypes.c_int64), ("n_links", ctypes.c_int64), ("local", ctypes.c_int64)] + [
+        (name, ctypes.c_void_p) for name in ("pair", "sh_ptr", "sh_link", "sub_ptr", "sq_ptr", "sq_link",
+                                             "sub_w", "cost", "between")]
+
+
+def _choice(rule, keep: list) -> _Choice:
+    """The C view of ``rule`` (a :class:`fabscope.dynamic.ugal.UgalRule`: its arrays, named as choice_t's);
+    the arrays it points into are appended to ``keep``, to live while the engine runs."""
+    c = _Choice(int(rule.n_pairs), int(rule.n_links), int(rule.local))
+    for name, _ in _Choice._fields_[3:]:
+        a = np.ascontiguousarray(getattr(rule, name), dtype=np.int8 if name == "between" else
+                                 float if name in ("sub_w", "cost") else np.int64)
+        keep.append(a)
+        setattr(c, name, a.ctypes.data)
+    return c
+
+
 def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: str = "maxmin",
                 progress: Callable[[int, float], None] | None = None, every: int = 0,
-                interval: float = INTERVAL) -> Outcome:
+                interval: float = INTERVAL, choice=None, chosen: np.ndarray | None = None) -> Outcome:
     """Run ``program`` in the compiled engine (same contract as engine.run_program).
 
     ``progress(messages done, simulated seconds)`` is called every ``every``
     refills (0: not by count) and every ``interval`` seconds of wall clock.
     In the main thread Ctrl-C during the run stops the engine at the next
     call (within about ``interval`` seconds) and raises KeyboardInterrupt here.
+
+    ``choice`` (a :class:`fabscope.dynamic.ugal.UgalRule`): every message picks its pair's
+    minimal or Valiant path when it is posted, as ``engine.run_program``'s ``choose`` does
+    with the rule's ``choose``; the path each took is written into ``chosen`` (int64, one per
+    message; ``msg_path`` is then unused).
     """
     dll, why = _load()
     if dll is None:
@@ -127,20 +151,26 @@ def run_program(program: Program, paths: Paths, msg_path: np.ndarray, sharing: s
     first = np.flatnonzero(~has_prev).astype(i64)
     keep = [np.ascontiguousarray(x) for x in (
         paths.capacity.astype(float), paths.indptr.astype(i64), paths.res.astype(i64), paths.weight.astype(float),
-        paths.cap.astype(float), paths.latency.astype(float), np.asarray(msg_path, i64), program.bytes.astype(float),
+        paths.cap.astype(float), paths.latency.astype(float), np.array(msg_path, i64), program.bytes.astype(float),
         program.send_step.astype(i64), program.recv_step.astype(i64), program.step_next.astype(i64),
         program.step_delay.astype(float), step_ptr, step_msg, first)]
     outs = [np.empty(m) for _ in range(3)] + [np.empty(s) for _ in range(2)] + [np.empty(m)]
     pending = np.empty(s, dtype=i64)
     stats = np.zeros(5, dtype=i64)
     (cap, pptr, pres, pw, pcap, plat, mpath, size, ss, rs, nxt, delay, sptr, smsg, fst) = keep
+    alive: list = []
+    rule = None if choice is None else _choice(choice, alive)
+    ch = None if rule is None else ctypes.byref(rule)
+    if choice is not None and (chosen is None or chosen.dtype != i64 or len(chosen) != m
+                               or not chosen.flags.c_contiguous):
+        raise ValueError("a choice writes the paths taken into chosen: int64, one per message")
     watch = _main_thread()
     with _interrupts_to(stop, watch):
         rc = dll.fs_run(ctypes.c_int64(len(cap)), _p(cap), _p(pptr), _p(pres), _p(pw), _p(pcap), _p(plat),
-                        ctypes.c_int64(m), _p(mpath), _p(size), _p(ss), _p(rs), ctypes.c_int64(s), _p(nxt), _p(delay),
+                        ctypes.c_int64(m), _p(mpath if ch is None else chosen), _p(size), _p(ss), _p(rs), ctypes.c_int64(s), _p(nxt), _p(delay),
                         _p(sptr), _p(smsg), _p(fst), ctypes.c_int64(len(fst)),
                         *[_p(o) for o in outs], _p(pending), _p(stats), ctypes.c_int(SHARING[sharing]),
-                        _callback(progress, stop, watch), ctypes.c_int64(every), ctypes.c_double(interval))
+                        _callback(progress, stop, watch), ctypes.c_int64(every), ctypes.c_double(interval), ch)
     if stop:                                   # stopped, or Ctrl-C after the last call: not lost
         raise stop[0]
     if rc == -3:

@@ -464,6 +464,95 @@ static inline __attribute__((always_inline)) void freeze_impl(fill_t *c, int64_t
 static inline void freeze(fill_t *c, int64_t g, double level, int64_t where)
 { if (c->unit) freeze_impl(c, g, level, where, 1); else freeze_impl(c, g, level, where, 0); }
 
+/* ---- A message's path chosen when it is posted (UGAL in time: fabscope/dynamic/ugal.py) ----
+ * Message m's pair i = pair[m] has two paths: i (minimal) and n_pairs + i (Valiant).  It takes the
+ * Valiant one when between[i] and q_min * H_min > q_val * H_val, a link's load q being (weight in
+ * flight + weight chosen but still in its latency + 1) * cost (1 / capacity): ugal-l reads the
+ * first link of each path (short: the minimal router-to-router links; each Valiant sub-path with
+ * its share sub_w), ugal-g the busiest.  The same arithmetic in the same order as ugal.py's
+ * reference, so both engines choose alike.  A chosen message's path stays "ahead" on its links
+ * until its latency has passed: a heap of (time, path), popped in that order before each choice.
+ * Messages posted at one time choose after that time's events, in message order (fs_run). */
+#define CHOICE_TOL 1e-9   /* Valiant only when clearly better: sums in another order differ in their last bits */
+typedef struct {
+    int64_t n_pairs, n_links, local;
+    const int64_t *pair, *sh_ptr, *sh_link, *sub_ptr, *sq_ptr, *sq_link;
+    const double *sub_w, *cost;
+    const int8_t *between;
+} choice_t;
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+typedef struct { double t; int64_t p; } ahead_t;
+typedef struct { ahead_t *a; int64_t n, cap; double *load; } aheap;
+static int ah_lt(const ahead_t *x, const ahead_t *y) { return x->t < y->t || (x->t == y->t && x->p < y->p); }
+static int ah_push(aheap *h, ahead_t e)
+{
+    if (grow(&h->a, h->n, &h->cap, sizeof *h->a, 256) < 0) return -1;
+    int64_t i = h->n++;
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (!ah_lt(&e, &h->a[p])) break;
+        h->a[i] = h->a[p]; i = p;
+    }
+    h->a[i] = e;
+    return 0;
+}
+static ahead_t ah_pop(aheap *h)
+{
+    ahead_t top = h->a[0], last = h->a[--h->n];
+    int64_t i = 0, n = h->n;
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && ah_lt(&h->a[c + 1], &h->a[c])) c++;
+        if (!ah_lt(&h->a[c], &last)) break;
+        h->a[i] = h->a[c]; i = c;
+    }
+    if (n) h->a[i] = last;
+    return top;
+}
+/* the load a choice sees on link x */
+static inline double ch_q(const choice_t *c, const res_b *RB, const double *ahead, int64_t x)
+{
+    return (RB[x].wsum + ahead[x] + 1.0) * c->cost[x];
+}
+/* the largest load on links lk[0..n) (ugal-l: the first one's) */
+static double ch_path(const choice_t *c, const res_b *RB, const double *ahead, const int64_t *lk, int64_t n)
+{
+    if (!n) return 0.0;
+    double q = ch_q(c, RB, ahead, lk[0]);
+    if (c->local) return q;
+    for (int64_t j = 1; j < n; j++) { double v = ch_q(c, RB, ahead, lk[j]); if (v > q) q = v; }
+    return q;
+}
+/* message m's path at time t (writes nothing but the ahead heap and loads); -1: out of memory */
+static int64_t ch_choose(const choice_t *c, aheap *ah, const res_b *RB, double t, int64_t m,
+                         const int64_t *p_ptr, const int64_t *p_res, const double *p_w, const double *p_lat)
+{
+    double *ahead = ah->load;
+    while (ah->n && ah->a[0].t <= t) {
+        int64_t p = ah_pop(ah).p;
+        for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) if (p_res[k] < c->n_links) ahead[p_res[k]] -= p_w[k];
+    }
+    int64_t i = c->pair[m], p = i;
+    if (c->between[i]) {
+        int64_t ns = c->sh_ptr[i + 1] - c->sh_ptr[i];
+        double qm = ch_path(c, RB, ahead, c->sh_link + c->sh_ptr[i], ns), qv = 0.0, hv = 0.0;
+        for (int64_t j = c->sub_ptr[i]; j < c->sub_ptr[i + 1]; j++)
+            qv += c->sub_w[j] * ch_path(c, RB, ahead, c->sq_link + c->sq_ptr[j], c->sq_ptr[j + 1] - c->sq_ptr[j]);
+        for (int64_t j = c->sub_ptr[i]; j < c->sub_ptr[i + 1]; j++)
+            hv += c->sub_w[j] * (double)(c->sq_ptr[j + 1] - c->sq_ptr[j]);
+        if (qm * (double)ns > qv * hv * (1 + CHOICE_TOL)) p = c->n_pairs + i;
+    }
+    ahead_t e = {t + p_lat[p], p};
+    if (ah_push(ah, e) < 0) return -1;
+    for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) if (p_res[k] < c->n_links) ahead[p_res[k]] += p_w[k];
+    return p;
+}
+
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)
 /* bneck: a resource, -1 (the flow's cap) or -2 (none yet) */
 #define SET_BNECK(f_, b_) set_bneck(F, RB, (f_), (b_))
@@ -473,14 +562,16 @@ static inline void freeze(fill_t *c, int64_t g, double level, int64_t where)
 
 int fs_run(int64_t n_res, const double *capacity,
            const int64_t *p_ptr, const int64_t *p_res, const double *p_w, const double *p_cap, const double *p_lat,
-           int64_t n_msg, const int64_t *msg_path, const double *size, const int64_t *send_step,
+           int64_t n_msg, int64_t *msg_path, const double *size, const int64_t *send_step,
            const int64_t *recv_step, int64_t n_steps, const int64_t *step_next, const double *step_delay,
            const int64_t *step_ptr, const int64_t *step_msg, const int64_t *first_steps, int64_t n_first,
            double *msg_post, double *msg_start, double *msg_end, double *step_start, double *step_end,
            double *delivered, int64_t *pending, int64_t *stats, int sharing,
-           int (*progress)(int64_t, double), int64_t every, double interval)
+           int (*progress)(int64_t, double), int64_t every, double interval, const choice_t *choice)
 {
     int rc = 0;
+    aheap AH = {0};                              /* choice: paths chosen, still in their latency */
+    int64_t *posted = NULL, npost = 0, cpost = 0; /* choice: messages posted at the batch's time */
     evheap H = {0};
     rkheap R = {0}, Q = {0};
     int32_t *pos = malloc((size_t)n_res * sizeof *pos);   /* a resource's place in R (-1: none) */
@@ -510,17 +601,24 @@ int fs_run(int64_t n_res, const double *capacity,
     for (int64_t r = 0; r < n_res; r++) { RA[r].cap = capacity[r]; RB[r].bhead = -1; RB[r].mx_ok = 1; pos[r] = -1; }
     int unit = 1;                                /* every hop of every path used weighs 1 */
     int64_t n_paths = 0;
+    if (choice && !(AH.load = calloc((size_t)choice->n_links + 1, sizeof *AH.load))) { rc = -1; goto out; }
     for (int64_t m = 0; m < n_msg; m++) {
-        int64_t p = msg_path[m];
-        if (p >= n_paths) n_paths = p + 1;
-        if (p_ptr[p + 1] - p_ptr[p] > maxh) maxh = p_ptr[p + 1] - p_ptr[p];
+        /* with a choice, message m may take either of its pair's paths: msg_path[m] is written when it is posted */
+        for (int alt = 0; alt < (choice ? 2 : 1); alt++) {
+            int64_t p = choice ? choice->pair[m] + alt * choice->n_pairs : msg_path[m];
+            if (p >= n_paths) n_paths = p + 1;
+            if (p_ptr[p + 1] - p_ptr[p] > maxh) maxh = p_ptr[p + 1] - p_ptr[p];
+        }
         need[m] = 2;
         msg_post[m] = msg_start[m] = msg_end[m] = NAN;
         delivered[m] = 0;
     }
     for (int64_t k = 0; k < p_ptr[n_paths]; k++) if (p_w[k] != 1.0) { unit = 0; break; }
     if (!(used = calloc((size_t)n_paths + 1, 1))) { rc = -1; goto out; }
-    for (int64_t m = 0; m < n_msg; m++) used[msg_path[m]] = 1;
+    for (int64_t m = 0; m < n_msg; m++) {
+        if (!choice) { used[msg_path[m]] = 1; continue; }
+        used[choice->pair[m]] = used[choice->pair[m] + choice->n_pairs] = 1;
+    }
     int64_t n_slab = 0;                          /* each resource's room: the used paths' entries on it */
     for (int64_t p = 0; p < n_paths; p++)
         if (used[p]) for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) { on[p_res[k]].cap++; n_slab++; }
@@ -551,6 +649,7 @@ int fs_run(int64_t n_res, const double *capacity,
                     int64_t m = step_msg[i];
                     if (--need[m] == 0) {
                         msg_post[m] = t;
+                        if (choice) { CHK(i64_push(&posted, &npost, &cpost, m)); continue; }
                         ev_t f = {t + p_lat[msg_path[m]], seq++, m, 0, FLOW};
                         CHK(ev_later(&H, hp, f, t, &nowq, &nq, &cq));
                     }
@@ -639,6 +738,17 @@ int fs_run(int64_t n_res, const double *capacity,
                     }
                 }
             }
+        }
+        if (npost) {                             /* the messages posted at t choose, in message order */
+            qsort(posted, (size_t)npost, sizeof *posted, cmp_i64);
+            for (int64_t i = 0; i < npost; i++) {
+                int64_t m = posted[i], p = ch_choose(choice, &AH, RB, t, m, p_ptr, p_res, p_w, p_lat);
+                if (p < 0) { rc = -1; goto out; }
+                msg_path[m] = p;
+                ev_t f = {t + p_lat[p], seq++, m, 0, FLOW};
+                CHK(ev_push(&H, hp, f));
+            }
+            npost = 0;
         }
         if (!ns && !nf) continue;
         if (progress) {
@@ -818,6 +928,6 @@ out:
     free(slab); free(used);
     free(on); free(RA); free(RB); free(need);
     free(F); free(hp); free(freel); free(spos); free(started); free(lv); free(fin); free(todo);
-    free(fin_rate); free(H.a); free(R.a); free(Q.a); free(pos); free(nowq); free(parked);
+    free(fin_rate); free(posted); free(AH.a); free(AH.load); free(H.a); free(R.a); free(Q.a); free(pos); free(nowq); free(parked);
     return rc;
 }

@@ -27,7 +27,7 @@ from fabscope.errors import TrafficError
 from fabscope.traffic.draws import msg_rounds, random_pairing, ring_order
 
 COLLECTIVES = {
-    "allreduce": ("ring", "recursive-doubling", "rail", "sharp"),
+    "allreduce": ("ring", "recursive-doubling", "rail", "rail-tree", "sharp"),
     "alltoall": ("pairwise", "bruck"),
     "bcast": ("binomial",),
 }
@@ -208,12 +208,7 @@ def allreduce_rail(n_ranks: int, size: float, ppn: int | None) -> Program:
     ...
     fabscope.errors.TrafficError: allreduce:rail needs the same ranks on every node: 6 ranks do not make nodes of 4
     """
-    if ppn is None:
-        raise TrafficError("allreduce:rail needs the ranks per node (the placement's)")
-    if ppn < 1 or n_ranks % ppn:
-        raise TrafficError(f"allreduce:rail needs the same ranks on every node: "
-                           f"{n_ranks} ranks do not make nodes of {ppn}")
-    n_nodes = n_ranks // ppn
+    n_nodes = _nodes(n_ranks, ppn, "rail")
     r = np.arange(n_ranks)
     node, local = np.divmod(r, ppn)
     on_node = (r, node * ppn + (local + 1) % ppn, size / ppn)
@@ -222,6 +217,81 @@ def allreduce_rail(n_ranks: int, size: float, ppn: int | None) -> Program:
     if not rounds:
         raise TrafficError("allreduce needs at least 2 ranks")
     return Program.from_rounds("allreduce", n_ranks, rounds, algorithm="rail", size=size, ppn=ppn)
+
+
+def _nodes(n_ranks: int, ppn: int | None, algorithm: str) -> int:
+    """The node count of ``n_ranks`` ranks, ``ppn`` on each (refused when they do not make whole nodes)."""
+    if ppn is None:
+        raise TrafficError(f"allreduce:{algorithm} needs the ranks per node (the placement's)")
+    if ppn < 1 or n_ranks % ppn:
+        raise TrafficError(f"allreduce:{algorithm} needs the same ranks on every node: "
+                           f"{n_ranks} ranks do not make nodes of {ppn}")
+    return n_ranks // ppn
+
+
+#: allreduce:rail-tree cuts each rail's share into pieces of about this many bytes ...
+TREE_PIECE = 1 << 18
+#: ... and into no more than this many
+TREE_MAX_PIECES = 64
+
+
+def allreduce_rail_tree(n_ranks: int, size: float, ppn: int | None, pieces: int | None = None,
+                        trees: int = 2) -> Program:
+    """Rail-aligned tree allreduce: the on-node phases of :func:`allreduce_rail`, and between them,
+    for each local rank ``i``, pipelined binary-tree allreduces of ``size / ppn`` joining local rank
+    ``i`` of every node (as NCCL's tree algorithm runs between nodes; here on every rail).
+
+    The ``N`` nodes form a binary tree in breadth-first order (position ``k``'s parent is
+    ``(k - 1) // 2``, depth ``D = floor(log2 N)``).  With ``trees=2`` (NCCL's double binary tree)
+    each half of the vector has its own tree, the second the mirror of the first (node ``N-1-k``
+    at position ``k``): the interior nodes of one are leaves of the other, so no node sends a
+    piece down to two children in both.  Each tree's share goes in ``C`` pieces (``pieces``;
+    default its share over 256 KiB, 1 to 64): a node at depth ``d`` sends piece ``c`` up in round
+    ``D - d + c`` (once its children's piece ``c`` has arrived: they sent it the round before) and
+    down in round ``D + d + c`` (its parent sent it the round before), so the reduction and the
+    broadcast flow at once, one piece a round along every tree cable: ``2 D + C - 1`` rounds
+    between the on-node phases instead of the ring's ``2 (N - 1)``.
+
+    >>> p = allreduce_rail_tree(8, 8e6, ppn=2, pieces=4)   # 4 nodes of 2: D = 2, 2*2 + 4 - 1 = 7 tree rounds
+    >>> int(p.step_round.max()) + 1, sorted(set(p.bytes.tolist()))
+    (9, [500000.0, 4000000.0])
+    >>> allreduce_rail_tree(8, 1.0, ppn=8).n_messages == allreduce_rail(8, 1.0, ppn=8).n_messages   # one node
+    True
+    """
+    n_nodes = _nodes(n_ranks, ppn, "rail-tree")
+    if trees not in (1, 2):
+        raise TrafficError(f"allreduce:rail-tree runs 1 or 2 trees, not {trees}")
+    share = size / ppn
+    c = int(pieces) if pieces is not None else int(min(TREE_MAX_PIECES, max(1, -(-share / trees // TREE_PIECE))))
+    if c < 1:
+        raise TrafficError(f"allreduce:rail-tree needs at least one piece, got {c}")
+    r = np.arange(n_ranks)
+    node, local = np.divmod(r, ppn)
+    on_node = (r, node * ppn + (local + 1) % ppn, share)
+    rounds = [on_node] * (ppn - 1)
+    if n_nodes > 1:
+        kid = np.arange(1, n_nodes)                        # every position but the root's, with its parent's
+        up = (kid - 1) // 2
+        depth = np.floor(np.log2(kid + 1)).astype(np.int64)
+        top = int(depth.max())
+        i = np.arange(ppn)
+        # tree cable (kid, up) of every rail, in each tree: ranks node * ppn + i
+        nodes = [np.arange(n_nodes), n_nodes - 1 - np.arange(n_nodes)][:trees]
+        a = np.concatenate([(at[kid][:, None] * ppn + i).ravel() for at in nodes])
+        b = np.concatenate([(at[up][:, None] * ppn + i).ravel() for at in nodes])
+        d = np.tile(np.repeat(depth, ppn), trees)
+        for t in range(2 * top + c - 1):
+            piece_up = t - (top - d)                       # the kid, at depth d, sends piece t - (D - d) up
+            go_up = (piece_up >= 0) & (piece_up < c)
+            piece_down = t - (top + d - 1)                 # its parent, at depth d - 1, sends it down
+            go_down = (piece_down >= 0) & (piece_down < c)
+            rounds.append((np.r_[a[go_up], b[go_down]], np.r_[b[go_up], a[go_down]], share / trees / c))
+    rounds += [on_node] * (ppn - 1)
+    rounds = [x for x in rounds if len(x[0])]
+    if not rounds:
+        raise TrafficError("allreduce needs at least 2 ranks")
+    return Program.from_rounds("allreduce", n_ranks, rounds, algorithm="rail-tree", size=size, ppn=ppn, pieces=c,
+                               trees=trees)
 
 
 def alltoall_pairwise(n_ranks: int, size: float) -> Program:
@@ -260,7 +330,7 @@ def bcast_binomial(n_ranks: int, size: float, root: int = 0) -> Program:
 
 def collective(name: str, algorithm: str | None, n_ranks: int, size: float, ppn: int | None = None) -> Program:
     """``allreduce`` / ``alltoall`` / ``bcast`` by algorithm (default: the first listed in COLLECTIVES);
-    ``ppn``: ranks per node, for the algorithms that follow the nodes (``rail``)."""
+    ``ppn``: ranks per node, for the algorithms that follow the nodes (``rail``, ``rail-tree``)."""
     if name not in COLLECTIVES:
         raise TrafficError(f"unknown collective {name!r}; choose from {', '.join(COLLECTIVES)}")
     algo = algorithm or COLLECTIVES[name][0]
@@ -276,6 +346,7 @@ def collective(name: str, algorithm: str | None, n_ranks: int, size: float, ppn:
         ("alltoall", "pairwise"): alltoall_pairwise, ("alltoall", "bruck"): alltoall_bruck,
         ("bcast", "binomial"): bcast_binomial,
         ("allreduce", "rail"): partial(allreduce_rail, ppn=ppn),
+        ("allreduce", "rail-tree"): partial(allreduce_rail_tree, ppn=ppn),
     }[(name, algo)](n_ranks, size)
 
 

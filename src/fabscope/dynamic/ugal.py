@@ -9,7 +9,9 @@ in flight on it then (and of those chosen but still in their latency: in their s
 queues already), plus this message (whole), over its capacity (``ugal-l``: the first
 router-to-router link of each path; ``ugal-g``: its busiest; for Valiant the mean over its
 intermediate groups).  A message between two routers of one group goes minimally.  The
-choice needs a callback per message: the reference (Python) engine runs it.
+compiled engine (flowsim.c) makes the choice itself from :class:`UgalRule`'s arrays; the
+reference (Python) engine calls :meth:`UgalRule.chooser` back per message: the same sums in
+the same order, so both choose alike.
 
 >>> from fabscope.fabric.generators import dragonfly
 >>> from fabscope.fabric import Placement
@@ -24,17 +26,23 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from fabscope.dynamic.outcome import Outcome
 from fabscope.dynamic.program import Program
 from fabscope.dynamic.resources import Paths, build_paths
-from fabscope.errors import RoutingError
+from fabscope.errors import FabscopeError, RoutingError
 from fabscope.fabric.model import Fabric
 from fabscope.fabric.placement import Placement
 from fabscope.model.latency import DEFAULT_ALPHA
 from fabscope.routing.dragonfly import DragonflyRouting, is_dragonfly
+
+
+#: Valiant only when clearly better (flowsim.c's CHOICE_TOL): loads summed in another order
+#: differ in their last bits, and a tie goes minimal
+CHOICE_TOL = 1e-9
 
 
 @dataclass
@@ -47,12 +55,14 @@ class UgalRun:
     #: every pair's minimal paths, then its Valiant ones, and the one each message took
     paths: Paths
     msg_path: np.ndarray
+    #: the engine that ran: "c" (compiled) or "python" (the reference)
+    engine: str = "python"
 
     def as_run(self, placement: Placement):
         """The :class:`~fabscope.dynamic.run.Run` the results of ``simulate --dynamic`` are read from."""
         from fabscope.dynamic.run import Run
 
-        return Run(self.program, placement, self.paths, self.msg_path, self.outcome, "python")
+        return Run(self.program, placement, self.paths, self.msg_path, self.outcome, self.engine)
 
     @property
     def makespan(self) -> float:
@@ -60,13 +70,20 @@ class UgalRun:
 
 
 def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str = "ugal-g", *, seed: int = 0,
-             alpha: float = DEFAULT_ALPHA, latency: bool = True) -> UgalRun:
+             alpha: float = DEFAULT_ALPHA, latency: bool = True, engine: str = "auto",
+             progress: Callable[[int, float], None] | None = None) -> UgalRun:
     """Run ``program`` with every message choosing its path when it is posted (see the module);
-    ``simulate --dynamic --routing ugal-g:when=posted`` from the command line."""
+    ``simulate --dynamic --routing ugal-g:when=posted`` from the command line.
+
+    ``engine``: ``"c"`` the compiled engine (``"auto"``: it where it builds), ``"python"`` the
+    reference; both choose alike and give the same times (tests/dynamic/test_ugal.py).
+    ``progress(messages done, simulated seconds)``: called now and then by the compiled engine."""
     if mode not in ("ugal-l", "ugal-g"):
         raise RoutingError(f"UGAL in time is ugal-l or ugal-g, not {mode!r}")
     if not is_dragonfly(fabric):
         raise RoutingError(f"UGAL routes dragonflies; {fabric.name!r} is not one")
+    if engine not in ("auto", "c", "python"):
+        raise FabscopeError(f"unknown engine {engine!r}; choose from auto, python, c")
     n_h = fabric.n_hosts
     hs = placement.host[program.src].astype(np.int64)
     hd = placement.host[program.dst].astype(np.int64)
@@ -76,64 +93,108 @@ def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str =
     short = build_paths(fabric, DragonflyRouting(fabric, "minimal"), src, dst, alpha=alpha, latency=latency)
     far = build_paths(fabric, DragonflyRouting(fabric, "valiant", seed), src, dst, alpha=alpha, latency=latency)
     paths = _stack(short, far, f"{mode}:when=posted")
-    choices = _Choices(fabric, src, dst, mode, seed)
-    took = np.zeros(program.n_messages, bool)
-    res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]].tolist() for p in range(paths.n_paths)]
-    wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]].tolist() for p in range(paths.n_paths)]
+    rule = UgalRule(fabric, src, dst, mode, seed, msg_pair)
+    use = engine
+    if engine != "python":
+        from fabscope.dynamic import fast
 
-    # messages chosen but not flowing yet (in their latency) are in their source's queues already
-    pending: list[tuple[float, int]] = []
-    ahead = [0.0] * fabric.n_links
-
-    def choose(t: float, m: int, weight: list[float]) -> int:
-        while pending and pending[0][0] <= t:
-            _, p = heapq.heappop(pending)
-            for r, w in zip(res[p], wts[p]):
-                if r < len(ahead):
-                    ahead[r] -= w
-        i = int(msg_pair[m])
-        p = k + i if choices.valiant(i, weight, ahead) else i
-        took[m] = p >= k
-        heapq.heappush(pending, (t + float(paths.latency[p]), p))
-        for r, w in zip(res[p], wts[p]):
-            if r < len(ahead):
-                ahead[r] += w
-        return p
-
-    from fabscope.dynamic.engine import run_program
-
-    out = run_program(program, paths.capacity, res, wts, paths.cap, paths.latency, msg_pair.tolist(),
-                      choose=choose)
-    return UgalRun(program, out, took, mode, paths, np.where(took, msg_pair + k, msg_pair))
-
-
-class _Choices:
-    """Each pair's minimal and Valiant router-to-router links, and the rule that picks between them."""
-
-    def __init__(self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, mode: str, seed: int) -> None:
-        short, owner, mid, w, val = DragonflyRouting(fabric, "valiant", seed).candidates(src, dst)
-        self.cost = (1.0 / fabric.link_capacity).tolist()
-        self.local = mode == "ugal-l"
-        self.short = [[int(x) for x in short[:, i] if x >= 0] for i in range(len(src))]
-        self.between = np.bincount(owner, weights=mid >= 0, minlength=len(src)) > 0
-        self.subs: list[list[tuple[float, list[int]]]] = [[] for _ in range(len(src))]
-        for j in range(len(owner)):
-            self.subs[int(owner[j])].append((float(w[j]), [int(x) for x in val[:, j] if x >= 0]))
-
-    def valiant(self, i: int, weight: list[float], ahead: list[float]) -> bool:
-        """Whether pair ``i`` goes by Valiant, with ``weight`` flowing and ``ahead`` about to on each link."""
-        if not self.between[i]:
-            return False
-        c = self.cost
-        p = self.short[i]
-        if self.local:
-            qm = (weight[p[0]] + ahead[p[0]] + 1.0) * c[p[0]]
-            qv = sum(ws * (weight[q[0]] + ahead[q[0]] + 1.0) * c[q[0]] for ws, q in self.subs[i])
+        if fast.available():
+            use = "c"
+        elif engine == "c":
+            raise FabscopeError(f"the compiled engine is not available: {fast.why_not()}")
         else:
-            qm = max((weight[x] + ahead[x] + 1.0) * c[x] for x in p)
-            qv = sum(ws * max((weight[x] + ahead[x] + 1.0) * c[x] for x in q) for ws, q in self.subs[i])
-        hv = sum(ws * len(q) for ws, q in self.subs[i])
-        return qm * len(p) > qv * hv
+            use = "python"
+    if use == "c":
+        chosen = np.array(msg_pair, np.int64)
+        out = fast.run_program(program, paths, msg_pair, choice=rule, chosen=chosen, progress=progress)
+    else:
+        from fabscope.dynamic.engine import run_program
+
+        res = [paths.res[paths.indptr[p]:paths.indptr[p + 1]].tolist() for p in range(paths.n_paths)]
+        wts = [paths.weight[paths.indptr[p]:paths.indptr[p + 1]].tolist() for p in range(paths.n_paths)]
+        chosen = np.array(msg_pair, np.int64)
+        out = run_program(program, paths.capacity, res, wts, paths.cap, paths.latency, msg_pair.tolist(),
+                          choose=rule.chooser(res, wts, paths.latency.tolist(), chosen))
+    return UgalRun(program, out, chosen >= k, mode, paths, chosen, use)
+
+
+class UgalRule:
+    """Each pair's minimal and Valiant router-to-router links, and the rule that picks between them.
+
+    Held as arrays (CSR) that the compiled engine reads as its ``choice_t`` (flowsim.c), and as
+    lists for :meth:`chooser`, the reference's callback: the same sums in the same order, so the
+    two engines choose alike.  Message ``m`` is of pair ``pair[m]``; pair ``i``'s paths are ``i``
+    (minimal) and ``n_pairs + i`` (Valiant)."""
+
+    def __init__(self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, mode: str, seed: int,
+                 pair: np.ndarray) -> None:
+        short, owner, mid, w, val = DragonflyRouting(fabric, "valiant", seed).candidates(src, dst)
+        n = len(src)
+        self.n_pairs, self.n_links, self.local = n, fabric.n_links, mode == "ugal-l"
+        self.pair = np.asarray(pair, np.int64)
+        self.cost = 1.0 / fabric.link_capacity.astype(float)
+        ok = short.T >= 0                                  # pair by hop: each pair's links in hop order
+        self.sh_ptr = np.r_[0, np.cumsum(ok.sum(axis=1))].astype(np.int64)
+        self.sh_link = short.T[ok].astype(np.int64)
+        order = np.argsort(owner, kind="stable")           # each pair's sub-paths, in the order drawn
+        self.between = (np.bincount(owner, weights=mid >= 0, minlength=n) > 0).astype(np.int8)
+        self.sub_ptr = np.r_[0, np.cumsum(np.bincount(owner, minlength=n))].astype(np.int64)
+        self.sub_w = np.asarray(w, float)[order]
+        sq = val.T[order]
+        ok = sq >= 0
+        self.sq_ptr = np.r_[0, np.cumsum(ok.sum(axis=1))].astype(np.int64)
+        self.sq_link = sq[ok].astype(np.int64)
+
+    def _lists(self):
+        cut = lambda a, ptr: [a[ptr[i]:ptr[i + 1]].tolist() for i in range(len(ptr) - 1)]  # noqa: E731
+        subs = list(zip(self.sub_w.tolist(), cut(self.sq_link, self.sq_ptr)))
+        by_pair = [subs[self.sub_ptr[i]:self.sub_ptr[i + 1]] for i in range(self.n_pairs)]
+        return cut(self.sh_link, self.sh_ptr), by_pair
+
+    def chooser(self, res: list[list[int]], wts: list[list[float]], lat: list[float], chosen: np.ndarray):
+        """The reference engine's ``choose(t, m, weight)``: message ``m``'s path at time ``t`` (written
+        into ``chosen[m]``), ``weight`` the weight in flight on every resource; ``res``/``wts``/``lat``
+        every path's resources, weights and latency."""
+        short, subs = self._lists()
+        c = self.cost.tolist()
+        between = self.between.astype(bool).tolist()
+        pair = self.pair.tolist()
+        k, n_l, local = self.n_pairs, self.n_links, self.local
+        # messages chosen but not flowing yet (in their latency) are in their source's queues already
+        pending: list[tuple[float, int]] = []
+        ahead = [0.0] * n_l
+
+        def load(x: list[int], weight: list[float]) -> float:
+            if not x:
+                return 0.0
+            if local:
+                return (weight[x[0]] + ahead[x[0]] + 1.0) * c[x[0]]
+            return max((weight[r] + ahead[r] + 1.0) * c[r] for r in x)
+
+        def choose(t: float, m: int, weight: list[float]) -> int:
+            while pending and pending[0][0] <= t:
+                _, p = heapq.heappop(pending)
+                for r, w in zip(res[p], wts[p]):
+                    if r < n_l:
+                        ahead[r] -= w
+            i = pair[m]
+            p = i
+            if between[i]:
+                qm = load(short[i], weight)
+                qv = hv = 0.0
+                for ws, q in subs[i]:
+                    qv += ws * load(q, weight)
+                for ws, q in subs[i]:
+                    hv += ws * len(q)
+                if qm * len(short[i]) > qv * hv * (1 + CHOICE_TOL):
+                    p = k + i
+            chosen[m] = p
+            heapq.heappush(pending, (t + lat[p], p))
+            for r, w in zip(res[p], wts[p]):
+                if r < n_l:
+                    ahead[r] += w
+            return p
+        return choose
 
 
 def _stack(a: Paths, b: Paths, name: str) -> Paths:

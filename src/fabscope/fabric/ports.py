@@ -161,8 +161,7 @@ def planes(fabric: Fabric) -> np.ndarray:
     >>> [len(set(planes(fat_tree(k=2, levels=2, rails=2, rail_optimised=o)).tolist())) for o in (False, True)]
     [2, 1]
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
+    from fabscope.sparse import connected_components, coo_matrix
 
     n = fabric.n_nodes
     sw = (fabric.link_src >= fabric.n_hosts) & (fabric.link_dst >= fabric.n_hosts)  # hosts join no planes

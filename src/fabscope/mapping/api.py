@@ -12,7 +12,8 @@ tile       nested grid blocks per node and per leaf on trees, leaves by METIS
 ml         multilevel annealing: the graph coarsened alongside blocks of slots, refined level by
            level (from hier's partition on trees, from METIS' node parts on multi-rank nodes)
 topo       for graphs with a process grid, the best of fold / tile / hier, then swaps for
-           hop-bytes; without one, ml; then swaps for the busiest routed link; returns the best
+           hop-bytes; without one, the better of ml and block (the ranks in order: an application's
+           own numbering is often local); then swaps for the busiest routed link; returns the best
            of these stages under the declared objective (the default)
 scotch     Scotch's static mapping (pyscotch), best of ``scotch_seeds`` seeds
 ========== ===============================================================
@@ -120,6 +121,16 @@ class _Scores:
         return best
 
 
+def _near_hop_bound(m: Mapping, g: CommGraph) -> bool:
+    """Whether ``m``'s hop-bytes are within TOLERANCE of their lower bound: one rank per node on a
+    torus, no two of the job's nodes on one router, so every edge costs at least one hop."""
+    t = m.target
+    if t.fabric.coords is None or np.any(t.slots_per_node != 1) or not g.n_edges or \
+            len(np.unique(t.fabric.host_switch[t.nodes])) != t.n_nodes:
+        return False
+    return _hop_bytes(m, g) <= float(g.bytes.sum()) * (1 + TOLERANCE)
+
+
 def _hop_bytes(m: Mapping, g: CommGraph) -> float:
     h = m.host
     return float(np.dot(host_hops(m.fabric, h[g.src], h[g.dst]), g.bytes))
@@ -156,6 +167,9 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
             tries = (["fold"] if f.coords is not None else []) + (["tile"] if f.levels else []) + ["hier"]
         else:
             tries = ["ml"]                # no grid to fold or tile: multilevel annealing
+            in_order = _base("block", graph, target, seed, scores)
+            if _near_hop_bound(in_order, graph):
+                tries = []                # ranks in order already one hop an edge: nothing for ml to gain
         for alg in tries:
             try:
                 cands.append(_base(alg, graph, target, seed, scores, scotch_seeds=1))
@@ -163,10 +177,15 @@ def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scor
                 continue
             if alg == "fold":
                 break                    # a fold that fits beats partitioning on a torus
-        if not cands:                    # ml without a C compiler: METIS' partition alone
+        if not cands and tries:          # ml without a C compiler: METIS' partition alone
             m = _base("hier", graph, target, seed, scores)
             cands.append(Mapping(target, m.slot, m.algorithm, m.seconds,
                                  {"stages": [{"step": "ml", "kept": False, "why": "not compiled"}]}))
+        if not graph.grid and (not cands or _hop_bytes(in_order, graph) <=
+                               min(_hop_bytes(c, graph) for c in cands) * (1 + TOLERANCE)):
+            # the ranks in order (an application's own numbering is often local), where their
+            # hop-bytes are no worse: spread over the fabric, they would lower only the busiest link
+            cands.append(in_order)
         best = scores.best(cands) if scores is not None and len(cands) > 1 else \
             min(cands, key=lambda m: _hop_bytes(m, graph))
         return Mapping(target, best.slot, best.algorithm, time.perf_counter() - t0, best.info)

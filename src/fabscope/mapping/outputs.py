@@ -41,18 +41,10 @@ from fabscope.atomic import atomic_open
 from fabscope.mapping.targets import Mapping
 from fabscope.names import launcher_host, shell_word, slurm_name
 
-__all__ = ["FORMATS", "render", "write", "LAUNCH", "launch_command", "openmpi_version", "detect_openmpi"]
+__all__ = ["FORMATS", "render", "write", "launch_command", "openmpi_version", "detect_openmpi"]
 
 FORMATS = ("hostfile", "rankfile", "machinefile", "slurm", "map")
 
-#: the command that takes each format (F: the file, N: ranks)
-LAUNCH = {
-    "hostfile": "mpirun --map-by seq -hostfile {file} -np {n} ./a.out",
-    "rankfile": "mpirun --map-by rankfile:file={file} -np {n} ./a.out",
-    "machinefile": "mpiexec -f {file} -n {n} ./a.out",
-    "slurm": "SLURM_HOSTFILE={file} srun --distribution=arbitrary -n {n} ./a.out",
-    "map": "",
-}
 
 
 def _runs(names: list[str]) -> list[tuple[str, int]]:
@@ -145,50 +137,54 @@ def detect_openmpi(timeout: float = 10.0) -> tuple[int, ...] | None:
 
 
 def launch_command(fmt: str, path: str, n: int, ompi: tuple[int, ...] | None = None, mpi: str | None = None,
-                   testbed: str | None = None) -> str:
-    """The launcher command line for a file of format ``fmt``, for the MPI in use.
+                   testbed: str | None = None, program: str = "./a.out", mpi_word: str | None = None) -> str:
+    """The command line that runs ``program`` with its ranks where a file of format ``fmt`` puts them,
+    as the program's MPI launches (:meth:`fabscope.measure.launchers.Launcher.placed`).
 
-    ``mpi`` is the vendor :func:`fabscope.measure.mpi.find_mpi` found (None: not known).  MPICH's
-    Hydra (``mpich``, ``intel``) takes host and machine files with ``-f``; Open MPI (``openmpi``)
-    host files with ``--map-by seq --hostfile`` and rank files, whose option depends on its version
-    (``ompi``): 5 takes ``--map-by rankfile:file=F``, 4 and older only ``--rankfile F`` (``-rf F``);
-    unknown: both, labelled.  On a testbed (``testbed``: its name) every format runs through
-    ``fabscope testbed run``.
+    ``mpi`` is the program's MPI family ("openmpi", "mpich"; "intel" launches as MPICH; None: not
+    known).  MPICH's Hydra takes host and machine files with ``-f``; Open MPI host files with
+    ``--map-by seq --hostfile`` and rank files, whose option depends on its version (``ompi``); Slurm's
+    ``srun`` a host file in ``$SLURM_HOSTFILE`` with the PMI plugin of the program's MPI.  A format the
+    program's launcher does not read: the line of the launcher that does, and what to write instead.
+    On a testbed (``testbed``: its name) every format runs through ``fabscope testbed run``, with
+    ``--mpi`` when the MPI was the user's word (``mpi_word``), not read from the program.
 
     >>> launch_command("slurm", "hosts.txt", 8)
     'SLURM_HOSTFILE=hosts.txt srun --distribution=arbitrary -n 8 ./a.out'
+    >>> launch_command("slurm", "hosts.txt", 8, mpi="openmpi", program="/usr/bin/lmp")
+    'SLURM_HOSTFILE=hosts.txt srun --mpi=pmix --distribution=arbitrary -n 8 /usr/bin/lmp'
     >>> launch_command("rankfile", "r.txt", 8, (4, 1, 4))
     'mpirun --rankfile r.txt -np 8 ./a.out'
-    >>> launch_command("rankfile", "r.txt", 8, (5, 0, 3))
-    'mpirun --map-by rankfile:file=r.txt -np 8 ./a.out'
     >>> launch_command("hostfile", "my hosts;x", 8)
-    "mpirun --map-by seq -hostfile 'my hosts;x' -np 8 ./a.out"
+    "mpirun --map-by seq --hostfile 'my hosts;x' -np 8 ./a.out"
     >>> launch_command("hostfile", "h.txt", 8, mpi="mpich")
     'mpiexec -f h.txt -n 8 ./a.out'
-    >>> launch_command("hostfile", "h.txt", 8, mpi="openmpi")
-    'mpirun --map-by seq --hostfile h.txt -np 8 ./a.out'
-    >>> launch_command("rankfile", "r.txt", 8, mpi="mpich", testbed="tb1")
-    'fabscope testbed run tb1 --placement r.txt -- ./a.out'
+    >>> launch_command("rankfile", "r.txt", 8, mpi="mpich", testbed="tb1", mpi_word="mpich-ucx")
+    'fabscope testbed run tb1 --mpi mpich-ucx --placement r.txt -- ./a.out'
     """
-    path = shell_word(path)      # the command is meant to be pasted into a shell
+    from fabscope.measure.launchers import get_launcher
+
+    path, program = shell_word(path), shell_word(program)     # the command is meant to be pasted into a shell
     if testbed is not None:
-        return f"fabscope testbed run {shell_word(testbed)} --placement {path} -- ./a.out"
-    hydra = f"mpiexec -f {path} -n {n} ./a.out"
-    if fmt == "rankfile":
-        v5 = LAUNCH["rankfile"].format(file=path, n=n)
-        v4 = f"mpirun --rankfile {path} -np {n} ./a.out"
-        line = f"{v5} (Open MPI 5; Open MPI 4: {v4})" if ompi is None else v5 if ompi[0] >= 5 else v4
-        if mpi in ("mpich", "intel"):
-            return f"{line}; a rank file is Open MPI's: for the {mpi.upper() if mpi == 'intel' else 'MPICH'} found, " \
-                   f"write --format machinefile and run {hydra}"
+        word = f" --mpi {shell_word(mpi_word)}" if mpi_word else ""
+        return f"fabscope testbed run {shell_word(testbed)}{word} --placement {path} -- {program}"
+    family = "mpich" if mpi == "intel" else mpi
+    if fmt == "slurm":
+        return get_launcher("srun").placed(fmt, path, n, program, family) or ""
+    if fmt == "map":
+        return ""
+    # the format's own launcher when the program's MPI is not known (a host file: Open MPI's, which orders ranks)
+    own = get_launcher(family if family in ("openmpi", "mpich") else
+                       "mpich" if fmt == "machinefile" else "openmpi")
+    line = own.placed(fmt, path, n, program, family, ompi)
+    if line is not None:
         return line
-    if mpi in ("mpich", "intel") and fmt in ("hostfile", "machinefile"):
-        return hydra
-    if mpi == "openmpi" and fmt == "hostfile":
-        return f"mpirun --map-by seq --hostfile {path} -np {n} ./a.out"
-    if mpi == "openmpi" and fmt == "machinefile":
-        return f"{hydra} (MPICH's Hydra; for the Open MPI found, write --format hostfile or rankfile)"
-    return LAUNCH[fmt].format(file=path, n=n)
+    other = get_launcher("openmpi" if own.name == "mpich" else "mpich")
+    instead = "machinefile" if own.name == "mpich" else "hostfile or rankfile"
+    label = {"openmpi": "Open MPI", "intel": "Intel MPI"}.get(mpi or "", "MPICH")
+    return (f"{other.placed(fmt, path, n, program, family, ompi)}; a {fmt} is not {label}'s: for {label}, "
+            f"write --format {instead} and run "
+            f"{own.placed('machinefile' if own.name == 'mpich' else 'hostfile', path, n, program, family, ompi)}")
 
 
 def order_is_rank_order(mapping: Mapping) -> np.ndarray:

@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.sparse import csr_array
 
 from fabscope.errors import MeasureError, SchemaError
 from fabscope.numbers import number, numbers
 
 if TYPE_CHECKING:
+    from scipy.sparse import csr_array
+
     from fabscope.mapping.commgraph import CommGraph
 
 #: fabscope-bench's application kernels (csrc/apps.c), and the rank grid each takes with --dims
@@ -161,6 +162,8 @@ def check_traffic(d: dict[str, Any], where: str, nranks: int) -> dict[str, Any]:
 
 
 def _matrix(a: np.ndarray, n: int) -> csr_array:
+    from scipy.sparse import csr_array      # only an application run's traffic needs it (start-up: docs/startup.md)
+
     return csr_array((a[:, 2], (a[:, 0], a[:, 1])), shape=(n, n), dtype=np.int64)
 
 

@@ -14,6 +14,14 @@ the runner follows the launcher's whole process tree (see :mod:`.processes`).
 'mpirun -np 4 --host n1:2,n2:2 --map-by ppr:2:node fabscope-bench pingpong'
 >>> " ".join(get_launcher("srun").command(job))
 'srun --ntasks 4 --nodelist n1,n2 --ntasks-per-node 2 fabscope-bench pingpong'
+
+Each also says how it runs a program with its ranks where a placement file puts them (the files
+``fabscope map -o`` writes, :meth:`Launcher.placed`), for a program of a given MPI family:
+
+>>> get_launcher("openmpi").placed("hostfile", "F", 4, "./a.out")
+'mpirun --map-by seq --hostfile F -np 4 ./a.out'
+>>> get_launcher("srun").placed("slurm", "F", 4, "./a.out", family="openmpi")
+'SLURM_HOSTFILE=F srun --mpi=pmix --distribution=arbitrary -n 4 ./a.out'
 """
 
 from __future__ import annotations
@@ -52,6 +60,14 @@ class Launcher:
     def rank_env(self, env: dict[str, str]) -> list[str]:  # pragma: no cover - overridden
         """Options that set ``env`` in every rank's environment, and not in the launcher's own (a preload
         given to the launcher itself would be loaded into it and every daemon it starts)."""
+        raise NotImplementedError
+
+    def placed(self, fmt: str, file: str, n: int, program: str, family: str | None = None,
+               version: tuple[int, ...] | None = None) -> str | None:  # pragma: no cover - overridden
+        """The command line (shell words, already quoted) running ``program`` as ``n`` ranks, rank *i*
+        where placement ``file`` of format ``fmt`` (``fabscope map --format``) puts it; None when this
+        launcher reads no file of that format.  ``family``: the program's MPI ("openmpi", "mpich");
+        ``version``: the launcher's own, where its options depend on it."""
         raise NotImplementedError
 
 
@@ -110,6 +126,15 @@ class MpichLauncher(Launcher):
         """
         return [a for k, v in env.items() for a in ("-genv", k, v)]
 
+    def placed(self, fmt: str, file: str, n: int, program: str, family: str | None = None,
+               version: tuple[int, ...] | None = None) -> str | None:
+        """Hydra's ``-f`` reads a host per line or ``host:count`` runs, in order; no rank file.
+
+        >>> get_launcher("mpich").placed("machinefile", "F", 4, "./a.out"), get_launcher("mpich").placed("rankfile", "F", 4, "x")
+        ('mpiexec -f F -n 4 ./a.out', None)
+        """
+        return f"{self.exe} -f {file} -n {n} {program}" if fmt in ("hostfile", "machinefile") else None
+
 
 @register("openmpi", "mpirun")
 class OpenMpiLauncher(Launcher):
@@ -133,10 +158,34 @@ class OpenMpiLauncher(Launcher):
         """
         return [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
 
+    def placed(self, fmt: str, file: str, n: int, program: str, family: str | None = None,
+               version: tuple[int, ...] | None = None) -> str | None:
+        """A host per line with the sequential mapper (a plain host file does not order ranks), or a rank
+        file: Open MPI 5 takes ``--map-by rankfile:file=F``, 4 and older only ``--rankfile F`` (4 refuses
+        ``rankfile:file=`` as an unrecognized modifier); version unknown: both, labelled.
+
+        >>> get_launcher("openmpi").placed("rankfile", "F", 4, "./a.out", version=(4, 1, 4))
+        'mpirun --rankfile F -np 4 ./a.out'
+        >>> get_launcher("openmpi").placed("rankfile", "F", 4, "./a.out")
+        'mpirun --map-by rankfile:file=F -np 4 ./a.out (Open MPI 5; Open MPI 4: mpirun --rankfile F -np 4 ./a.out)'
+        """
+        if fmt == "hostfile":
+            return f"{self.exe} --map-by seq --hostfile {file} -np {n} {program}"
+        if fmt != "rankfile":
+            return None
+        v5 = f"{self.exe} --map-by rankfile:file={file} -np {n} {program}"
+        v4 = f"{self.exe} --rankfile {file} -np {n} {program}"
+        return f"{v5} (Open MPI 5; Open MPI 4: {v4})" if version is None else v5 if version[0] >= 5 else v4
+
     def env(self) -> dict[str, str]:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
         return {}
+
+
+#: the PMI plugin srun gives each MPI family's ranks: MPICH's take theirs from Slurm's pmi2 plugin, Open MPI's
+#: (4.x: PMIx clients) from its pmix one (without it they start as singletons)
+SRUN_MPI = {"mpich": "--mpi=pmi2", "openmpi": "--mpi=pmix"}
 
 
 @register("srun", "srun")
@@ -162,6 +211,19 @@ class SrunLauncher(Launcher):
         ['--export=ALL,A=1']
         """
         return [f"--export=ALL,{','.join(f'{k}={v}' for k, v in env.items())}"] if env else []
+
+    def placed(self, fmt: str, file: str, n: int, program: str, family: str | None = None,
+               version: tuple[int, ...] | None = None) -> str | None:
+        """A host per line in ``$SLURM_HOSTFILE`` with the arbitrary distribution, and the PMI plugin of
+        the program's MPI (:data:`SRUN_MPI`; unknown: the site's default).
+
+        >>> get_launcher("srun").placed("slurm", "F", 4, "./a.out", family="mpich")
+        'SLURM_HOSTFILE=F srun --mpi=pmi2 --distribution=arbitrary -n 4 ./a.out'
+        """
+        if fmt != "slurm":
+            return None
+        mpi = f"{SRUN_MPI[family]} " if family in SRUN_MPI else ""
+        return f"SLURM_HOSTFILE={file} {self.exe} {mpi}--distribution=arbitrary -n {n} {program}"
 
 
 def launcher_for(vendor: str, exe: str) -> Launcher:

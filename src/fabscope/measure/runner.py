@@ -39,7 +39,7 @@ from fabscope.measure.apps import APP_TESTS, check_app_args
 from fabscope.measure.build import bench_binary
 from fabscope.measure.failures import dead_rank, signal_name
 from fabscope.measure.hostlists import job_hosts, read_hostfile
-from fabscope.measure.launchers import Job, get_launcher, launcher_for
+from fabscope.measure.launchers import SRUN_MPI, Job, get_launcher, launcher_for
 from fabscope.measure.mpi import MPIInstall, find_mpi
 from fabscope.measure.parse import BenchRun, read_run
 from fabscope.measure.processes import ExitOrder, JobProcesses
@@ -148,10 +148,9 @@ class Plan:
         oversub = self.oversubscribe or (self.hosts is None and self.hostfile is None and self.np > usable_cpus())
         launcher = self._launcher()
         extra = list(self.launcher_args)
-        if (launcher.name == "srun" and self.mpi.vendor in ("mpich", "openmpi")
+        if (launcher.name == "srun" and self.mpi.vendor in SRUN_MPI
                 and not any(a.startswith("--mpi") for a in extra)):
-            # MPICH's ranks take their PMI from Slurm's pmi2 plugin, Open MPI's (4.x: PMIx clients) from its pmix one
-            extra.insert(0, "--mpi=pmi2" if self.mpi.vendor == "mpich" else "--mpi=pmix")
+            extra.insert(0, SRUN_MPI[self.mpi.vendor])
         job = Job(np=self.np, program=[str(self.binary), *self.args, "--out", str(self.write_to or self.out)],
                   hosts=self.hosts, hostfile=self.hostfile, ppn=self.ppn, oversubscribe=oversub,
                   extra=tuple(extra))

@@ -8,7 +8,7 @@ is the max-min fair allocation: no flow can gain without a flow of smaller or
 equal rate losing.
 
 >>> import numpy as np
->>> from scipy.sparse import csr_matrix
+>>> from fabscope.sparse import csr_matrix
 >>> # two flows share link 0 (capacity 10); flow 1 also crosses link 1 (capacity 2)
 >>> A = csr_matrix(np.array([[1.0, 1.0], [0.0, 1.0]]))
 >>> maxmin(A, np.array([10.0, 2.0])).tolist()
@@ -18,9 +18,9 @@ equal rate losing.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from fabscope.csr import gather as _gather
+from fabscope.sparse import csr_matrix
 
 #: a resource counts as full when less than this share of its capacity is left
 REL_TOL = 1e-9

@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from fabscope.errors import FabscopeError, TrafficError
 from fabscope.fabric.model import Fabric
@@ -26,6 +25,7 @@ from fabscope.result import Result
 from fabscope.fabric.ports import PortPolicy, parse_ports, rail_class, split_flows
 from fabscope.routing import Routing, make_routing, terminal_routes
 from fabscope.traffic.flows import Traffic
+from fabscope.sparse import csr_matrix
 
 MODELS = ("maxmin", "congestion")
 

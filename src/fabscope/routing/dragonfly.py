@@ -308,12 +308,11 @@ class DragonflyRouting:
         s = f.host_switch[src[act]].astype(np.int64) - h
         t = f.host_switch[dst[act]].astype(np.int64) - h
         key = dst[act]
-        rng = np.random.default_rng(self.seed)
-        ones = np.ones(len(act))
         up = first_links(f, src[act], dst[act]).astype(np.int64)
         if self.mode == "minimal":
-            m, owner, w = np.stack(self._minimal(s, t, key)), np.arange(len(act)), ones
+            m, owner, w = np.stack(self._minimal(s, t, key)), np.arange(len(act)), np.ones(len(act))
         else:
+            rng = np.random.default_rng(self.seed)     # here only: minimal draws nothing (numpy.random unloaded)
             short, owner, mid, w, m = self._candidates(s, t, key, rng)
             if self.mode != "valiant":
                 between = np.bincount(owner, weights=mid >= 0, minlength=len(act)) > 0

@@ -20,7 +20,7 @@ import numpy as np
 
 from fabscope.errors import FabricError
 from fabscope.fabric.generators.size import Size
-from fabscope.fabric.model import Fabric, FabricBuilder, Level
+from fabscope.fabric.model import Fabric, Level
 
 #: Blue Gene/P torus link, seed 002 (0.425 GB/s)
 BGP_LINK = 425e6
@@ -84,12 +84,8 @@ def torus(dims: Sequence[int], *, periodic: bool | Sequence[bool] = True, hosts_
         cb.append(n_h + nb)
         pa.append(port[r, d, 0])
         pb.append(port[nb, d, 1])
-    a, bb = np.concatenate(ca), np.concatenate(cb)
-    n_links = 2 * len(a)
-    link_src = np.empty(n_links, np.int32)
-    link_dst = np.empty(n_links, np.int32)
-    link_src[0::2], link_src[1::2] = a, bb
-    link_dst[0::2], link_dst[1::2] = bb, a
+    link_src, link_dst = _directed(np.concatenate(ca), np.concatenate(cb))
+    n_links = len(link_src)
     sp = np.empty(n_links, np.int16)
     sp[0::2], sp[1::2] = np.concatenate(pa), np.concatenate(pb)
     # routers in C order are the coordinates' product, last fastest (a quarter of the time of
@@ -203,31 +199,67 @@ def dragonfly(a: int, p: int, h: int, g: int, *, capacity: float = 3071e6, globa
     if g > a * h + 1:
         raise FabricError(f"dragonfly with g={g} groups needs a*h >= g-1 global ports per group, has {a * h}")
     gcap = capacity if global_capacity is None else global_capacity
-    b = FabricBuilder(f"dragonfly(a={a},p={p},h={h},g={g})")
-    n_h = g * a * p
-    hosts = b.add_hosts([f"g{i // (a * p):02d}n{i % (a * p):03d}" for i in range(n_h)])
-    routers = [b.add_switch(f"g{i // a:02d}r{i % a:02d}") for i in range(g * a)]
-    for i, hh in enumerate(hosts):
-        b.cable(hh, routers[i // p], capacity, latency)
-    for grp in range(g):
-        for i in range(a):
-            for j in range(i + 1, a):
-                b.cable(routers[grp * a + i], routers[grp * a + j], capacity, latency)
+    # cables as arrays, in the order the reference built them one by one (tests/fabric/test_vectorised.py):
+    # host i to router i // p; each group's routers all-to-all (i < j, i then j ascending); then
+    # per_pair rounds over the group pairs (gi < gj), each cable taking the next free global port
+    # of both groups, h a router; a node's ports are numbered in that order
+    n_h, n_r = g * a * p, g * a
+    h_ = np.arange(n_h, dtype=np.int64)
+    i, j = np.triu_indices(a, 1)
+    grp = np.repeat(np.arange(g, dtype=np.int64), len(i))
+    ca = [h_, n_h + grp * a + np.tile(i, g)]
+    cb = [n_h + h_ // p, n_h + grp * a + np.tile(j, g)]
+    caps = [np.full(n_h + len(grp), float(capacity))]
     if g > 1:
-        per_pair = (a * h) // (g - 1)
-        free = [0] * g  # next free global port of each group
-        for k in range(per_pair):
-            for gi in range(g):
-                for gj in range(gi + 1, g):
-                    ri = routers[gi * a + free[gi] // h]
-                    rj = routers[gj * a + free[gj] // h]
-                    free[gi] += 1
-                    free[gj] += 1
-                    b.cable(ri, rj, gcap, latency)
-    return b.build(
+        gi, gj = np.triu_indices(g, 1)
+        reps = (a * h) // (g - 1)
+        ends = np.empty(2 * len(gi) * reps, np.int64)      # the groups' ends in the order they take ports
+        ends[0::2], ends[1::2] = np.tile(gi, reps), np.tile(gj, reps)
+        taken = _occurrence(ends)                          # that group's global ports taken before
+        router = n_h + ends * a + taken // h
+        ca.append(router[0::2])
+        cb.append(router[1::2])
+        caps.append(np.full(len(gi) * reps, float(gcap)))
+    link_src, link_dst = _directed(np.concatenate(ca), np.concatenate(cb))
+    n_links = len(link_src)
+    sp = (_occurrence(link_src) + 1).astype(np.int16)
+    cap = np.repeat(np.concatenate(caps), 2)
+    names = [f"g{x // (a * p):02d}n{x % (a * p):03d}" for x in range(n_h)]
+    names += [f"g{x // a:02d}r{x % a:02d}" for x in range(n_r)]
+    return Fabric(
+        name=f"dragonfly(a={a},p={p},h={h},g={g})", node_names=tuple(names), n_hosts=n_h,
+        link_src=link_src, link_dst=link_dst, link_capacity=cap, link_latency=np.full(n_links, float(latency)),
+        link_src_port=sp, link_dst_port=sp[np.arange(n_links) ^ 1], switch_level=np.zeros(n_r, np.int16),
         groups={"router": np.arange(n_h) // p, "group": np.arange(n_h) // (a * p)},
         levels=(Level("router", "Same Router"), Level("group", "Same Group")), far_label="Diff Groups",
         host_cores=np.full(n_h, cores),
         params={"generator": "dragonfly", "a": a, "p": p, "h": h, "g": g, "capacity": capacity,
                 "global_capacity": gcap, "latency": latency, "cores": cores},
     )
+
+
+def _directed(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cables ``a[i] - b[i]`` as directed links: link ``2 i`` from ``a[i]``, ``2 i + 1`` back.
+
+    >>> [x.tolist() for x in _directed(np.array([0, 1]), np.array([5, 6]))]
+    [[0, 5, 1, 6], [5, 0, 6, 1]]
+    """
+    src = np.empty(2 * len(a), np.int32)
+    dst = np.empty(2 * len(a), np.int32)
+    src[0::2], src[1::2] = a, b
+    dst[0::2], dst[1::2] = b, a
+    return src, dst
+
+
+def _occurrence(x: np.ndarray) -> np.ndarray:
+    """How many times each entry's value came before it.
+
+    >>> _occurrence(np.array([3, 1, 3, 3, 1])).tolist()
+    [0, 0, 1, 2, 1]
+    """
+    order = np.argsort(x, kind="stable")
+    s = x[order]
+    starts = np.r_[0, np.flatnonzero(s[1:] != s[:-1]) + 1]
+    out = np.empty(len(x), np.int64)
+    out[order] = np.arange(len(x)) - np.repeat(starts, np.diff(np.r_[starts, len(x)]))
+    return out

@@ -285,12 +285,16 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
         _, pos = _ranges(start[ranks], cnt[ranks])
         return np.unique(by_rank[pos])
 
-    def load_of(e: np.ndarray, hs: np.ndarray, hd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def load_of(e: np.ndarray, hs: np.ndarray, hd: np.ndarray, seg: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                                                      np.ndarray]:
+        """Links and bytes of the edges ``e`` routed between hosts ``hs`` and ``hd``, with the segment
+        ``seg`` of the edge each comes from: every trial's old and new places routed in one call (the
+        routes of one segment come in the order they would alone, so the sums are the same)."""
         inter = hs != hd
         if not inter.any():
-            return np.zeros(0, np.int64), np.zeros(0)
+            return np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)
         r = router.routes(hs[inter].astype(np.int64), hd[inter].astype(np.int64))
-        return r.link, b[e[inter]][r.flow] * r.weight
+        return r.link, b[e[inter]][r.flow] * r.weight, seg[inter][r.flow]
 
     load = link_loads(f, shost[slot[src]], shost[slot[dst]], b, router)
     peak0 = float(load.max(initial=0.0))
@@ -306,9 +310,9 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
     accepted = 0
     hb_cap = hb0 * (1 + hop_slack)
 
-    def trial(s_a: np.ndarray, s_b: np.ndarray):
-        """Swap the ranks of slots ``s_a`` with those of ``s_b`` on trial: (hop-bytes, loads, peak, links at
-        the peak) when hop-bytes stay within the slack, else None.  The slots are left as they were."""
+    def prepare(s_a: np.ndarray, s_b: np.ndarray):
+        """Swap the ranks of slots ``s_a`` with those of ``s_b`` on trial: (hop-bytes, edges, their hosts
+        before and after) when hop-bytes stay within the slack, else None.  The slots are left as they were."""
         r_a, r_b = occ[s_a], occ[s_b]
         ranks = np.r_[r_a[r_a >= 0], r_b[r_b >= 0]]
         if not len(ranks):
@@ -323,13 +327,28 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
         hb_t = hb - float(np.dot(host_hops(f, hs0, hd0), b[es])) + float(np.dot(host_hops(f, hs1, hd1), b[es]))
         if hb_t > hb_cap + 1e-9:
             return None
-        old_k, old_w = load_of(es, hs0, hd0)
-        new_k, new_w = load_of(es, hs1, hd1)
-        t = load.copy()
-        np.subtract.at(t, old_k, old_w)
-        np.add.at(t, new_k, new_w)
-        p = float(t.max())
-        return hb_t, t, p, int(np.sum(t >= p * (1 - 1e-9)))
+        return hb_t, es, hs0, hd0, hs1, hd1
+
+    def trials(moves: list) -> list:
+        """Per move, None or (hop-bytes, loads, peak, links at the peak) after it; routed in one call."""
+        prep = [prepare(s_a, s_b) for s_a, s_b in moves]
+        ok = [j for j, x in enumerate(prep) if x is not None]
+        out: list = [None] * len(moves)
+        if not ok:
+            return out
+        parts = [(prep[j][1], prep[j][2 + 2 * side], prep[j][3 + 2 * side], 2 * i + side)
+                 for i, j in enumerate(ok) for side in (0, 1)]
+        k, w, seg = load_of(np.concatenate([x[0] for x in parts]), np.concatenate([x[1] for x in parts]),
+                            np.concatenate([x[2] for x in parts]),
+                            np.concatenate([np.full(len(x[0]), x[3]) for x in parts]))
+        for i, j in enumerate(ok):
+            t = load.copy()
+            was, now = seg == 2 * i, seg == 2 * i + 1
+            np.subtract.at(t, k[was], w[was])
+            np.add.at(t, k[now], w[now])
+            p = float(t.max())
+            out[j] = (prep[j][0], t, p, int(np.sum(t >= p * (1 - 1e-9))))
+        return out
 
     for it in range(tries):
         if idle >= patience:
@@ -381,8 +400,7 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
                 moves = [(np.array([slot[u]]), np.array([first_slot[node_t] + int(rng.integers(spn[node_t]))]))]
         n_peak_old = int(np.sum(load >= peak * (1 - 1e-9)))
         best = None
-        for s_a, s_b in moves:
-            res = trial(s_a, s_b)
+        for (s_a, s_b), res in zip(moves, trials(moves)):
             if res is None:
                 continue
             hb_t, t, p, n_p = res

@@ -82,7 +82,8 @@ def tree_tile(graph: CommGraph, target: Target, seed: int = 0, sample: int = 50_
         for m in (m for m in product(*[_divisors(a // x) for a, x in zip(A, b1)]) if prod(m) == L):
             b2 = tuple(x * y for x, y in zip(b1, m))
             cross_leaf = crosses(b2)
-            cost = float(np.dot(eb, np.where(cross_leaf, h_far, np.where(cross_node, h_leaf, 0.0))))
+            # not np.dot: OpenBLAS's threads, woken for a dot this long, spin on after it (most of the CPU)
+            cost = float(np.sum(eb * np.where(cross_leaf, h_far, np.where(cross_node, h_leaf, 0.0))))
             if best is None or cost < best[0]:
                 best = (cost, b1, b2)
     if best is None:
