@@ -1,22 +1,26 @@
 """The classic dragonfly table: minimal, Valiant and UGAL under uniform and worst-case traffic.
 
-For each dragonfly and routing: the share of its injection link a host gets, under
+For each dragonfly and routing, shares of a host's injection link:
 
-* uniform random traffic, as flows: every host to every other at once (the fluid limit of each
-  packet to a random destination); *saturation* is the rate all flows reach together (the
-  smallest max-min rate), what a packet simulator's saturation throughput measures;
-* the worst case of Kim et al. 2008: every host to the same host of the next group
-  (``shift`` by a*p): *average* is the mean max-min rate (what ``fabscope simulate`` prints as
-  Average), *saturation* again the smallest.
+* *average*: every flow offered in full, the mean max-min share a host gets (what ``fabscope
+  simulate`` prints as Average);
+* *saturation*: the largest share of injection every host can offer that every flow is carried
+  at, as a packet simulator measures its saturation throughput (UGAL choosing at that offered
+  load, ``load=``: a link offered less than it carries has no queue to steer by).
 
-beside what the analysis of the papers gives (Kim, Dally, Scott, Abts 2008; Jiang, Kim, Dally
-2009): uniform, minimal ~1 and Valiant ~1/2 (two global cables a packet), UGAL ~ minimal; worst
-case, minimal 1/(a p) times the cables between two groups (every flow of a group on the cables to
-the next), Valiant and UGAL ~1/2.  CPU seconds of routing and solving beside each row.
+Traffic: uniform random as flows, every host to every other at once (the fluid limit of each
+packet to a random destination); the worst case of Kim et al. 2008, every host to the same host
+of the next group (``shift`` by a*p).  Beside them what the analysis of the papers gives (Kim,
+Dally, Scott, Abts 2008; Jiang, Kim, Dally 2009): uniform, minimal ~1 and Valiant ~1/2 (two
+global cables a packet), UGAL ~ minimal; worst case, minimal 1/(a p) times the cables between two
+groups (every flow of a group on the cables to the next), Valiant and UGAL ~1/2.  CPU seconds of
+routing and solving beside each row.
 
-    python bench/dragonfly_routing.py            # the balanced dragonflies and a Slingshot-radix one (~1 min)
-    python bench/dragonfly_routing.py --quick    # the two smallest (seconds)
-    python bench/dragonfly_routing.py --in-time  # the worst case as one round of 1 MiB messages in time
+    python bench/dragonfly_routing.py              # balanced dragonflies and a Slingshot-radix one (~4 CPU min)
+    python bench/dragonfly_routing.py --quick      # the two smallest
+    python bench/dragonfly_routing.py --parts      # UGAL's worst-case saturation against parts=N
+    python bench/dragonfly_routing.py --booksim PATH   # then the table beside BookSim2 (bench/booksim_dragonfly.py)
+    python bench/dragonfly_routing.py --in-time    # the worst case as one round of 1 MiB messages in time
 
 ``--in-time`` runs the worst case as messages in the dynamic engine: every host sends 1 MiB to the
 same host of the next group, all at once; the share is the vector over the makespan, against one
@@ -43,21 +47,48 @@ FABRICS = [(4, 2, 2, 9), (6, 3, 3, 19), (8, 4, 4, 33), (32, 16, 17, 24)]
 ENGINES = ("minimal", "valiant", "ugal-l", "ugal-g")
 #: all-to-all flows beyond which uniform traffic is left out (Valiant spreads each over g - 2 groups)
 MAX_UNIFORM_FLOWS = 200_000
+#: the parts a UGAL flow is placed in for the rows towards per-packet choice
+UGAL_PARTS = 8
 #: ``--in-time``: hosts beyond which the reference engine is not run beside the compiled one
 MAX_REFERENCE_HOSTS = 2_000
 
 
-def throughput(f, s, d, engine: str, seed: int = 0) -> tuple[float, float, float]:
-    """(average, saturation, CPU seconds): per-host accepted rate over the injection link."""
-    t0 = time.process_time()
+def shares(f, s, d, engine: str, seed: int = 0) -> tuple[float, float]:
+    """(average, smallest) max-min rate a host gets over its injection link, flows as routed."""
     r = make_routing(f, engine, seed=seed).routes(s, d)
     rate = maxmin(r.matrix(f.n_links), f.link_capacity)
     cap = f.link_capacity[0]
     per_host = np.bincount(s, weights=rate, minlength=f.n_hosts) / cap
-    return float(per_host.mean()), float(rate.min() * len(s) / f.n_hosts / cap), time.process_time() - t0
+    return float(per_host.mean()), float(rate.min() / cap)
 
 
-def analysis(a: int, p: int, h: int, g: int, traffic: str, engine: str) -> str:
+def saturation(f, s, d, engine: str, per_host: int, parts: int = 1, seed: int = 0,
+               steps: int = 8) -> tuple[float, float]:
+    """(average, saturation) as shares of a host's injection link.  *average*: the mean max-min share,
+    every flow offered in full; *saturation*: the largest share of injection a host can offer (split
+    evenly over its ``per_host`` flows) that every flow is carried at, as a packet simulator finds its
+    saturation throughput.  Oblivious routings: the busiest link's inverse load.  UGAL: the choices
+    made at that offered load (``load=``), by bisection (``steps``), in ``parts`` parts a flow."""
+    if not engine.startswith("ugal"):
+        avg, low = shares(f, s, d, engine, seed)
+        return avg, min(low * per_host, 1.0)
+    spec = f"{engine}:parts={parts}"
+    avg = shares(f, s, d, spec, seed)[0]
+
+    def carried(x: float) -> bool:
+        return shares(f, s, d, f"{spec},load={x / per_host!r}", seed)[1] * per_host >= x * (1 - 1e-9)
+
+    if carried(1.0):
+        return avg, 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if carried(mid) else (lo, mid)
+    return avg, lo
+
+
+def published(a: int, p: int, h: int, g: int, traffic: str, engine: str) -> str:
+    """What the papers' analysis gives (Kim et al. 2008; Jiang et al. 2009), as shares of injection."""
     if traffic == "uniform":
         return "~1/2" if engine == "valiant" else "~1"
     if engine == "minimal":
@@ -108,31 +139,77 @@ def in_time(fabrics, seed: int) -> None:
                   f"{int(run.took_valiant.sum())} | {t1 - t0:.2f} | {ref_cpu} | {same} |", flush=True)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--in-time", action="store_true")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
-    fabrics = FABRICS[:2] if args.quick else FABRICS
-    if args.in_time:
-        in_time(FABRICS, args.seed)
-        return
-    print("| dragonfly | hosts | traffic | routing | average | saturation | analysis | CPU s |")
+def classic(fabrics, seed: int) -> None:
+    print("| dragonfly | hosts | traffic | routing | average | saturation | published | CPU s |")
     print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
     for a, p, h, g in fabrics:
         f = dragonfly(a=a, p=p, h=h, g=g)
         n = f.n_hosts
         i = np.arange(n)
-        pats = {"worst case": (i, (i + a * p) % n)}
+        pats = {"worst case": (i, (i + a * p) % n, 1)}
         if n * (n - 1) <= MAX_UNIFORM_FLOWS:
             src, dst = np.meshgrid(i, i, indexing="ij")
-            pats = {"uniform": (src[src != dst], dst[src != dst]), **pats}
-        for traffic, (s, d) in pats.items():
+            pats = {"uniform": (src[src != dst], dst[src != dst], n - 1), **pats}
+        for traffic, (s, d, per_host) in pats.items():
             for engine in ENGINES:
-                avg, sat, cpu = throughput(f, s, d, engine, args.seed)
-                print(f"| a={a},p={p},h={h},g={g} | {n:,} | {traffic} | {engine} | {avg:.3f} | {sat:.3f} | "
-                      f"{analysis(a, p, h, g, traffic, engine)} | {cpu:.2f} |", flush=True)
+                # parts=8 costs 8 placements: left out where all-to-all has many flows
+                for parts in (1, UGAL_PARTS) if engine.startswith("ugal") and len(s) <= 20_000 else (1,):
+                    t0 = time.process_time()
+                    avg, sat = saturation(f, s, d, engine, per_host, parts, seed)
+                    name = engine if parts == 1 else f"{engine}:parts={parts}"
+                    print(f"| a={a},p={p},h={h},g={g} | {n:,} | {traffic} | {name} | {avg:.3f} | {sat:.3f} | "
+                          f"{published(a, p, h, g, traffic, engine)} | {time.process_time() - t0:.2f} |", flush=True)
+
+
+def parts_sweep(fabrics, seed: int) -> None:
+    """UGAL's worst-case average and saturation against the parts a flow is placed in."""
+    counts = (1, 2, 4, 8, 16)
+    print("| dragonfly | routing | " + " | ".join(f"parts={n}" for n in counts) + " | CPU s |")
+    print("| --- | --- | " + " | ".join("---:" for _ in counts) + " | ---: |")
+    for a, p, h, g in fabrics:
+        f = dragonfly(a=a, p=p, h=h, g=g)
+        i = np.arange(f.n_hosts)
+        for engine in ("ugal-l", "ugal-g"):
+            t0 = time.process_time()
+            cells = []
+            for n in counts:
+                if f.n_hosts > 5_000 and n > 8:          # the 12,288-host one: a minute a cell beyond
+                    cells.append("-")
+                    continue
+                avg, sat = saturation(f, i, (i + a * p) % f.n_hosts, engine, 1, n, seed)
+                cells.append(f"{avg:.3f} / {sat:.3f}")
+            print(f"| a={a},p={p},h={h},g={g} | {engine} | " + " | ".join(cells) +
+                  f" | {time.process_time() - t0:.1f} |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--in-time", action="store_true")
+    ap.add_argument("--parts", action="store_true", help="UGAL's saturation against parts=N")
+    ap.add_argument("--booksim", help="BookSim2's source folder: then the table beside it")
+    ap.add_argument("--dragonfly", nargs="+", metavar="A,P,H,G", help="these dragonflies instead")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    fabrics = FABRICS[:2] if args.quick else FABRICS
+    if args.dragonfly:
+        try:
+            fabrics = [tuple(int(x) for x in d.split(",")) for d in args.dragonfly]
+        except ValueError:
+            ap.error(f"--dragonfly takes A,P,H,G (four whole numbers), got {' '.join(args.dragonfly)}")
+        if any(len(d) != 4 for d in fabrics):
+            ap.error("--dragonfly takes A,P,H,G (four whole numbers)")
+    if args.in_time:
+        in_time(FABRICS, args.seed)
+    elif args.parts:
+        parts_sweep(fabrics, args.seed)
+    else:
+        classic(fabrics, args.seed)
+    if args.booksim:
+        import booksim_dragonfly              # the bench folder, first on the path when run as a script
+
+        print()
+        booksim_dragonfly.main(["--booksim", args.booksim])
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ dor        dimension-order routing on tori, meshes, hypercubes
            (``dor:tie=plus|simgrid|opensm``; OpenSM's dor without coordinates)
 minimal    minimal routing (min-hop tables; dragonflies: local-global-local)
 valiant    dragonflies: through a random intermediate group (seeded)
-ugal-l     dragonflies: minimal or Valiant per flow by its source router's load
-ugal-g     dragonflies: minimal or Valiant per flow by the loads on its paths
+ugal-l     dragonflies: minimal or Valiant per flow by its source router's queues
+ugal-g     dragonflies: minimal or Valiant per flow by the queues on its paths
+           (``parts=N``: each flow in N parts; ``load=X``: each flow offers X of its link)
 ecmp       one minimal path per flow by hash; ``ecmp-random`` by seed
 adaptive   each flow split evenly over its minimal next hops (ideal bound)
 adaptive-local  each switch takes its least loaded minimal next hop (flows placed in a seeded order)
@@ -93,7 +94,8 @@ def parse_engine(spec: str) -> tuple[str, dict[str, str]]:
 
 
 _OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}, "valiant": {"spread"},
-            "ugal-l": {"spread", "parts", "when"}, "ugal-g": {"spread", "parts", "when"},
+            "ugal-l": {"spread", "parts", "when", "load"},
+            "ugal-g": {"spread", "parts", "when", "load"},
             "adaptive-local": {"parts"}}
 
 
@@ -135,7 +137,10 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
             raise RoutingError(f"{name}:when={opts['when']}: each message chooses as it is posted only in time "
                                "(simulate --dynamic, when=posted); the static model places flows (when=placed)")
         if is_dragonfly(fabric):
-            return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), _parts(name, opts))
+            from fabscope.numbers import number
+
+            load = number(opts.get("load", "1"), f"routing {name}: load", 0, 1, lo_open=True, error=RoutingError)
+            return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), _parts(name, opts), load)
         if name != "minimal":
             raise RoutingError(f"routing {name!r} routes dragonflies; {fabric.name!r} is not one")
     if name in ("minhop", "minimal"):

@@ -28,13 +28,21 @@ router's next hop depends on the destination alone, as forwarding tables hold
 it; the hash keeps groups from choosing alike.
 
 The static UGAL (the flow model has no queues): the flows are placed one by
-one in an order drawn from ``seed``; the load a flow sees on a link is the
-flows placed on it so far, plus itself, over the link's capacity (the time
-the queue would take to drain); on the Valiant side, the mean over its
-intermediate groups (a packet takes one of them, and is whole on it).  ``ugal-l`` sees only the first router-to-router
-link of each path (the output queue of its source router, as a router
-knows it); ``ugal-g`` sees the most loaded router-to-router link of each path
-(every queue it would pass).  A flow within a group always routes minimally.
+one in an order drawn from ``seed``, each offering ``load`` of its injection
+link (1: all of it).  The queue a flow would see on a link is what the link is
+offered beyond its capacity, the flows placed on it so far plus this one: a
+link offered less than it carries holds no standing queue, one offered more
+grows its queue by the excess (a utilisation taken for a queue made UGAL keep
+the minimal cable 5/3 as busy as Valiant's, by the hop weights, where a router
+with queues fills it to capacity and sends the rest round).  On the Valiant
+side, the mean over its intermediate groups (a packet takes one of them, and
+is whole on it).  ``ugal-l`` sees the queues a router's own outputs show: the
+first router-to-router link of each path and, through credit flow control
+(a full buffer downstream stops its upstream link), the links up to the path's
+first global cable; ``ugal-g`` sees the busiest router-to-router link of each
+path (every queue it would pass).  A flow within a group always routes
+minimally.  ``parts=N`` places each flow in N parts, each choosing: towards
+the per-packet choice (see docs/routing.md for the saturation against N).
 
 >>> from fabscope.fabric.generators import dragonfly
 >>> f = dragonfly(a=4, p=2, h=2, g=9)
@@ -58,6 +66,8 @@ from fabscope.routing.split import split_routes
 MODES = ("minimal", "valiant", "ugal-l", "ugal-g")
 #: the hierarchy level that names a dragonfly's groups (the generator's)
 GROUP_LEVEL = "group"
+#: most cable picks a spread Valiant flow is split over per intermediate group (see DragonflyRouting.draws)
+CABLE_DRAWS = 4
 
 
 def is_dragonfly(fabric: Fabric) -> bool:
@@ -139,6 +149,8 @@ class DragonflyRouting:
     spread: str = "packet"
     #: UGAL: each flow placed in this many equal parts, each choosing (1: the whole flow chooses once)
     parts: int = 1
+    #: UGAL: the share of its injection link each flow offers as the choices are made (1: all of it)
+    load: float = 1.0
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -148,6 +160,8 @@ class DragonflyRouting:
             raise RoutingError(f"{self.mode}: spread must be packet or flow, got {self.spread!r}")
         if not 1 <= self.parts <= 1024:
             raise RoutingError(f"{self.mode}: parts must be a whole number from 1 to 1024, got {self.parts}")
+        if not 0 < self.load <= 1:
+            raise RoutingError(f"{self.mode}: load must be a share of the injection link in (0, 1], got {self.load}")
         self.name = self.mode
 
     @cached_property
@@ -167,8 +181,9 @@ class DragonflyRouting:
                                f"{self.fabric.node_names[t[i] + h]} of one group are not joined")
         return np.where(s == t, -1, link)
 
-    def _cable(self, s: np.ndarray, to_group: np.ndarray, key: np.ndarray) -> np.ndarray:
-        """The global cable router ``s`` sends by towards ``to_group`` (see the module: own first)."""
+    def _cable(self, s: np.ndarray, to_group: np.ndarray, key: np.ndarray, own_first: bool = True) -> np.ndarray:
+        """The global cable router ``s`` sends by towards ``to_group`` (see the module: its own first,
+        unless not ``own_first``: then the pair's pick, whoever holds it)."""
         lay = self.lay
         g = lay.n_groups
         key = cable_key(key, lay.group[s] * g + to_group)
@@ -185,12 +200,12 @@ class DragonflyRouting:
             raise RoutingError(f"dragonfly routing: no global cable from group {int(lay.group[s[i]])} "
                                f"to group {int(to_group[i])}")
         via = lay.glinks[np.minimum(glo + key % np.maximum(ghi - glo, 1), len(lay.glinks) - 1)]
-        return np.where(own, out, via)
+        return np.where(own & own_first, out, via)
 
-    def _to_group(self, s: np.ndarray, to_group: np.ndarray, key: np.ndarray):
+    def _to_group(self, s: np.ndarray, to_group: np.ndarray, key: np.ndarray, own_first: bool = True):
         """Columns [local, global] from router s into ``to_group``, and the router it arrives at."""
         h = self.fabric.n_hosts
-        x = self.fabric.link_src[self._cable(s, to_group, key)].astype(np.int64) - h
+        x = self.fabric.link_src[self._cable(s, to_group, key, own_first)].astype(np.int64) - h
         c = self._cable(x, to_group, key)      # the router holding it takes its own pick: by destination
         return [self._local(s, x), c], self.fabric.link_dst[c].astype(np.int64) - h
 
@@ -207,11 +222,19 @@ class DragonflyRouting:
         return cols
 
     def _valiant(self, s: np.ndarray, t: np.ndarray, key: np.ndarray, mid: np.ndarray) -> list[np.ndarray]:
-        """Columns through group ``mid`` (five: local, global, local, global, local); minimal where mid < 0."""
+        """Columns through group ``mid`` (five: local, global, local, global, local); minimal where mid < 0.
+
+        Out of the intermediate group by the pair's pick of cable, not the arrival router's own: the
+        generator lays a group's cables to consecutive groups on neighbouring ports, so the router a
+        path arrives at from one group mostly holds a cable to the next, and by their own cables the
+        paths of a group shift came into the destination group at one router (9 flows' worth on one
+        local link of a 64-port dragonfly, against 2.4 by the pick).  The classic Valiant path has
+        that local hop (five router-to-router hops)."""
         cols = [np.full(len(s), -1, np.int64) for _ in range(5)]
         i = np.flatnonzero(mid >= 0)
         first, y = self._to_group(s[i], mid[i], key[i])
-        rest = self._minimal(y, t[i], key[i])
+        (l2, c2), z = self._to_group(y, self.lay.group[t[i]], key[i], own_first=False)
+        rest = [l2, c2, self._local(z, t[i])]
         for k, col in enumerate(first + rest):
             cols[k][i] = col
         j = np.flatnonzero(mid < 0)
@@ -252,9 +275,28 @@ class DragonflyRouting:
         t = f.host_switch[np.asarray(dst, np.int64)].astype(np.int64) - h
         return self._candidates(s, t, np.asarray(dst, np.int64), np.random.default_rng(self.seed))
 
+    @cached_property
+    def draws(self) -> int:
+        """Cable draws per intermediate group of a spread Valiant flow: a packet picks among the cables
+        between two groups too, so with several a flow's share through a group is split over this
+        many picks (keys), up to :data:`CABLE_DRAWS`; 1 where groups are joined by one cable."""
+        lay = self.lay
+        if self.spread != "packet" or not len(lay.gkeys):
+            return 1
+        return int(min(CABLE_DRAWS, np.bincount(lay.gkeys).max()))
+
     def _candidates(self, s: np.ndarray, t: np.ndarray, key: np.ndarray, rng: np.random.Generator):
         owner, mid, w = self._subpaths(self.lay.group[s], self.lay.group[t], rng)
-        val = np.stack(self._valiant(s[owner], t[owner], key[owner], mid))
+        k = self.draws
+        if k > 1:                              # each through-group sub-path once per draw, keyed apart
+            split = mid >= 0
+            reps = np.where(split, k, 1)
+            draw = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+            owner, mid, w = np.repeat(owner, reps), np.repeat(mid, reps), np.repeat(w / reps, reps)
+            vkey = key[owner] + draw * (int(key.max()) + 1)
+        else:
+            vkey = key[owner]
+        val = np.stack(self._valiant(s[owner], t[owner], vkey, mid))
         return np.stack(self._minimal(s, t, key)), owner, mid, w, val
 
     def routes(self, src: np.ndarray, dst: np.ndarray) -> Routes:
@@ -266,6 +308,7 @@ class DragonflyRouting:
         s = f.host_switch[src[act]].astype(np.int64) - h
         t = f.host_switch[dst[act]].astype(np.int64) - h
         key = dst[act]
+        up = first_links(f, src[act], dst[act]).astype(np.int64)
         if self.mode == "minimal":
             m, owner, w = np.stack(self._minimal(s, t, key)), np.arange(len(act)), np.ones(len(act))
         else:
@@ -273,14 +316,14 @@ class DragonflyRouting:
             short, owner, mid, w, m = self._candidates(s, t, key, rng)
             if self.mode != "valiant":
                 between = np.bincount(owner, weights=mid >= 0, minlength=len(act)) > 0
-                x = self._ugal(short, m, owner, w, between, rng)
+                x = self._ugal(short, m, owner, w, between, self.load * f.link_capacity[up], rng)
                 keep = x[owner] > 0
                 mins = np.flatnonzero(x < 1)
                 pad = np.full((1, len(act)), -1, np.int64)
                 m = np.concatenate([np.concatenate([pad, short, pad])[:, mins], m[:, keep]], axis=1)
                 w = np.r_[1.0 - x[mins], (w * x[owner])[keep]]
                 owner = np.r_[mins, owner[keep]]
-        up = first_links(f, src[act], dst[act]).astype(np.int64)[owner]
+        up = up[owner]
         down = _host_downlinks(f, dst[act])[owner]
         m = np.concatenate([up[None], m, down[None]])          # hops x sub-paths
         hops = np.zeros(n)
@@ -292,43 +335,44 @@ class DragonflyRouting:
         return Routes(n, flow, link.astype(np.int32), wt, hops)
 
     def _ugal(self, short: np.ndarray, val: np.ndarray, owner: np.ndarray, w: np.ndarray, between: np.ndarray,
-              rng: np.random.Generator) -> np.ndarray:
+              offered: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Per flow, the share that takes its Valiant sub-paths (the rest goes minimally): the flows are
         placed in a seeded order, in ``parts`` equal parts each (one round of all flows per part), each
-        part minimal or Valiant by the load it would see weighted by router hops (see the module)."""
+        part minimal or Valiant by the queue it would see weighted by router hops (see the module);
+        ``offered``: each flow's rate as offered, bytes/s."""
         n = short.shape[1]
         cap = self.fabric.link_capacity
-        load = np.zeros(self.fabric.n_links)
+        used = np.zeros(self.fabric.n_links)              # offered over capacity, of the flows placed so far
         taken = np.zeros(n)
-        local_only = self.mode == "ugal-l"
+        # the rows each mode sees: ugal-l its source group's links and first global cable (rows 0-1 of
+        # both the minimal and the Valiant columns), ugal-g every router-to-router link
+        seen_rows = 2 if self.mode == "ugal-l" else None
         starts = np.r_[0, np.cumsum(np.bincount(owner, minlength=n))]
         order = np.argsort(owner, kind="stable")
         vl, vw = val[:, order], w[order]
-        part = 1.0 / self.parts
-        paths = [short[:, i][short[:, i] >= 0] for i in range(n)]
+        share = 1.0 / self.parts
         for _ in range(self.parts):
             for i in rng.permutation(n).tolist():
-                p = paths[i]
+                col = short[:, i]
+                p = col[col >= 0]
+                part = share * offered[i]
                 if between[i]:
                     sub = vl[:, starts[i]:starts[i + 1]]
                     ok = sub >= 0
                     ws = vw[starts[i]:starts[i + 1]]
                     hv = (ok.sum(axis=0) * ws).sum()
                     lk = np.where(ok, sub, 0)
-                    # a packet sees the queue ahead plus itself, whichever path: the part counts whole
-                    seen = load[lk] + part / cap[lk]
-                    if local_only:                           # the source router's output: the first hop
-                        row = np.where(ok[0], 0, 1)
-                        qm = load[p[0]] + part / cap[p[0]]
-                        qv = (seen[row, np.arange(sub.shape[1])] * ws).sum()
-                    else:                                    # every link of the path: its busiest
-                        qm = (load[p] + part / cap[p]).max()
-                        qv = (np.where(ok, seen, 0.0).max(axis=0) * ws).sum()
+                    # a link's standing queue: what it is offered beyond its capacity, this part included
+                    seen = np.where(ok, np.maximum(used[lk] + part / cap[lk] - 1.0, 0.0), 0.0)[:seen_rows]
+                    mine = col[:seen_rows]
+                    mine = mine[mine >= 0]
+                    qm = np.maximum(used[mine] + part / cap[mine] - 1.0, 0.0).max()
+                    qv = (seen.max(axis=0) * ws).sum()
                     if qm * len(p) > qv * hv:
-                        taken[i] += part
-                        np.add.at(load, sub[ok], (part * ws / cap[lk])[ok])   # spread over the sub-paths
+                        taken[i] += share
+                        np.add.at(used, sub[ok], (part * ws / cap[lk])[ok])   # spread over the sub-paths
                         continue
-                load[p] += part / cap[p]
+                used[p] += part / cap[p]
         return taken
 
 
