@@ -3,12 +3,14 @@
 The static ``ugal-l`` / ``ugal-g`` engines (:mod:`fabscope.routing.dragonfly`) choose once per
 flow, the flows placed in a seeded order.  Here the choice is the dynamic engine's: when both
 ends of a message have posted it, its path is its minimal one or its Valiant one (spread
-evenly over every intermediate group, as the static ``valiant``), by the same rule, minimal
-when ``q_min * H_min <= q_val * H_val``, where a link's load ``q`` is the weight of the flows
-in flight on it then (and of those chosen but still in their latency: in their source's
-queues already), plus this message (whole), over its capacity (``ugal-l``: the first
-router-to-router link of each path; ``ugal-g``: its busiest; for Valiant the mean over its
-intermediate groups).  A message between two routers of one group goes minimally.  The
+evenly over every intermediate group, as the static ``valiant``), minimal when
+``q_min * H_min <= q_val * H_val``, where a link's load ``q`` is the weight of the flows in
+flight on it then (and of those chosen but still in their latency: in their source's queues
+already), plus this message (whole), over its capacity (``ugal-l``: the first router-to-router
+link of each path; ``ugal-g``: its busiest; for Valiant the mean over its intermediate groups).
+The static rule differs: there a link's queue is only what it is offered beyond its capacity,
+and ``ugal-l`` sees its source group's links up to the first global cable (the flow model has
+no queues of its own); in time the flows in flight are the queue.  A message between two routers of one group goes minimally.  The
 compiled engine (flowsim.c) makes the choice itself from :class:`UgalRule`'s arrays; the
 reference (Python) engine calls :meth:`UgalRule.chooser` back per message: the same sums in
 the same order, so both choose alike.
