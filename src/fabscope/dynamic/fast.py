@@ -50,6 +50,18 @@ def why_not() -> str:
     return _load()[1]
 
 
+def pick(engine: str) -> str:
+    """The engine that runs for ``engine`` (``auto``, ``c`` or ``python``): ``c`` where it is asked for
+    or allowed and built here, else ``python``; ``c`` asked for and not built is refused, saying why."""
+    if engine == "python":
+        return "python"
+    if available():
+        return "c"
+    if engine == "c":
+        raise FabscopeError(f"the compiled engine is not available: {why_not()}")
+    return "python"
+
+
 def _callback(progress: Callable[[int, float], None] | None, stop: list[BaseException], active: bool):
     """The C callback: calls ``progress``; Ctrl-C or an exception in it stops the engine at the next call.
     NULL (no calls at all) when there is nothing to call and no Ctrl-C to watch for."""

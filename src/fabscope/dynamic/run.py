@@ -107,23 +107,12 @@ def run_program_on(fabric: Fabric, placement: Placement, program: Program, routi
     uniq, msg_path = np.unique(key, return_inverse=True)
     paths = build_paths(fabric, routing, uniq // n_t, uniq % n_t, seed=seed, alpha=alpha, latency=latency,
                         terminals=True)
-    use = engine
-    if engine in ("auto", "c") and observer is None:
-        from fabscope.dynamic import fast
-
-        if fast.available():
-            use = "c"
-        elif engine == "c":
-            raise FabscopeError(f"the compiled engine is not available: {fast.why_not()}")
-        else:
-            use = "python"
-    elif engine == "c":
+    if observer is not None and engine == "c":
         raise FabscopeError("the compiled engine takes no observer; use engine='python'")
-    else:
-        use = "python"
-    if use == "c":
-        from fabscope.dynamic import fast
+    from fabscope.dynamic import fast
 
+    use = "python" if observer is not None else fast.pick(engine)
+    if use == "c":
         outcome = fast.run_program(program, paths, msg_path, sharing, progress=progress)
     else:
         from fabscope.dynamic.engine import run_program   # the reference: not imported where the compiled engine runs

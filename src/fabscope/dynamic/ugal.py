@@ -96,16 +96,9 @@ def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str =
     far = build_paths(fabric, DragonflyRouting(fabric, "valiant", seed), src, dst, alpha=alpha, latency=latency)
     paths = _stack(short, far, f"{mode}:when=posted")
     rule = UgalRule(fabric, src, dst, mode, seed, msg_pair)
-    use = engine
-    if engine != "python":
-        from fabscope.dynamic import fast
+    from fabscope.dynamic import fast
 
-        if fast.available():
-            use = "c"
-        elif engine == "c":
-            raise FabscopeError(f"the compiled engine is not available: {fast.why_not()}")
-        else:
-            use = "python"
+    use = fast.pick(engine)
     if use == "c":
         chosen = np.array(msg_pair, np.int64)
         out = fast.run_program(program, paths, msg_pair, choice=rule, chosen=chosen, progress=progress)
