@@ -88,7 +88,7 @@ def average_ranks(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ([3.5, 1.0, 3.5, 2.0], [1, 1, 2])
     """
     n = len(v)
-    order = np.argsort(v, kind="mergesort")
+    order = np.argsort(v)          # the order among equal values does not matter: they share their mean rank
     s = v[order]
     start = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])       # first index of each group of equal values
     sizes = np.diff(np.r_[start, n])
