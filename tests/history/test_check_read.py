@@ -1,6 +1,6 @@
 """How ``history check`` reads its nights: the SQLite read by column gives what the row-by-row read
 gives (the same arrays, dtypes and order), and the nights of one plan are read for their ratios only
-(``History.same_pairs``), with the same findings as when every night is read whole."""
+(``History.numbers_if_same``), with the same findings as when every night is read whole."""
 
 from __future__ import annotations
 
@@ -86,6 +86,9 @@ def test_same_pairs(tmp_path):
         h.db.execute("UPDATE pairs SET cls = 'other' WHERE rowid = (SELECT max(rowid) FROM pairs WHERE run_id = ?)",
                      (b,))
         assert not h.same_pairs(c, b) and h.same_pairs(c, a)     # one class differs
+        got = h.numbers_if_same(c, a, ("ratio", "bandwidth"))
+        assert _same(got, h.pairs(a, ("ratio", "bandwidth")))
+        assert h.numbers_if_same(c, b, ("ratio",)) is None
     with History(str(tmp_path / "draws.db")) as h:
         a, b, c = (r.id for r in h.runs())
         assert not h.same_pairs(c, a) and not h.same_pairs(c, b)
@@ -97,13 +100,14 @@ def test_a_check_of_one_plans_nights_is_the_check_reading_each_night_whole(tmp_p
     _plan_nights(db, 10, same)
     calls = []
     with History(str(db)) as h:
-        real = h.same_pairs
-        monkeypatch.setattr(h, "same_pairs", lambda *a: calls.append(real(*a)) or calls[-1])
+        real = h.numbers_if_same
+        monkeypatch.setattr(h, "numbers_if_same", lambda *a: calls.append(real(*a)) or calls[-1])
         fast = [check(h, r.id) for r in h.runs()[1:]]
-        monkeypatch.setattr(h, "same_pairs", lambda *a: False)
+        monkeypatch.setattr(h, "numbers_if_same", lambda *a: None)
         whole = [check(h, r.id) for r in h.runs()[1:]]
     assert [x.lines(verbose=True) for x in fast] == [x.lines(verbose=True) for x in whole]
     assert [x.to_dict() for x in fast] == [x.to_dict() for x in whole]
     assert any(x.alarms for x in fast)                  # the cable, on the night it fell
-    assert calls and all(calls) == same and any(calls) == same     # a plan's nights: their ratios only
+    got = [c is not None for c in calls]
+    assert got and all(got) == same and any(got) == same         # a plan's nights: their ratios only
     assert set(check_mod.CHECK_COLUMNS) <= set(PAIR_COLUMNS)

@@ -240,8 +240,9 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
 def _read(h: History, rid: int, tonight_id: int, tonight: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run ``rid``'s pairs (:data:`CHECK_COLUMNS`): where they are tonight's pairs (a plan measured each
     night), tonight's hosts and classes and its own ratios only (the texts were most of a night's read)."""
-    if rid != tonight_id and h.same_pairs(tonight_id, rid, len(tonight["ratio"])):
-        return {**{c: tonight[c] for c in ("src_host", "dst_host", "cls")}, **h.pairs(rid, ("ratio",))}
+    same = h.numbers_if_same(tonight_id, rid, ("ratio",), len(tonight["ratio"])) if rid != tonight_id else None
+    if same is not None:
+        return {**{c: tonight[c] for c in ("src_host", "dst_host", "cls")}, **same}
     return h.pairs(rid, CHECK_COLUMNS)
 
 

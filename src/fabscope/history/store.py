@@ -440,10 +440,7 @@ class History:
 
     def same_pairs(self, rid: int, other: int, n: int | None = None) -> bool:
         """Whether run ``other`` holds the same pairs as run ``rid`` (hosts and class, row by row, in the
-        order :meth:`pairs` reads them): the nights of one plan do, and then a check reads only their
-        numbers.  Answered by the database (SQLite: where each run's rows are one block of rowids, one
-        join of the two blocks, place by place); False where it cannot say.  ``n``: the number of
-        ``rid``'s pairs, when the caller has it.
+        order :meth:`pairs` reads them): the nights of one plan do.  :meth:`numbers_if_same` answers it.
 
         >>> import tempfile, os
         >>> from fabscope.fabric.generators import fat_tree
@@ -453,24 +450,47 @@ class History:
         >>> with History(os.path.join(tempfile.mkdtemp(), "h.db"), create=True) as h:
         ...     h.set_fabric(f)
         ...     a, b = h.add(night(1), time="2026-01-01"), h.add(night(2), time="2026-01-02")
-        ...     h.same_pairs(a, b), h.same_pairs(a, a)
-        (True, True)
+        ...     h.same_pairs(a, b), h.same_pairs(a, a), h.numbers_if_same(a, b, ("ratio",))["ratio"].shape
+        (True, True, (8,))
         """
+        return self.numbers_if_same(rid, other, (), n) is not None
+
+    def numbers_if_same(self, rid: int, other: int, columns: Sequence[str] = ("ratio",),
+                        n: int | None = None) -> dict[str, np.ndarray] | None:
+        """Run ``other``'s number ``columns`` (of bytes, bandwidth, ratio; NULL as NaN) where it holds the
+        same pairs as run ``rid``, place by place; else None.  The nights of one plan do, and then a check
+        reads their numbers only.  Answered by the database in the read itself (SQLite: where each run's
+        rows are one block of rowids, the join of the two blocks place by place, which yields ``other``'s
+        numbers where the pairs match: all n of them when they are the same pairs); None (read them
+        whole) where it cannot say.  ``n``: the number of ``rid``'s pairs, when the caller has it."""
+        import itertools
+
+        bad = sorted(set(columns) - {"bytes", "bandwidth", "ratio"})
+        if bad:
+            raise ValueError(f"no number column {bad[0]!r}: choose among bytes, bandwidth, ratio")
         if self.db.dialect != "sqlite":
-            return False
+            return None
         first, last = "SELECT min(rowid) FROM pairs WHERE run_id = ?", "SELECT max(rowid) FROM pairs WHERE run_id = ?"
         lo, hi, lo2, hi2 = (self.db.scalar(q, (r,)) for r in (rid, other) for q in (first, last))
         if lo is None or lo2 is None or hi - lo != hi2 - lo2:
-            return False
+            return None
         if n is None:
             n = self.db.scalar("SELECT count(*) FROM pairs WHERE run_id = ?", (rid,))
         if n != hi - lo + 1:            # rows of other runs among its own: the places do not say
-            return False
+            return None
         # the n rows of ``rid``, each with its equal at the same place among the n places of ``other``'s
-        same = self.db.scalar("SELECT count(*) FROM pairs a, pairs b WHERE a.run_id = ? AND b.rowid = a.rowid + ? "
-                              "AND b.run_id = ? AND a.src_host = b.src_host AND a.dst_host = b.dst_host "
-                              "AND a.cls IS b.cls", (rid, lo2 - lo, other))
-        return same == n
+        sel = ", ".join(f"coalesce(b.{c}, 'nan')" for c in columns) or "1"
+        with self.db.storage():
+            cur = self.db.conn.execute(
+                f"SELECT {sel} FROM pairs a, pairs b WHERE a.run_id = ? AND b.rowid = a.rowid + ? AND b.run_id = ? "
+                "AND a.src_host = b.src_host AND a.dst_host = b.dst_host AND a.cls IS b.cls ORDER BY a.rowid",
+                (rid, lo2 - lo, other))
+            flat = np.fromiter(itertools.chain.from_iterable(cur), float)
+        k = max(len(columns), 1)
+        if len(flat) != n * k:
+            return None
+        flat = flat.reshape(n, k)
+        return {c: np.ascontiguousarray(flat[:, j]) for j, c in enumerate(columns)}
 
     def _pairs_sqlite(self, rid: int, columns: Sequence[str]) -> dict[str, np.ndarray] | None:
         """:meth:`pairs` on SQLite without a Python tuple per row for the text columns: each comes as one
