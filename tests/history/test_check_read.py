@@ -16,8 +16,8 @@ from fabscope.history import check as check_mod
 from fabscope.history.check import check
 from fabscope.history.store import PAIR_COLUMNS, History
 
-COLUMN_SETS = [("src_host", "dst_host", "cls", "ratio"), ("ratio", "cls"), ("bandwidth",), ("bytes", "bandwidth", "ratio"),
-               ("cls",), ("dst_host", "ratio", "src_host")]
+COLUMN_SETS = [("src_host", "dst_host", "cls", "ratio"), ("ratio", "cls"), ("bandwidth",),
+               ("bytes", "bandwidth", "ratio"), ("cls",), ("dst_host", "ratio", "src_host")]
 
 
 def _row_by_row(h: History, rid: int, cols) -> dict[str, np.ndarray]:
@@ -67,7 +67,8 @@ def test_the_read_by_column_is_the_row_by_row_read(tmp_path):
     with History(str(db)) as h:
         got = h.pairs(rid, ("cls", "ratio"))
         assert np.isnan(got["ratio"][0]) and _same(got, _row_by_row(h, rid, ("cls", "ratio")))
-    con.execute("UPDATE pairs SET src_host = NULL WHERE rowid = (SELECT max(rowid) FROM pairs WHERE run_id = ?)", (rid,))
+    con.execute("UPDATE pairs SET src_host = NULL WHERE rowid = (SELECT max(rowid) FROM pairs WHERE run_id = ?)",
+                (rid,))
     con.commit()
     con.close()
     with History(str(db)) as h:

@@ -446,7 +446,8 @@ class History:
         >>> from fabscope.fabric.generators import fat_tree
         >>> from fabscope.diagnose.synthetic import as_result, synthetic
         >>> f = fat_tree(k=4, levels=2)
-        >>> night = lambda seed: as_result(synthetic(f, np.arange(8), np.arange(8, 16), np.zeros(8, int), {}, 0.02, seed=seed))
+        >>> pairs = (np.arange(8), np.arange(8, 16), np.zeros(8, int))
+        >>> night = lambda seed: as_result(synthetic(f, *pairs, {}, 0.02, seed=seed))
         >>> with History(os.path.join(tempfile.mkdtemp(), "h.db"), create=True) as h:
         ...     h.set_fabric(f)
         ...     a, b = h.add(night(1), time="2026-01-01"), h.add(night(2), time="2026-01-02")
