@@ -8,6 +8,9 @@
     .venv/bin/python bench/bench_diagnose.py --parts periodic        # why no periodic extrapolation
     .venv/bin/python bench/bench_diagnose.py --parts nightly          # the nightly job at 2,197 hosts, 109,800 pairs
     .venv/bin/python bench/bench_diagnose.py --parts nightly --fabric fat-tree:k=4,levels=3 --rounds 4   # a quick look
+    .venv/bin/python bench/bench_diagnose.py --parts nightly --nights 8 --history-db /tmp/nightly.db  # builds it
+    .venv/bin/python bench/bench_diagnose.py --parts nightly --nights 8 --history-db /tmp/nightly.db \
+        --check-repeat 3 --peer-src ../other-checkout/src            # then times history check alone, beside a peer
 
 Accuracy: on Itasca (min-hop) and a 3-level fat tree of 2,197 hosts (k=13,
 D-mod-K), the pairs the plan (``make_plan``, budget 10 min) chooses are
@@ -161,7 +164,8 @@ def _timed(label: str, goal: float | None, goal_what: str, fn) -> Any:
     return out
 
 
-def nightly(n_rounds: int = 50, nights: int = 3, seed: int = 3, spec: str = "fat-tree:k=13,levels=3") -> None:
+def nightly(n_rounds: int = 50, nights: int = 3, seed: int = 3, spec: str = "fat-tree:k=13,levels=3",
+            history_db: str | None = None, check_repeat: int = 1, peer_src: str | None = None) -> None:
     """The nightly job at a real machine's size, each step as a user runs it (the CLI, in this process):
     ``diagnose`` of one night, the confirmation round end to end (its plan, then the script's last line,
     the joint diagnosis, on the round's pairs "measured" by the flow model with the same faults: no
@@ -171,7 +175,12 @@ def nightly(n_rounds: int = 50, nights: int = 3, seed: int = 3, spec: str = "fat
     The pairs are "measured" by the snapshot (``synthetic``), so every diagnosis runs the snapshot
     (``--model static``, as ``history add`` does); the CLI's default, the program in time, adds its
     model (6-8 s a run here, docs/diagnose.md) and, where it finds suspects, a second model and fit.
-    Run on the snapshot's pairs it finds the model itself off and is no measure of either."""
+    Run on the snapshot's pairs it finds the model itself off and is no measure of either.
+
+    ``history_db``: build the history there (its nights only: no ``diagnose`` or confirmation round
+    before); when it exists already, skip every step but ``history check``, timed ``check_repeat``
+    times in this process and as many times as a fresh process (as the nightly job runs it: its
+    imports included), beside the fabscope of ``peer_src`` if given."""
     import json
     import os
     import tempfile
@@ -179,6 +188,10 @@ def nightly(n_rounds: int = 50, nights: int = 3, seed: int = 3, spec: str = "fat
     from fabscope.cli import main as cli
     from fabscope.diagnose.synthetic import as_result
 
+    if history_db and os.path.exists(history_db):
+        say(f"\n== history check of the kept history {history_db}")
+        _check_timed(history_db, nights, check_repeat, peer_src)
+        return
     f = load_fabric(spec)
     s, dd, r = bench_random_pairs(f.n_hosts, 1, n_rounds)
     s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, n_rounds)
@@ -198,6 +211,9 @@ def nightly(n_rounds: int = 50, nights: int = 3, seed: int = 3, spec: str = "fat
         return path
 
     run0 = night(0)
+    if history_db:
+        _history(cli, history_db, spec, nights, run0, night, check_repeat)
+        return
     diag = os.path.join(work, "diag.json")
     _timed("diagnose (static model)", 30, "CPU s",
            lambda: cli(["diagnose", run0, "--fabric", spec, "--model", "static", "-o", diag, "--top", "0"]))
@@ -225,15 +241,50 @@ def nightly(n_rounds: int = 50, nights: int = 3, seed: int = 3, spec: str = "fat
     say(f"    {len(a_)} new pairs in {len(plan.jobs)} rounds; the script's last line: {last.replace('$FABSCOPE', 'fabscope')}")
     _timed("confirmation: the joint diagnosis", 30, "CPU s",
            lambda: cli(["diagnose", diag, new, "--fabric", spec, "--model", "static", "--top", "0"]))
-    # the history: each night added with its diagnosis, then the last checked against the nights before
-    db = os.path.join(work, "nightly.db")
+    _history(cli, os.path.join(work, "nightly.db"), spec, nights, run0, night, check_repeat)
+
+
+def _history(cli, db: str, spec: str, nights: int, run0: str, night, check_repeat: int) -> None:
+    """Each night added with its diagnosis, then the last checked against the nights before."""
     for k in range(nights):
         path = run0 if k == 0 else night(k)
         extra = ["--fabric", spec] if k == 0 else []
         _timed(f"history add, night {k + 1} of {nights}, with its diagnosis", 30, "CPU s",
                lambda: cli(["history", "add", "--db", db, path, *extra]))
-    _timed(f"history check (night {nights} against {nights - 1})", 2, "CPU s",
-           lambda: cli(["history", "check", "--db", db]))
+    _check_timed(db, nights, check_repeat)
+
+
+def _check_timed(db: str, nights: int, repeat: int, peer_src: str | None = None) -> None:
+    """``history check`` of the last night: in this process (its imports already loaded after the first),
+    then as a fresh process (the nightly job's figure, imports included), alternating with a fresh process
+    of the fabscope in ``peer_src`` (another checkout's ``src``) when given: CPU and wall of each, the
+    ratio of their medians, and whether they printed the same bytes."""
+    import os
+    import subprocess
+
+    from fabscope.cli import main as cli
+
+    for _ in range(repeat):
+        _timed(f"history check (night {nights} against {nights - 1})", 2, "CPU s",
+               lambda: cli(["history", "check", "--db", db]))
+    argv = [sys.executable, "-c", "import sys; from fabscope.cli import main; sys.exit(main())",
+            "history", "check", "--db", db]
+    mine = os.environ.get("PYTHONPATH", "")
+    runs: dict[str, list] = {"this": [], "peer": []}
+    for _ in range(repeat):
+        for who in ("this", "peer") if peer_src else ("this",):
+            env = dict(os.environ, PYTHONPATH=peer_src if who == "peer" else mine)
+            label = "history check, a fresh process" + (f" ({peer_src})" if who == "peer" else "")
+            c0, w0 = _cpu(), time.perf_counter()
+            out = _timed(label, 2, "CPU s", lambda: subprocess.run(argv, env=env, capture_output=True, check=False))
+            runs[who].append((_cpu() - c0, time.perf_counter() - w0, out.stdout))
+    if peer_src:
+        med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+        cpu_r = med([c for c, _, _ in runs["peer"]]) / med([c for c, _, _ in runs["this"]])
+        wall_r = med([w for _, w, _ in runs["peer"]]) / med([w for _, w, _ in runs["this"]])
+        same = {o for *_, o in runs["this"] + runs["peer"]}
+        say(f"  the peer took {cpu_r:.2f}x the CPU and {wall_r:.2f}x the wall of this checkout (medians of {repeat}); "
+            f"printed the same bytes: {'yes' if len(same) == 1 else 'NO'}")
 
 
 MODEL_FABRICS = ("fat-tree:k=4,levels=2,up=2", "fat-tree:k=8,levels=2", "fat-tree:k=13,levels=3", "itasca",
@@ -409,6 +460,11 @@ def main() -> int:
                     help="--parts nominal, nightly: rounds of each of the two draws of random pairs")
     ap.add_argument("--nights", type=int, default=3, help="--parts nightly: nights added to the history")
     ap.add_argument("--fabric", default=FABRICS["ft3"], help="--parts nightly: the fabric (spec)")
+    ap.add_argument("--history-db", help="--parts nightly: keep the history in this SQLite file; when it exists, "
+                    "time only `history check` on it")
+    ap.add_argument("--check-repeat", type=int, default=1, help="--parts nightly: times `history check` is timed")
+    ap.add_argument("--peer-src", help="--parts nightly: time `history check` of the fabscope in this src folder too "
+                    "(a fresh process, alternating), e.g. another worktree's src")
     a = ap.parse_args()
     parts = a.parts.split(",")
     say(f"bench_diagnose: {time.strftime('%Y-%m-%d %H:%M:%S')}, python {sys.version.split()[0]}")
@@ -429,7 +485,8 @@ def main() -> int:
     if "nominal" in parts:
         nominal(a.rounds, variants=a.nominal)
     if "nightly" in parts:
-        nightly(a.rounds, a.nights, spec=a.fabric)
+        nightly(a.rounds, a.nights, spec=a.fabric, history_db=a.history_db,
+                check_repeat=a.check_repeat, peer_src=a.peer_src)
     return 0
 
 

@@ -149,7 +149,8 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
     if not base:
         raise HistoryError(f"run {run.id} has no earlier run of the same test ({run.test}) to compare with")
     tonight = h.pairs(run.id, CHECK_COLUMNS)
-    bpairs = [h.pairs(b.id, CHECK_COLUMNS) for b in base]
+    read = lambda rid: _read(h, rid, run.id, tonight)  # noqa: E731
+    bpairs = [read(b.id) for b in base]
     use_ratio = np.isfinite(tonight["ratio"]).mean() > 0.5 and all(np.isfinite(b["ratio"]).mean() > 0.5
                                                                    for b in bpairs)
     col = "ratio" if use_ratio else "bandwidth"
@@ -190,7 +191,7 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
             fd = Finding("host" if host else "cable", host or name, t, est, first.id if first else None,
                          first.time if first else None, cable=name, named=named)
             _drift(h, runs, run, fd, c, first, x[cross_t[c]], long_baseline, min_effect, long_cache, logs,
-                   crossing, lambda rid: h.pairs(rid, CHECK_COLUMNS + (() if use_ratio else ("bandwidth",))))
+                   crossing, lambda rid: {**read(rid), **({} if use_ratio else h.pairs(rid, ("bandwidth",)))})
             findings.append(fd)
     elif f is None or not h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (run.id,)):
         hosts = sorted(set(tonight["src_host"].tolist()) | set(tonight["dst_host"].tolist()))
@@ -234,6 +235,15 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
     del prev
     rep.findings = sorted(findings, key=lambda fd: (not fd.alarm, not fd.regressed, fd.test.factor))
     return rep
+
+
+def _read(h: History, rid: int, tonight_id: int, tonight: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run ``rid``'s pairs (:data:`CHECK_COLUMNS`): where they are tonight's pairs (a plan measured each
+    night), tonight's hosts and classes and its own ratios only (the texts were most of a night's read)."""
+    same = h.numbers_if_same(tonight_id, rid, ("ratio",), len(tonight["ratio"])) if rid != tonight_id else None
+    if same is not None:
+        return {**{c: tonight[c] for c in ("src_host", "dst_host", "cls")}, **same}
+    return h.pairs(rid, CHECK_COLUMNS)
 
 
 def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first: Run | None, tonight: np.ndarray,
@@ -295,7 +305,8 @@ def _first_slow(h: History, runs: list[Run], run: Run, cable: int, min_effect: f
 def _crossing_once(routed: dict[bytes, dict[int, np.ndarray]], fabric: Any, routing: str | None,
                    pairs: dict[str, np.ndarray], cables: list[int]) -> dict[int, np.ndarray]:
     """:func:`_crossing`, once per distinct list of pairs (``routed``: by the digest of its host names)."""
-    key = hashlib.sha1("\0".join(pairs["src_host"].tolist() + pairs["dst_host"].tolist()).encode()).digest()
+    src, dst = pairs["src_host"], pairs["dst_host"]
+    key = hashlib.sha1(f"{src.dtype.str} {dst.dtype.str} {len(src)}".encode() + src.tobytes() + dst.tobytes()).digest()
     if key not in routed:
         routed[key] = _crossing(fabric, routing, pairs, cables)
     return routed[key]

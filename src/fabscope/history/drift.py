@@ -8,7 +8,8 @@ already" from the second night on.  So each cable the tomography estimates slow 
 * against a **long baseline**: tonight's crossing pairs against those of up to ``long`` runs
   before its slow streak began (:func:`.stats.shift_test`, the same rank test and effect size);
 * for a **trend**: Kendall's tau of its estimates over the last ``long`` runs and tonight, and the
-  Theil-Sen slope (the median of the slopes between every two nights), per night.
+  Theil-Sen slope (the median of the slopes between every two nights), per night
+  (:mod:`.ranktests`: SciPy's ``kendalltau`` and ``theilslopes`` without importing scipy.stats).
 
 It drifted when its pairs are lower than on the long baseline (p below alpha over the tests of the
 night) and its estimate is below ``1 - min_effect`` of its capacity as built tonight and on the run
@@ -29,7 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import kendalltau, theilslopes
+
+from fabscope.history.ranktests import kendall_tau, theil_sen
 
 #: runs before a cable's slow streak that make its long baseline
 LONG_BASELINE = 28
@@ -50,6 +52,5 @@ def trend(log_estimates: np.ndarray) -> Trend:
     x, y = x[ok], y[ok]
     if len(y) < 3 or np.ptp(y) == 0:
         return Trend(len(y), 0.0, 1.0)
-    tau = kendalltau(x, y, alternative="less")
-    slope = float(theilslopes(y, x)[0])
-    return Trend(len(y), slope, float(tau.pvalue))
+    tau = kendall_tau(x, y, "less")
+    return Trend(len(y), theil_sen(y, x).slope, tau.p)

@@ -4,7 +4,8 @@ Tonight's values (log ratios of each pair to the model, or log bandwidths)
 against the baseline nights' values of the same class, cable or host:
 
 - the one-sided Mann-Whitney U test (tonight lower), normal approximation
-  with ties corrected (:func:`scipy.stats.mannwhitneyu`), which assumes no
+  with ties corrected (:func:`.ranktests.mann_whitney`: SciPy's ``mannwhitneyu``
+  with ``method="asymptotic"``, without importing scipy.stats), which assumes no
   distribution and shrugs off the odd jittered pair;
 - the Hodges-Lehmann estimate of the shift: the median of every difference
   tonight - baseline (of logs: exp of it is tonight's typical factor).
@@ -30,7 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import mannwhitneyu
+
+from fabscope.history.ranktests import mann_whitney
 
 #: at most this many values of each side go into the Hodges-Lehmann estimate (a random subset beyond)
 HL_MAX = 1000
@@ -69,6 +71,6 @@ def shift_test(tonight: np.ndarray, baseline: np.ndarray) -> Shift:
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
     if not len(x) or not len(y):
         return Shift(len(x), len(y), 1.0, 0.0, 1.0)
-    p = float(mannwhitneyu(x, y, alternative="less", method="asymptotic").pvalue)
+    p = mann_whitney(x, y, "less").p
     s = hodges_lehmann(x, y)
     return Shift(len(x), len(y), p, s, float(np.exp(s)))

@@ -425,6 +425,10 @@ class History:
         bad = sorted(set(columns) - set(PAIR_COLUMNS))
         if bad:
             raise ValueError(f"no pair column {bad[0]!r}: choose among {', '.join(PAIR_COLUMNS)}")
+        if self.db.dialect == "sqlite" and "scenario" not in columns:
+            fast = self._pairs_sqlite(rid, columns)
+            if fast is not None:
+                return fast
         cols = dict(zip(columns, self.db.columns(f"SELECT {', '.join(columns)} FROM pairs WHERE run_id = ?",
                                                  (rid,))))
         text = lambda v: np.array(v, dtype=object).astype(str)  # noqa: E731
@@ -433,6 +437,94 @@ class History:
                 "scenario": lambda v: np.array([-1 if x is None else x for x in v], dtype=np.int64),
                 "ratio": lambda v: np.array(v, dtype=float)}       # None reads as NaN
         return {c: conv[c](cols[c]) for c in columns}
+
+    def same_pairs(self, rid: int, other: int, n: int | None = None) -> bool:
+        """Whether run ``other`` holds the same pairs as run ``rid`` (hosts and class, row by row, in the
+        order :meth:`pairs` reads them): the nights of one plan do.  :meth:`numbers_if_same` answers it.
+
+        >>> import tempfile, os
+        >>> from fabscope.fabric.generators import fat_tree
+        >>> from fabscope.diagnose.synthetic import as_result, synthetic
+        >>> f = fat_tree(k=4, levels=2)
+        >>> pairs = (np.arange(8), np.arange(8, 16), np.zeros(8, int))
+        >>> night = lambda seed: as_result(synthetic(f, *pairs, {}, 0.02, seed=seed))
+        >>> with History(os.path.join(tempfile.mkdtemp(), "h.db"), create=True) as h:
+        ...     h.set_fabric(f)
+        ...     a, b = h.add(night(1), time="2026-01-01"), h.add(night(2), time="2026-01-02")
+        ...     h.same_pairs(a, b), h.same_pairs(a, a), h.numbers_if_same(a, b, ("ratio",))["ratio"].shape
+        (True, True, (8,))
+        """
+        return self.numbers_if_same(rid, other, (), n) is not None
+
+    def numbers_if_same(self, rid: int, other: int, columns: Sequence[str] = ("ratio",),
+                        n: int | None = None) -> dict[str, np.ndarray] | None:
+        """Run ``other``'s number ``columns`` (of bytes, bandwidth, ratio; NULL as NaN) where it holds the
+        same pairs as run ``rid``, place by place; else None.  The nights of one plan do, and then a check
+        reads their numbers only.  Answered by the database in the read itself (SQLite: where each run's
+        rows are one block of rowids, the join of the two blocks place by place, which yields ``other``'s
+        numbers where the pairs match: all n of them when they are the same pairs); None (read them
+        whole) where it cannot say.  ``n``: the number of ``rid``'s pairs, when the caller has it."""
+        import itertools
+
+        bad = sorted(set(columns) - {"bytes", "bandwidth", "ratio"})
+        if bad:
+            raise ValueError(f"no number column {bad[0]!r}: choose among bytes, bandwidth, ratio")
+        if self.db.dialect != "sqlite":
+            return None
+        first, last = "SELECT min(rowid) FROM pairs WHERE run_id = ?", "SELECT max(rowid) FROM pairs WHERE run_id = ?"
+        lo, hi, lo2, hi2 = (self.db.scalar(q, (r,)) for r in (rid, other) for q in (first, last))
+        if lo is None or lo2 is None or hi - lo != hi2 - lo2:
+            return None
+        if n is None:
+            n = self.db.scalar("SELECT count(*) FROM pairs WHERE run_id = ?", (rid,))
+        if n != hi - lo + 1:            # rows of other runs among its own: the places do not say
+            return None
+        # the n rows of ``rid``, each with its equal at the same place among the n places of ``other``'s
+        sel = ", ".join(f"coalesce(b.{c}, 'nan')" for c in columns) or "1"
+        with self.db.storage():
+            cur = self.db.conn.execute(
+                f"SELECT {sel} FROM pairs a, pairs b WHERE a.run_id = ? AND b.rowid = a.rowid + ? AND b.run_id = ? "
+                "AND a.src_host = b.src_host AND a.dst_host = b.dst_host AND a.cls IS b.cls ORDER BY a.rowid",
+                (rid, lo2 - lo, other))
+            flat = np.fromiter(itertools.chain.from_iterable(cur), float)
+        k = max(len(columns), 1)
+        if len(flat) != n * k:
+            return None
+        flat = flat.reshape(n, k)
+        return {c: np.ascontiguousarray(flat[:, j]) for j, c in enumerate(columns)}
+
+    def _pairs_sqlite(self, rid: int, columns: Sequence[str]) -> dict[str, np.ndarray] | None:
+        """:meth:`pairs` on SQLite without a Python tuple per row for the text columns: each comes as one
+        string (``group_concat``, split at the tabs and line breaks no name holds), the numbers as one flat
+        iterator (NULL as NaN).  Both read the run's rows through its index, in rowid order (the order
+        of the row-by-row read; ``tests/history/test_check_read.py``).  None (read them row by row) where
+        a text is NULL or holds a line break: a damaged history, which the row-by-row read reports."""
+        import itertools
+
+        text = [c for c in columns if c in ("src_host", "dst_host", "cls")]
+        nums = [c for c in columns if c not in text]
+        out: dict[str, np.ndarray] = {}
+        with self.db.storage():
+            if text:
+                # one string: a row's texts joined by tabs, the rows by line breaks (no name holds either);
+                # a row with a NULL is left out by group_concat, which the count shows
+                n, joined = self.db.conn.execute(
+                    f"SELECT count(*), group_concat({' || char(9) || '.join(text)}, char(10)) FROM pairs "
+                    "WHERE run_id = ?", (rid,)).fetchone()
+                parts = joined.replace("\t", "\n").split("\n") if joined is not None else []
+                if len(parts) != n * len(text):
+                    return None
+                for k, c in enumerate(text):
+                    out[c] = np.array(parts[k::len(text)], dtype=str)
+            if nums:
+                sel = ", ".join(f"coalesce({c}, 'nan')" for c in nums)
+                cur = self.db.conn.execute(f"SELECT {sel} FROM pairs WHERE run_id = ? ORDER BY rowid", (rid,))
+                flat = np.fromiter(itertools.chain.from_iterable(cur), float).reshape(-1, len(nums))
+                for k, c in enumerate(nums):
+                    out[c] = np.ascontiguousarray(flat[:, k])
+        if text and nums and len(out[nums[0]]) != len(out[text[0]]):
+            return None
+        return {c: out[c] for c in columns}
 
     def prune(self, keep_last: int | None = None, before: str | None = None) -> list[int]:
         """Delete runs older than ``before`` and/or all but the ``keep_last`` newest; return their ids."""
