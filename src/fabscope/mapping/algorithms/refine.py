@@ -45,7 +45,7 @@ import time
 import numpy as np
 
 from fabscope.mapping.commgraph import CommGraph
-from fabscope.mapping.metrics import host_hops, link_loads, router_for
+from fabscope.mapping.metrics import host_hops, link_loads, router_for, weighted_sum
 from fabscope.mapping.targets import Mapping
 
 __all__ = ["refine_hops", "refine_links", "TOLERANCE", "max_link_load", "hop_bytes"]
@@ -58,7 +58,7 @@ MIN_KEEP_GAIN = 1e-3
 
 def hop_bytes(slot: np.ndarray, target, graph: CommGraph) -> float:
     h = target.slot_host[slot]
-    return float(np.dot(host_hops(target.fabric, h[graph.src], h[graph.dst]), graph.bytes))
+    return weighted_sum(host_hops(target.fabric, h[graph.src], h[graph.dst]), graph.bytes)
 
 
 def max_link_load(slot: np.ndarray, target, graph: CommGraph, routing=None) -> float:
@@ -152,7 +152,7 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
     has = np.flatnonzero(deg > 0)
     if not len(has):
         return mapping
-    hb = float(np.dot(host_hops(f, shost[slot[graph.src]], shost[slot[graph.dst]]), graph.bytes))
+    hb = weighted_sum(host_hops(f, shost[slot[graph.src]], shost[slot[graph.dst]]), graph.bytes)
     hb0 = hb
     snaps: list[tuple[float, np.ndarray]] = []       # (hop-bytes, slots) after each pass
     keep_snaps = n <= 200_000                        # memory: one copy of the slots per pass
@@ -298,7 +298,7 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
 
     load = link_loads(f, shost[slot[src]], shost[slot[dst]], b, router)
     peak0 = float(load.max(initial=0.0))
-    hb = float(np.dot(host_hops(f, shost[slot[src]], shost[slot[dst]]), b))
+    hb = weighted_sum(host_hops(f, shost[slot[src]], shost[slot[dst]]), b)
     hb0 = hb
     slot_node = target.node_of_slot
     spn = target.slots_per_node
