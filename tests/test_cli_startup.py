@@ -126,18 +126,45 @@ def _blas_threads(argv, env_extra=None):
 
 
 def test_simulate_asks_openblas_for_one_thread():
-    """fabscope simulate sets OPENBLAS_NUM_THREADS=1 before NumPy loads OpenBLAS (whose workers, one per
-    core, only spin in a command that calls no BLAS routine): the process has its main thread alone.
-    A thread count the user set is kept, and other commands are left as they were."""
+    """fabscope simulate (and compare, diagnose, analyze) sets OPENBLAS_NUM_THREADS=1 before NumPy loads
+    OpenBLAS (whose workers, one per core, only spin in a command that calls no BLAS routine): the
+    process has its main thread alone.  A thread count the user set is kept, and other commands are
+    left as they were."""
     import os
 
     assert _blas_threads(["fabscope", "simulate", "--fabric", "torus:4x4x4"]) == ("1", 1)
+    for cmd in ("compare", "diagnose", "analyze"):
+        assert _blas_threads(["fabscope", cmd]) == ("1", 1), cmd
     assert _blas_threads(["fabscope", "simulate"], {"OMP_NUM_THREADS": "2"})[0] == "None"
     assert _blas_threads(["fabscope", "simulate"], {"OPENBLAS_NUM_THREADS": "3"})[0] == "3"
-    value, threads = _blas_threads(["fabscope", "diagnose"])
+    value, threads = _blas_threads(["fabscope", "map"])
     assert value == "None"
     if len(os.sched_getaffinity(0)) > 1:       # OpenBLAS's default, a worker per core: the first check could fail
         assert threads > 1
+
+
+@pytest.mark.parametrize("cmd", ["compare", "diagnose"])
+def test_one_blas_thread_changes_no_diagnosis(tmp_path, cmd):
+    """compare and diagnose of a measured result with two slow cables: the same result file with
+    OpenBLAS's default threads and with one (the seconds they took aside)."""
+    import os
+
+    _small_inputs(tmp_path)
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
+    docs = []
+    for i, extra in enumerate(({"OPENBLAS_NUM_THREADS": str(max(2, os.cpu_count() or 1))}, {})):
+        out = tmp_path / f"{i}.json"
+        p = subprocess.run([sys.executable, "-m", "fabscope.cli", cmd, str(tmp_path / "fault.json"), "--fabric",
+                            "fat-tree:k=4,levels=2", "-o", str(out)], capture_output=True, text=True, timeout=300,
+                           env={**base, **extra})
+        assert p.returncode == 0, p.stderr
+        doc = json.loads(out.read_text())
+        for d in (doc["meta"], doc["meta"].get("model_info", {}), doc["meta"].get("null", {})):
+            for k in ("seconds", "solve_seconds"):
+                d.pop(k, None)
+        docs.append(doc)
+    assert docs[0] == docs[1]
 
 
 @pytest.mark.parametrize("args", [
