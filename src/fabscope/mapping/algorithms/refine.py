@@ -314,17 +314,21 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
         """Swap the ranks of slots ``s_a`` with those of ``s_b`` on trial: (hop-bytes, edges, their hosts
         before and after) when hop-bytes stay within the slack, else None.  The slots are left as they were."""
         r_a, r_b = occ[s_a], occ[s_b]
-        ranks = np.r_[r_a[r_a >= 0], r_b[r_b >= 0]]
+        in_a, in_b = r_a >= 0, r_b >= 0
+        ranks = np.concatenate([r_a[in_a], r_b[in_b]])
         if not len(ranks):
             return None
         es = edges_of(ranks)
-        hs0, hd0 = shost[slot[src[es]]], shost[slot[dst[es]]]
-        slot[r_a[r_a >= 0]] = s_b[r_a >= 0]
-        slot[r_b[r_b >= 0]] = s_a[r_b >= 0]
-        hs1, hd1 = shost[slot[src[es]]], shost[slot[dst[es]]]
-        slot[r_a[r_a >= 0]] = s_a[r_a >= 0]
-        slot[r_b[r_b >= 0]] = s_b[r_b >= 0]
-        hb_t = hb - float(np.dot(host_hops(f, hs0, hd0), b[es])) + float(np.dot(host_hops(f, hs1, hd1), b[es]))
+        e_s, e_d = src[es], dst[es]
+        hs0, hd0 = shost[slot[e_s]], shost[slot[e_d]]
+        slot[r_a[in_a]] = s_b[in_a]
+        slot[r_b[in_b]] = s_a[in_b]
+        hs1, hd1 = shost[slot[e_s]], shost[slot[e_d]]
+        slot[r_a[in_a]] = s_a[in_a]
+        slot[r_b[in_b]] = s_b[in_b]
+        hops = host_hops(f, np.concatenate([hs0, hs1]), np.concatenate([hd0, hd1]))     # one call for both
+        be = b[es]
+        hb_t = hb - float(np.dot(hops[:len(es)], be)) + float(np.dot(hops[len(es):], be))
         if hb_t > hb_cap + 1e-9:
             return None
         return hb_t, es, hs0, hd0, hs1, hd1
