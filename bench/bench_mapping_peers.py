@@ -47,6 +47,8 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))   # this checkout's
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 #: the capture's processor grid, as LAMMPS printed it (ranks in C order)
 LAMMPS_GRID = (4, 4, 4)

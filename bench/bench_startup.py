@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"))   # this checkout's
+
 FABRIC = "fat-tree:k=4,levels=2"
 
 
@@ -116,7 +118,10 @@ def main() -> None:
         ic = f"{i:>8.3f} {i / base:>8.2f} {max(cpu - i, 0.0):>6.3f}" if i is not None else f"{'':>8} {'':>8} {'':>6}"
         print(f"{k:<62} {cpu:>6.3f} {statistics.median(r[1] for r in rs):>7.3f} {cpu / base:>8.2f} {ic} "
               f"{max(r[2] for r in rs):>5}")
-    print(f"# load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    import fabscope
+
+    print(f"# load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; fabscope from "
+          f"{os.path.dirname(os.path.abspath(fabscope.__file__))}")
 
 
 if __name__ == "__main__":

@@ -126,18 +126,45 @@ def _blas_threads(argv, env_extra=None):
 
 
 def test_simulate_asks_openblas_for_one_thread():
-    """fabscope simulate sets OPENBLAS_NUM_THREADS=1 before NumPy loads OpenBLAS (whose workers, one per
-    core, only spin in a command that calls no BLAS routine): the process has its main thread alone.
-    A thread count the user set is kept, and other commands are left as they were."""
+    """fabscope simulate (and compare, diagnose, analyze) sets OPENBLAS_NUM_THREADS=1 before NumPy loads
+    OpenBLAS (whose workers, one per core, only spin in a command that calls no BLAS routine): the
+    process has its main thread alone.  A thread count the user set is kept, and other commands are
+    left as they were."""
     import os
 
     assert _blas_threads(["fabscope", "simulate", "--fabric", "torus:4x4x4"]) == ("1", 1)
+    for cmd in ("compare", "diagnose", "analyze"):
+        assert _blas_threads(["fabscope", cmd]) == ("1", 1), cmd
     assert _blas_threads(["fabscope", "simulate"], {"OMP_NUM_THREADS": "2"})[0] == "None"
     assert _blas_threads(["fabscope", "simulate"], {"OPENBLAS_NUM_THREADS": "3"})[0] == "3"
-    value, threads = _blas_threads(["fabscope", "diagnose"])
+    value, threads = _blas_threads(["fabscope", "map"])
     assert value == "None"
     if len(os.sched_getaffinity(0)) > 1:       # OpenBLAS's default, a worker per core: the first check could fail
         assert threads > 1
+
+
+@pytest.mark.parametrize("cmd", ["compare", "diagnose"])
+def test_one_blas_thread_changes_no_diagnosis(tmp_path, cmd):
+    """compare and diagnose of a measured result with two slow cables: the same result file with
+    OpenBLAS's default threads and with one (the seconds they took aside)."""
+    import os
+
+    _small_inputs(tmp_path)
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
+    docs = []
+    for i, extra in enumerate(({"OPENBLAS_NUM_THREADS": str(max(2, os.cpu_count() or 1))}, {})):
+        out = tmp_path / f"{i}.json"
+        p = subprocess.run([sys.executable, "-m", "fabscope.cli", cmd, str(tmp_path / "fault.json"), "--fabric",
+                            "fat-tree:k=4,levels=2", "-o", str(out)], capture_output=True, text=True, timeout=300,
+                           env={**base, **extra})
+        assert p.returncode == 0, p.stderr
+        doc = json.loads(out.read_text())
+        for d in (doc["meta"], doc["meta"].get("model_info", {}), doc["meta"].get("null", {})):
+            for k in ("seconds", "solve_seconds"):
+                d.pop(k, None)
+        docs.append(doc)
+    assert docs[0] == docs[1]
 
 
 @pytest.mark.parametrize("args", [
@@ -228,3 +255,23 @@ def test_commands_on_a_small_input_import_nothing_unused(tmp_path, argv):
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip()                           # the command did its work
     assert p.stderr.strip().splitlines()[-1] in ("0 []", "None []"), p.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--fabric", "fat-tree:k=4,levels=2", "--pattern", "permutation"],
+    ["compare", "{d}/meas.json", "--fabric", "fat-tree:k=4,levels=2"],
+    ["analyze", "{d}/pp.jsonl"],
+])
+def test_small_commands_leave_numpy_masked_arrays_unloaded(tmp_path, argv):
+    """NumPy 2 imports numpy.ma (0.011 CPU s, 8 % of ``import numpy``) at the first plain ``np.unique``
+    or any ``np.median``; compare's time model (its sets, its phases' spread) and analyze's fit of a
+    sweep (its stray points) called them.  They use fabscope.arrays' now."""
+    _small_inputs(tmp_path)
+    argv = [a.format(d=tmp_path) for a in argv]
+    code = ("import sys\nfrom fabscope.cli import main\n"
+            f"code = main({argv!r})\n"
+            "print(code, 'numpy.ma' in sys.modules, file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip()
+    assert p.stderr.strip().splitlines()[-1] in ("0 False", "None False"), p.stderr

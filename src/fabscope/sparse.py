@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from fabscope.arrays import unique
 from fabscope.csr import gather
 
 
@@ -293,7 +294,7 @@ class _Compressed(_Sparse):
         mids = np.repeat(np.arange(len(major)), counts)
         old_minor = self.indices[pos].astype(np.int64)
         if len(minor) != n_minor or np.any(minor != np.arange(n_minor)):
-            if len(np.unique(minor)) != len(minor):
+            if len(unique(minor)) != len(minor):
                 return self._scipy()[key]
             new_of = np.full(n_minor, -1, np.int64)
             new_of[minor] = np.arange(len(minor))

@@ -78,8 +78,13 @@ def _component_times(first: np.ndarray, second: np.ndarray, size: np.ndarray, fw
 
 
 def fast_set(f, router, hs: np.ndarray, hd: np.ndarray, size: np.ndarray, a: np.ndarray, b: np.ndarray,
-              host: np.ndarray, it: int, w: int, engine: str, sharing: str, cache: dict, stats: dict) -> np.ndarray:
-    """One ping-pong concurrent set, component by component: timed seconds per pair."""
+              host: np.ndarray, it: int, w: int, engine: str, sharing: str, cache: dict, stats: dict,
+              alone_only: bool = False) -> np.ndarray:
+    """One ping-pong concurrent set, component by component: timed seconds per pair.
+
+    ``alone_only``: only the pairs that are a component by themselves, NaN for the others (a pair
+    alone on its resources and ranks takes the same time whenever it starts: the pairs of a set
+    whose phases are drawn)."""
     first, second = np.minimum(a, b), np.maximum(a, b)
     h1, h2 = host[first], host[second]
     key = np.r_[h1 * f.n_hosts + h2, h2 * f.n_hosts + h1]
@@ -106,6 +111,9 @@ def fast_set(f, router, hs: np.ndarray, hd: np.ndarray, size: np.ndarray, a: np.
                                                  w, engine, sharing, cache, stats)[0]
             continue
         sel = order[lo:hi]
+        if alone_only:
+            t[sel] = np.nan
+            continue
         t[sel] = _component_times(first[sel], second[sel], size[sel], pf[sel], pr[sel], paths, it, w, engine,
                                   sharing, cache, stats)
     return t

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from fabscope.arrays import median, unique
 from fabscope.diagnose.benchprogram import bench_program, pair_ranks, timed_seconds
 from fabscope.diagnose.components import fast_set
 from fabscope.diagnose.measured import Measured, run_iterations
@@ -98,12 +99,14 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
               draws: int = 1, ports: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
     """The concurrent sets ``sets`` of ``m``: bandwidth per pair (0 outside them) and what it took."""
     f = m.fabric
+    batch = fast                                           # independent draws: one engine run (exact)
     fast = fast and (f.single_port or ports is None)       # the components' shortcut routes host pairs
     bw = np.zeros(m.n_pairs)
     router = make_routing(f, routing, seed=seed) if routing is None or isinstance(routing, str) else routing
     cache: dict = {}
     stats: dict[str, Any] = {"components": 0, "cached": 0, "events": 0, "engines": set(), "its": set(),
                              "warms": set()}
+    later: list[_Drawn] = []                 # independent sets, run together at the end
     for s in sets:
         sel = np.flatnonzero(m.scenario == s)
         test = str(m.test[sel[0]])
@@ -120,21 +123,33 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         if independent:
             # one spread for the set, the median of its pairs': a pair's own fastest round trip carries
             # its own measurement's luck (and its contention), which the model should not copy
-            spread = float(np.median(phase_spread(m)[0][sel]))
+            spread = median(phase_spread(m)[0][sel])
             independent = spread > 0            # no measured time: nothing to draw within (lock-step)
         if fast and pingpong and start_offset <= 0 and not independent:
             t = fast_set(f, router, m.hs[sel], m.hd[sel], m.bytes[sel], a, b, host, it, w, engine, sharing,
                           cache, stats)
             bw[sel] = 2.0 * m.bytes[sel] * it / t
             continue
-        prog = bench_program(a, b, m.bytes[sel], it, w, pingpong, len(host))
         # the ranks sat where they were measured: no check against the fabric's cores per host
         pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
         if independent:
-            t = _independent_times(f, pl, prog, router, a, b, np.full(len(sel), spread), it, w, engine, sharing,
-                                   seed, s, draws, stats, ports)
-            bw[sel] = 2.0 * m.bytes[sel] * it / t
+            at = np.arange(len(sel))
+            if fast:                    # a pair alone on its resources and ranks: the same time at any phase
+                t = fast_set(f, router, m.hs[sel], m.hd[sel], m.bytes[sel], a, b, host, it, w, engine, sharing,
+                             cache, stats, alone_only=True)
+                bw[sel] = 2.0 * m.bytes[sel] * it / t
+                at = np.flatnonzero(np.isnan(t))
+                if not len(at):
+                    continue
+            prog = bench_program(a[at], b[at], m.bytes[sel[at]], it, w, pingpong, len(host))
+            job = _Drawn(sel[at], pl, prog, a[at], b[at], np.full(len(at), spread), it, w, s, len(sel), at)
+            if batch:
+                later.append(job)
+            else:
+                bw[job.sel] = 2.0 * m.bytes[job.sel] * it / _independent_times(f, job, router, engine, sharing,
+                                                                                seed, draws, stats, ports)
             continue
+        prog = bench_program(a, b, m.bytes[sel], it, w, pingpong, len(host))
         if start_offset > 0 and pingpong:
             prog = with_jitter(prog, start_offset, seed + 7919 * s, prog.step_round[prog.send_step] == 0)
         run = run_program_on(f, pl, prog, router, seed=seed, engine=engine, sharing=sharing, ports=ports)
@@ -147,34 +162,128 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
         else:
             t = timed_seconds(prog, run.outcome.step_end, a, w + it - 1, w - 1)
             bw[sel] = m.bytes[sel] * it / t
+    for job, t in zip(later, _drawn_together(f, later, router, engine, sharing, seed, draws, stats, ports)):
+        bw[job.sel] = 2.0 * m.bytes[job.sel] * job.it / t
     return bw, stats
 
 
-def _independent_times(f, pl: Placement, prog: Program, router, a: np.ndarray, b: np.ndarray, spread: np.ndarray,
-                       it: int, w: int, engine: str, sharing: str, seed: int, s: int, draws: int,
+@dataclass
+class _Drawn:
+    """Pairs of a ping-pong set whose phases are drawn: the pairs ``sel`` of the measured result, its
+    ranks' hosts, the program they ran, their two ranks, the spread of each pair's phase, the
+    timed and warm-up iterations, the set's number (the draws' seed), its count of pairs and the
+    places of ``sel`` among them (the pairs alone in the set take the same time at any phase and
+    are left out; the others draw the waits they draw among all of the set's)."""
+
+    sel: np.ndarray
+    pl: Placement
+    prog: Program
+    a: np.ndarray
+    b: np.ndarray
+    spread: np.ndarray
+    it: int
+    w: int
+    s: int
+    n_set: int
+    at: np.ndarray
+
+    def waits(self, seed: int, d: int) -> np.ndarray:
+        """Each pair's wait before its first ping in draw ``d``: uniform in [0, its spread), seeded by
+        ``seed``, the set and the draw (so the figures do not depend on how the sets are shared among
+        processes or runs)."""
+        return np.random.default_rng([seed, self.s, d]).uniform(0.0, 1.0, self.n_set)[self.at] * self.spread
+
+    def delays(self, wait: np.ndarray) -> np.ndarray:
+        """The program's step delays with each pair's first ping (round 0, in pair order) waiting ``wait``."""
+        delay = np.array(self.prog.step_delay, dtype=float)
+        delay[self.prog.send_step[:len(self.a)]] += wait
+        return delay
+
+    def seconds(self, step_end: np.ndarray, wait: np.ndarray) -> np.ndarray:
+        """Timed seconds per pair from one draw's step ends: the sender's, from the end of the warm-up
+        (without one, from its start: the wait is not the benchmark's time)."""
+        t = timed_seconds(self.prog, step_end, np.minimum(self.a, self.b), 2 * (self.w + self.it) - 1,
+                          2 * self.w - 1)
+        return t - (wait if self.w == 0 else 0.0)
+
+
+def _independent_times(f, job: _Drawn, router, engine: str, sharing: str, seed: int, draws: int,
                        stats: dict, ports: Any = None) -> np.ndarray:
     """Timed seconds per pair of one ping-pong set, its pairs' phases independent: in each of
-    ``draws`` runs every pair's first ping waits a time drawn uniformly in [0, its ``spread``)
-    (seeded by ``seed``, the set ``s`` and the draw, so the figures do not depend on how the sets
-    are shared among processes); the mean of the runs' times.  The fluid engine keeps the phases
-    the start gives the pairs, as long as nothing else moves them."""
+    ``draws`` runs every pair's first ping waits a time drawn uniformly in [0, its spread)
+    (:meth:`_Drawn.waits`); the mean of the runs' times.  The fluid engine keeps the phases
+    the start gives the pairs, as long as nothing else moves them.  One engine run per draw: the
+    reference :func:`_drawn_together` is held to."""
     from dataclasses import replace
 
-    n = len(a)
-    first = np.minimum(a, b)
-    pings = prog.send_step[:n]                  # round 0 holds each pair's first ping, in pair order
-    total = np.zeros(n)
+    total = np.zeros(len(job.a))
     for d in range(draws):
-        delay = np.array(prog.step_delay, dtype=float)
-        wait = np.random.default_rng([seed, s, d]).uniform(0.0, 1.0, n) * spread
-        delay[pings] += wait
-        run = run_program_on(f, pl, replace(prog, step_delay=delay), router, seed=seed, engine=engine,
-                             sharing=sharing, ports=ports)
+        wait = job.waits(seed, d)
+        run = run_program_on(f, job.pl, replace(job.prog, step_delay=job.delays(wait)), router, seed=seed,
+                             engine=engine, sharing=sharing, ports=ports)
         stats["events"] += int(run.outcome.events)
         stats["engines"].add(run.engine)
-        t = timed_seconds(prog, run.outcome.step_end, first, 2 * (w + it) - 1, 2 * w - 1)
-        total += t - (wait if w == 0 else 0.0)       # no warm-up: the wait is not the benchmark's time
+        total += job.seconds(run.outcome.step_end, wait)
     return total / draws
+
+
+#: messages of one batched engine run of drawn sets (a larger set runs alone: its fixed cost is small beside
+#: it).  Larger batches hold more flows in flight at once and each event costs more: diagnose's plan on a
+#: 4x4x4 torus took 0.7 CPU s at 4,096 and 1.3 s at 131,072 messages a run
+BATCH_MESSAGES = 1 << 12
+
+
+def _drawn_together(f, jobs: list[_Drawn], router, engine: str, sharing: str, seed: int, draws: int,
+                    stats: dict, ports: Any = None) -> list[np.ndarray]:
+    """What :func:`_independent_times` gives each of ``jobs``, from few engine runs: every draw of
+    every set is a copy of its set's program on its own copy of the resources
+    (:func:`fabscope.dynamic.disjoint.union`), up to :data:`BATCH_MESSAGES` messages a run.  A set
+    is routed once (the routes every draw's run would take: the same host pairs); the engine's
+    fixed cost, a few hundred microseconds, was most of a small set's time, paid per draw.
+
+    Sets with several sub-flows a message (ports striped), and the Python engine, run draw by draw."""
+    from fabscope.dynamic import fast
+    from fabscope.dynamic.disjoint import union
+    from fabscope.dynamic.resources import build_paths
+    from fabscope.dynamic.sizes import check_counts
+    from fabscope.fabric.ports import split_flows
+
+    out: list[np.ndarray | None] = [None] * len(jobs)
+    if not jobs:
+        return []
+    if fast.pick(engine) != "c":
+        return [_independent_times(f, job, router, engine, sharing, seed, draws, stats, ports) for job in jobs]
+    copies: list[tuple[int, np.ndarray, tuple]] = []          # (job, wait, (program, paths, msg_path))
+    n_t = f.n_terminals
+    for j, job in enumerate(jobs):
+        sub = split_flows(f, job.pl, job.prog.src, job.prog.dst, job.prog.bytes, ports)
+        if not sub.identity:
+            out[j] = _independent_times(f, job, router, engine, sharing, seed, draws, stats, ports)
+            continue
+        uniq, msg_path = np.unique(sub.src * n_t + sub.dst, return_inverse=True)
+        paths = build_paths(f, router, uniq // n_t, uniq % n_t, seed=seed, terminals=True)
+        copies += [(j, job.waits(seed, d), (job.prog, paths, msg_path)) for d in range(draws)]
+    batches, k = [], 0
+    while k < len(copies):
+        n, e = copies[k][2][0].n_messages, k + 1
+        while e < len(copies) and n + copies[e][2][0].n_messages <= BATCH_MESSAGES:
+            n += copies[e][2][0].n_messages
+            e += 1
+        batches.append((k, e, n))
+        k = e
+    if batches:                                 # the largest batch checked, before any runs
+        k, e, n = max(batches, key=lambda x: x[2])
+        check_counts(jobs[0].prog.name, n, sum(c[2][0].n_steps for c in copies[k:e]),
+                     sum(c[2][0].n_ranks for c in copies[k:e]))
+    total = [np.zeros(len(job.a)) for job in jobs]
+    for k, e, _ in batches:
+        u = union([c[2] for c in copies[k:e]], [jobs[j].delays(wait) for j, wait, _ in copies[k:e]])
+        outcome = fast.run_program(u.program, u.paths, u.msg_path, sharing)
+        stats["events"] += int(outcome.events)
+        stats["engines"].add("c")
+        for i, (j, wait, _) in enumerate(copies[k:e]):
+            total[j] += jobs[j].seconds(outcome.step_end[u.steps(i)], wait)
+    return [o if o is not None else total[j] / draws for j, o in enumerate(out)]
 
 
 def default_workers() -> int:
@@ -217,7 +326,7 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
     """
     t_start = time.perf_counter()
     m = measured
-    sets = np.unique(m.scenario).tolist()
+    sets = unique(m.scenario).tolist()
     if phases not in PHASES:
         from fabscope.diagnose.measured import DiagnoseError
 
@@ -264,7 +373,7 @@ def _phase_info(m: Measured, seed: int, draws: int) -> dict[str, Any]:
     if not spread.max() > 0:
         return {"phases": "lockstep", "phases_why": "no measured round trip to draw the phases within"}
     return {"phases": "independent", "phase_seed": seed, "phase_draws": draws, "phase_spread": how,
-            "phase_spread_s": [float(spread.min()), float(np.median(spread)), float(spread.max())]}
+            "phase_spread_s": [float(spread.min()), median(spread), float(spread.max())]}
 
 
 def model_line(meta: dict[str, Any]) -> str:

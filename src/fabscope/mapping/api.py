@@ -51,7 +51,7 @@ from fabscope.mapping.algorithms.refine import TOLERANCE, max_link_load, refine_
 from fabscope.mapping.algorithms.torus_fold import torus_fold
 from fabscope.mapping.algorithms.tree_tile import tree_tile
 from fabscope.mapping.commgraph import CommGraph
-from fabscope.mapping.metrics import Metrics, evaluate, host_hops
+from fabscope.mapping.metrics import Metrics, evaluate, host_hops, weighted_sum
 from fabscope.mapping.targets import Mapping, Target
 
 __all__ = ["ALGORITHMS", "OBJECTIVES", "map_ranks", "compare"]
@@ -133,7 +133,7 @@ def _near_hop_bound(m: Mapping, g: CommGraph) -> bool:
 
 def _hop_bytes(m: Mapping, g: CommGraph) -> float:
     h = m.host
-    return float(np.dot(host_hops(m.fabric, h[g.src], h[g.dst]), g.bytes))
+    return weighted_sum(host_hops(m.fabric, h[g.src], h[g.dst]), g.bytes)
 
 
 def _base(name: str, graph: CommGraph, target: Target, seed: int, scores: "_Scores | None" = None,

@@ -72,7 +72,7 @@ from functools import lru_cache
 import numpy as np
 
 from fabscope.mapping.commgraph import CommGraph
-from fabscope.mapping.metrics import host_hops
+from fabscope.mapping.metrics import host_hops, weighted_sum
 from fabscope.mapping.targets import Target
 
 
@@ -114,7 +114,7 @@ def hop_bytes_bound(graph: CommGraph, target: Target) -> float:
     first = np.searchsorted(src, src)                      # index of the rank's first edge
     k = np.arange(len(src)) - first + 1                     # the partner's rank among the rank's edges
     dist = np.searchsorted(env, k)                          # the nearest distance with k free slots
-    return float(np.dot(w, dist))
+    return weighted_sum(dist, w)
 
 
 def host_link_bound(graph: CommGraph, target: Target) -> float:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from fabscope.arrays import median
 from fabscope.errors import MeasureError
 from fabscope.units import format_rate, plural
 from fabscope.fabric.model import MB, Fabric
@@ -207,7 +208,7 @@ def _fit(m: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
     a, b = _fit1(m, t)
     r = (a + b * m) / t - 1
     if len(m) >= 4:
-        stray = (np.abs(r) > STRAY) & (np.abs(r) > 4 * np.median(np.abs(r)))
+        stray = (np.abs(r) > STRAY) & (np.abs(r) > 4 * median(np.abs(r)))
         if 0 < stray.sum() <= len(m) // 4:
             a, b = _fit1(m[~stray], t[~stray])
             r = (a + b * m) / t - 1
@@ -300,7 +301,7 @@ def fit_latency_model(sizes: Sequence[float], times: Sequence[float], max_regime
         # size, and per kink whether the fit of every repeat (the k-th record of each size) finds it too
         seen: dict[int, int] = {}
         rep = np.array([seen.__setitem__(int(k), seen.get(int(k), -1) + 1) or seen[int(k)] for k in inv])
-        pooled = _fit_sweep(uniq, np.array([np.median(t[inv == k]) for k in range(len(uniq))]), max_regimes,
+        pooled = _fit_sweep(uniq, np.array([median(t[inv == k]) for k in range(len(uniq))]), max_regimes,
                             min_points)
         found = []
         for r in range(int(rep.max()) + 1):

@@ -49,7 +49,7 @@ import numpy as np
 from fabscope.cbuild import load_library
 from fabscope.mapping.algorithms.refine import MIN_KEEP_GAIN, TOLERANCE, _with_stage, max_link_load, near_nodes
 from fabscope.mapping.commgraph import CommGraph
-from fabscope.mapping.metrics import host_hops
+from fabscope.mapping.metrics import host_hops, weighted_sum
 from fabscope.mapping.targets import Mapping
 
 __all__ = ["anneal", "anneal_reference", "MAX_NODES", "STEPS_PER_RANK"]
@@ -211,7 +211,7 @@ def anneal(mapping: Mapping, graph: CommGraph, *, seed: int = 0, steps: int | No
     steps = int(steps if steps is not None else STEPS_PER_RANK * graph.n)
     t0, t1 = T_START * p.unit, T_END * p.unit
     h0 = target.slot_host[mapping.slot]
-    hb0 = float(np.dot(host_hops(mapping.fabric, h0[graph.src], h0[graph.dst]), graph.bytes))
+    hb0 = weighted_sum(host_hops(mapping.fabric, h0[graph.src], h0[graph.dst]), graph.bytes)
     use_c = engine == "c" or (engine == "auto" and _load()[0] is not None)
     if engine == "auto" and not use_c:          # the reference takes minutes where C takes seconds
         return Mapping(target, mapping.slot, mapping.algorithm, mapping.seconds,
@@ -222,7 +222,7 @@ def anneal(mapping: Mapping, graph: CommGraph, *, seed: int = 0, steps: int | No
         _, slot = anneal_reference(p, mapping.slot, t0, t1, steps, seed)
         done = steps
     h = target.slot_host[slot]
-    hb = float(np.dot(host_hops(mapping.fabric, h[graph.src], h[graph.dst]), graph.bytes))
+    hb = weighted_sum(host_hops(mapping.fabric, h[graph.src], h[graph.dst]), graph.bytes)
     stage = {"step": "anneal", "hop_bytes": hb, "steps": done, "engine": "c" if use_c else "python"}
     secs = mapping.seconds + time.perf_counter() - t_start
     if hb > hb0 * (1 - MIN_KEEP_GAIN):

@@ -25,6 +25,7 @@ import time
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from fabscope.csr import gather
 from fabscope.errors import MappingError
 from fabscope.mapping.commgraph import CommGraph
 from fabscope.mapping.targets import Mapping, Target
@@ -83,12 +84,17 @@ def _rebalance(A: csr_matrix, part: np.ndarray, sizes: np.ndarray) -> np.ndarray
         if not np.any(over):
             return part
         cand = np.flatnonzero(over[part] > 0)
-        M = csr_matrix((np.ones(len(part)), (np.arange(len(part)), part)), shape=(len(part), k))
         # weight from each candidate to each part, sparse (candidates x parts dense was 0.6 GB
         # at 8,192 parts): the best part with room is the heaviest entry among them, the first on
-        # ties, else the first part with room
-        conn = (A[cand] @ M).tocoo()
-        row, col, val = conn.row, conn.col, conn.data
+        # ties, else the first part with room.  Summed by key, not as scipy's product of A's rows
+        # with a part-indicator matrix (the same sums; its constructors were most of the time)
+        at = gather(A.indptr, cand)
+        key = np.repeat(np.arange(len(cand), dtype=np.int64), A.indptr[cand + 1] - A.indptr[cand]) * k \
+            + part[A.indices[at]]
+        uniq, inv = np.unique(key, return_inverse=True)
+        val = np.bincount(inv, weights=A.data[at], minlength=len(uniq))
+        keep = val != 0
+        row, col, val = uniq[keep] // k, uniq[keep] % k, val[keep]
         own = np.bincount(row, weights=val * (col == part[cand][row]), minlength=len(cand))
         room = np.flatnonzero(over < 0)
         in_room = over[col] < 0

@@ -45,7 +45,7 @@ import time
 import numpy as np
 
 from fabscope.mapping.commgraph import CommGraph
-from fabscope.mapping.metrics import host_hops, link_loads, router_for
+from fabscope.mapping.metrics import host_hops, link_loads, router_for, weighted_sum
 from fabscope.mapping.targets import Mapping
 
 __all__ = ["refine_hops", "refine_links", "TOLERANCE", "max_link_load", "hop_bytes"]
@@ -58,7 +58,7 @@ MIN_KEEP_GAIN = 1e-3
 
 def hop_bytes(slot: np.ndarray, target, graph: CommGraph) -> float:
     h = target.slot_host[slot]
-    return float(np.dot(host_hops(target.fabric, h[graph.src], h[graph.dst]), graph.bytes))
+    return weighted_sum(host_hops(target.fabric, h[graph.src], h[graph.dst]), graph.bytes)
 
 
 def max_link_load(slot: np.ndarray, target, graph: CommGraph, routing=None) -> float:
@@ -152,7 +152,7 @@ def refine_hops(mapping: Mapping, graph: CommGraph, *, seed: int = 0, passes: in
     has = np.flatnonzero(deg > 0)
     if not len(has):
         return mapping
-    hb = float(np.dot(host_hops(f, shost[slot[graph.src]], shost[slot[graph.dst]]), graph.bytes))
+    hb = weighted_sum(host_hops(f, shost[slot[graph.src]], shost[slot[graph.dst]]), graph.bytes)
     hb0 = hb
     snaps: list[tuple[float, np.ndarray]] = []       # (hop-bytes, slots) after each pass
     keep_snaps = n <= 200_000                        # memory: one copy of the slots per pass
@@ -298,7 +298,7 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
 
     load = link_loads(f, shost[slot[src]], shost[slot[dst]], b, router)
     peak0 = float(load.max(initial=0.0))
-    hb = float(np.dot(host_hops(f, shost[slot[src]], shost[slot[dst]]), b))
+    hb = weighted_sum(host_hops(f, shost[slot[src]], shost[slot[dst]]), b)
     hb0 = hb
     slot_node = target.node_of_slot
     spn = target.slots_per_node
@@ -314,17 +314,21 @@ def refine_links(mapping: Mapping, graph: CommGraph, *, routing=None, seed: int 
         """Swap the ranks of slots ``s_a`` with those of ``s_b`` on trial: (hop-bytes, edges, their hosts
         before and after) when hop-bytes stay within the slack, else None.  The slots are left as they were."""
         r_a, r_b = occ[s_a], occ[s_b]
-        ranks = np.r_[r_a[r_a >= 0], r_b[r_b >= 0]]
+        in_a, in_b = r_a >= 0, r_b >= 0
+        ranks = np.concatenate([r_a[in_a], r_b[in_b]])
         if not len(ranks):
             return None
         es = edges_of(ranks)
-        hs0, hd0 = shost[slot[src[es]]], shost[slot[dst[es]]]
-        slot[r_a[r_a >= 0]] = s_b[r_a >= 0]
-        slot[r_b[r_b >= 0]] = s_a[r_b >= 0]
-        hs1, hd1 = shost[slot[src[es]]], shost[slot[dst[es]]]
-        slot[r_a[r_a >= 0]] = s_a[r_a >= 0]
-        slot[r_b[r_b >= 0]] = s_b[r_b >= 0]
-        hb_t = hb - float(np.dot(host_hops(f, hs0, hd0), b[es])) + float(np.dot(host_hops(f, hs1, hd1), b[es]))
+        e_s, e_d = src[es], dst[es]
+        hs0, hd0 = shost[slot[e_s]], shost[slot[e_d]]
+        slot[r_a[in_a]] = s_b[in_a]
+        slot[r_b[in_b]] = s_a[in_b]
+        hs1, hd1 = shost[slot[e_s]], shost[slot[e_d]]
+        slot[r_a[in_a]] = s_a[in_a]
+        slot[r_b[in_b]] = s_b[in_b]
+        hops = host_hops(f, np.concatenate([hs0, hs1]), np.concatenate([hd0, hd1]))     # one call for both
+        be = b[es]
+        hb_t = hb - float(np.dot(hops[:len(es)], be)) + float(np.dot(hops[len(es):], be))
         if hb_t > hb_cap + 1e-9:
             return None
         return hb_t, es, hs0, hd0, hs1, hd1

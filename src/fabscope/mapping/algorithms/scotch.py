@@ -39,7 +39,7 @@ import numpy as np
 
 from fabscope.errors import MappingError
 from fabscope.mapping.commgraph import CommGraph
-from fabscope.mapping.metrics import host_hops
+from fabscope.mapping.metrics import host_hops, weighted_sum
 from fabscope.mapping.targets import Mapping, Target
 
 __all__ = ["scotch", "available", "STRATEGY", "ORDER"]
@@ -208,7 +208,7 @@ def scotch(graph: CommGraph, target: Target, seed: int = 0, n_seeds: int = 5) ->
             node = node_of_term[dom]
             slot, repaired = _slots(target, node, first_slot)
             h = target.slot_host[slot]
-            hb = float(np.dot(host_hops(target.fabric, h[graph.src], h[graph.dst]), graph.bytes))
+            hb = weighted_sum(host_hops(target.fabric, h[graph.src], h[graph.dst]), graph.bytes)
             tries.append(hb)
             if best is None or hb < best[0]:
                 best = (hb, s, slot, repaired, arch_text)

@@ -36,6 +36,7 @@ import numpy as np
 
 from fabscope.errors import MappingError
 from fabscope.mapping.commgraph import CommGraph
+from fabscope.mapping.metrics import weighted_sum
 from fabscope.mapping.targets import Mapping, Target
 
 __all__ = ["torus_fold", "target_box"]
@@ -171,7 +172,7 @@ def _score(c: np.ndarray, i_s: np.ndarray, i_d: np.ndarray, kc: np.ndarray, eb: 
         d = np.abs(ca.take(i_s) - ca.take(i_d))
         if kc[a]:
             d = np.minimum(d, kc[a] - d)
-        hb += float(d @ eb)
+        hb += weighted_sum(d, eb)
     return hb
 
 
