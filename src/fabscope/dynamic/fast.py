@@ -1,4 +1,4 @@
-"""The compiled engine: flowsim.c built with the system C compiler on first use, loaded by ctypes.
+"""The compiled engine: flowsim.c and ugal_choice.c built by the system C compiler at first use, via ctypes.
 
 The shared library goes to ``$XDG_CACHE_HOME/fabscope`` (default
 ``~/.cache/fabscope``) under a name holding the source's hash, so an edited
@@ -28,11 +28,20 @@ from fabscope.cbuild import load_library
 from fabscope.errors import FabscopeError
 
 SOURCE = os.path.join(os.path.dirname(__file__), "flowsim.c")
+#: built with it when beside it: UGAL's choice when a message is posted, and what the two share
+#: (an older flowsim.c elsewhere, holding them itself, builds alone: bench_dynamic.py --against)
+PARTS = ("ugal_choice.c", "flowsim.h")
+
+
+def sources() -> list[str]:
+    """The files the compiled engine is built from: :data:`SOURCE` and the :data:`PARTS` beside it."""
+    folder = os.path.dirname(SOURCE)
+    return [SOURCE] + [p for p in (os.path.join(folder, name) for name in PARTS) if os.path.exists(p)]
 
 
 @lru_cache(maxsize=1)
 def _load() -> tuple[ctypes.CDLL | None, str]:
-    dll, why = load_library(SOURCE, "flowsim")
+    dll, why = load_library(sources(), "flowsim")
     if dll is not None:
         dll.fs_run.restype = ctypes.c_int
     return dll, why
