@@ -205,7 +205,7 @@ def main() -> None:
         if any(len(d) != 4 for d in fabrics):
             ap.error("--dragonfly takes A,P,H,G (four whole numbers)")
     if args.in_time:
-        in_time(FABRICS, args.seed)
+        in_time(fabrics if args.dragonfly else FABRICS, args.seed)
     elif args.parts:
         parts_sweep(fabrics, args.seed)
     else:

@@ -125,8 +125,8 @@ INTERVAL = 0.05
 class _Choice(ctypes.Structure):
     """flowsim.c's choice_t: each message's path chosen when it is posted (UGAL in time)."""
     _fields_ = [("n_pairs", ctypes.c_int64), ("n_links", ctypes.c_int64), ("local", ctypes.c_int64)] + [
-        (name, ctypes.c_void_p) for name in ("pair", "sh_ptr", "sh_link", "sub_ptr", "sq_ptr", "sq_link",
-                                             "sub_w", "cost", "between")]
+        (name, ctypes.c_void_p) for name in ("pair", "sh_sub", "sh_ptr", "sh_link", "sub_ptr", "sq_ptr",
+                                             "sq_link", "sh_w", "sub_w", "cost", "between")]
 
 
 def _choice(rule, keep: list) -> _Choice:
@@ -135,7 +135,7 @@ def _choice(rule, keep: list) -> _Choice:
     c = _Choice(int(rule.n_pairs), int(rule.n_links), int(rule.local))
     for name, _ in _Choice._fields_[3:]:
         a = np.ascontiguousarray(getattr(rule, name), dtype=np.int8 if name == "between" else
-                                 float if name in ("sub_w", "cost") else np.int64)
+                                 float if name in ("sh_w", "sub_w", "cost") else np.int64)
         keep.append(a)
         setattr(c, name, a.ctypes.data)
     return c

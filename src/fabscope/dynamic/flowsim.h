@@ -25,8 +25,8 @@ typedef struct {
  * (ugal_choice.c says how; fabscope/dynamic/ugal.py's UgalRule fills it) */
 typedef struct {
     int64_t n_pairs, n_links, local;
-    const int64_t *pair, *sh_ptr, *sh_link, *sub_ptr, *sq_ptr, *sq_link;
-    const double *sub_w, *cost;
+    const int64_t *pair, *sh_sub, *sh_ptr, *sh_link, *sub_ptr, *sq_ptr, *sq_link;
+    const double *sh_w, *sub_w, *cost;
     const int8_t *between;
 } choice_t;
 /* the paths chosen and still in their latency: a heap of (time, path), and the load they put on each link */

@@ -3,8 +3,9 @@
  * Message m's pair i = pair[m] has two paths: i (minimal) and n_pairs + i (Valiant).  It takes the
  * Valiant one when between[i] and q_min * H_min > q_val * H_val, a link's load q being (weight in
  * flight + weight chosen but still in its latency + 1) * cost (1 / capacity): ugal-l reads the
- * first link of each path (short: the minimal router-to-router links; each Valiant sub-path with
- * its share sub_w), ugal-g the busiest.  The same arithmetic in the same order as ugal.py's
+ * first link of each path (each minimal sub-path with its share sh_w: one a pair, or one per cable
+ * where groups share several; each Valiant sub-path with its share sub_w), ugal-g the busiest; each
+ * side's load and hops the mean over its sub-paths.  The same arithmetic in the same order as ugal.py's
  * reference, so both engines choose alike.  A chosen message's path stays "ahead" on its links
  * until its latency has passed: a heap of (time, path), popped in that order before each choice.
  * Messages posted at one time choose after that time's events, in message order (fs_run). */
@@ -65,13 +66,16 @@ int64_t ch_choose(const choice_t *c, aheap *ah, const res_b *RB, double t, int64
     }
     int64_t i = c->pair[m], p = i;
     if (c->between[i]) {
-        int64_t ns = c->sh_ptr[i + 1] - c->sh_ptr[i];
-        double qm = ch_path(c, RB, ahead, c->sh_link + c->sh_ptr[i], ns), qv = 0.0, hv = 0.0;
+        double qm = 0.0, hm = 0.0, qv = 0.0, hv = 0.0;
+        for (int64_t j = c->sh_sub[i]; j < c->sh_sub[i + 1]; j++)
+            qm += c->sh_w[j] * ch_path(c, RB, ahead, c->sh_link + c->sh_ptr[j], c->sh_ptr[j + 1] - c->sh_ptr[j]);
+        for (int64_t j = c->sh_sub[i]; j < c->sh_sub[i + 1]; j++)
+            hm += c->sh_w[j] * (double)(c->sh_ptr[j + 1] - c->sh_ptr[j]);
         for (int64_t j = c->sub_ptr[i]; j < c->sub_ptr[i + 1]; j++)
             qv += c->sub_w[j] * ch_path(c, RB, ahead, c->sq_link + c->sq_ptr[j], c->sq_ptr[j + 1] - c->sq_ptr[j]);
         for (int64_t j = c->sub_ptr[i]; j < c->sub_ptr[i + 1]; j++)
             hv += c->sub_w[j] * (double)(c->sq_ptr[j + 1] - c->sq_ptr[j]);
-        if (qm * (double)ns > qv * hv * (1 + CHOICE_TOL)) p = c->n_pairs + i;
+        if (qm * hm > qv * hv * (1 + CHOICE_TOL)) p = c->n_pairs + i;
     }
     ahead_t e = {t + p_lat[p], p};
     if (ah_push(ah, e) < 0) return -1;

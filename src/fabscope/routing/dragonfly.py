@@ -31,7 +31,8 @@ joined by several cables takes every one of them, an even share on each (the loc
 router holding it, the cable, the local hop to the destination router), as packets each picking
 one would; by one cable a destination, a group shift's flows of one router all met on one cable
 and one local link behind it, and UGAL saturated below Valiant (0.24 against 0.53 with 7 cables
-a pair of groups).  UGAL in time (:mod:`fabscope.dynamic.ugal`) still takes ``minimal``'s path.
+a pair of groups).  UGAL in time (:mod:`fabscope.dynamic.ugal`) takes the same minimal side
+(``cables="all"``).
 
 The static UGAL (the flow model has no queues): the flows are placed one by
 one in an order drawn from ``seed``, each offering ``load`` of its injection
@@ -157,6 +158,9 @@ class DragonflyRouting:
     parts: int = 1
     #: UGAL: the share of its injection link each flow offers as the choices are made (1: all of it)
     load: float = 1.0
+    #: ``minimal``'s cable between two groups: "tables" (the one its tables give, see the module) or
+    #: "all" (every cable, an even share each: UGAL's minimal side, which UGAL in time runs as a path)
+    cables: str = "tables"
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -166,6 +170,8 @@ class DragonflyRouting:
             raise RoutingError(f"{self.mode}: spread must be packet or flow, got {self.spread!r}")
         if not 1 <= self.parts <= 1024:
             raise RoutingError(f"{self.mode}: parts must be a whole number from 1 to 1024, got {self.parts}")
+        if self.cables not in ("tables", "all"):
+            raise RoutingError(f"{self.mode}: cables must be tables or all, got {self.cables!r}")
         if not 0 < self.load <= 1:
             raise RoutingError(f"{self.mode}: load must be a share of the injection link in (0, 1], got {self.load}")
         self.name = self.mode
@@ -297,14 +303,17 @@ class DragonflyRouting:
 
     def candidates(self, src: np.ndarray, dst: np.ndarray):
         """Each (source host, destination host)'s minimal and Valiant router-to-router links:
-        ``(short, owner, mid, share, val)``: ``short`` 3 rows by pair (-1: no hop), ``val`` 5 rows by
-        Valiant sub-path, each sub-path of pair ``owner`` through group ``mid`` (-1: minimal) with
-        its ``share`` of the flow; the sub-paths as :meth:`routes` draws them from the seed."""
+        ``(short, owner, mid, share, val)``: ``short`` UGAL's minimal sub-paths as ``(owner, share,
+        cols)``, 3 rows by sub-path (-1: no hop; :meth:`_minimal_spread`), ``val`` 5 rows by Valiant
+        sub-path, each sub-path of pair ``owner`` through group ``mid`` (-1: minimal) with its
+        ``share`` of the flow; the sub-paths as :meth:`routes` draws them from the seed."""
         f = self.fabric
         h = f.n_hosts
         s = f.host_switch[np.asarray(src, np.int64)].astype(np.int64) - h
         t = f.host_switch[np.asarray(dst, np.int64)].astype(np.int64) - h
-        return self._candidates(s, t, np.asarray(dst, np.int64), np.random.default_rng(self.seed))
+        key = np.asarray(dst, np.int64)
+        _, owner, mid, w, val = self._candidates(s, t, key, np.random.default_rng(self.seed))
+        return self._minimal_spread(s, t, key), owner, mid, w, val
 
     @cached_property
     def draws(self) -> int:
@@ -340,7 +349,9 @@ class DragonflyRouting:
         t = f.host_switch[dst[act]].astype(np.int64) - h
         key = dst[act]
         up = first_links(f, src[act], dst[act]).astype(np.int64)
-        if self.mode == "minimal":
+        if self.mode == "minimal" and self.cables == "all":
+            owner, w, m = self._minimal_spread(s, t, key)
+        elif self.mode == "minimal":
             m, owner, w = np.stack(self._minimal(s, t, key)), np.arange(len(act)), np.ones(len(act))
         else:
             rng = np.random.default_rng(self.seed)     # here only: minimal draws nothing (numpy.random unloaded)
