@@ -26,7 +26,7 @@ between the two.
 ``--against FILE.c``: after each case, the compiled engine alone is run again
 ``--repeat`` times on the same program and routes, alternately with this
 tree's ``flowsim.c`` and with ``FILE.c`` (another version of it, e.g. the
-landed one), and the median CPU time of each is printed with the ratio; the
+landed one, built with the ``ugal_choice.c`` and ``flowsim.h`` beside it where they are), and the median CPU time of each is printed with the ratio; the
 completion times of the two are compared ("agree").  The compiled engine's lines also print the flows its refills
 took in (summed over the run) and by which path: at a resource about to fill below their rate, at
 the check when the level reached their rate; and the checks that kept a flow as it was.

@@ -30,6 +30,14 @@ ISCA 2009); the ratio is the model's saturation over near-ideal BookSim's, "yes"
     python bench/booksim_dragonfly.py --booksim /path/to/booksim2 --k 2        # 72 hosts (~8 CPU min)
     python bench/booksim_dragonfly.py --booksim PATH --save runs.json          # keep BookSim's answers
     python bench/booksim_dragonfly.py --load runs.json                         # the table again, model re-run
+    python bench/booksim_dragonfly.py --booksim PATH --k 3 --traffic bad_dragon --routing ugal \
+        --config near-ideal --bracket 0.3 0.45 --steps 3                       # one row, one router, 3 runs
+
+BookSim has no Valiant routing for its dragonfly.  ``--nonmin PATH``: a second build of BookSim2
+whose ``ugal_dragonflynew`` always takes its non-minimal branch (its one comparison of queue
+lengths replaced by "false"; a local change for this check, not shipped): the *nonmin* row is its
+saturation under ``bad_dragon``, beside the model's ``valiant``: whether BookSim's routers carry
+its non-minimal paths, apart from its UGAL's choice of them.
 
 BookSim runs under ``nice -n 10`` with a timeout each (``--timeout``); CPU seconds of BookSim beside
 the model's for each row.  ``uniform`` at k = 3 is left out unless asked (``--traffic uniform
@@ -56,7 +64,11 @@ from fabscope.fabric.generators import dragonfly  # noqa: E402
 
 #: (traffic, BookSim routing, fabscope routing)
 ROWS = [("uniform", "min", "minimal"), ("uniform", "ugal", "ugal-l"),
-        ("bad_dragon", "min", "minimal"), ("bad_dragon", "ugal", "ugal-l")]
+        ("bad_dragon", "min", "minimal"), ("bad_dragon", "ugal", "ugal-l"),
+        ("bad_dragon", "nonmin", "valiant")]
+#: BookSim has no Valiant routing for its dragonfly: the "nonmin" row runs ``ugal`` in a second build
+#: (``--nonmin PATH``) whose choice always takes the non-minimal path (see the module)
+NONMIN = "nonmin"
 CONFIGS = {"as shipped": [],
            "near-ideal": ["internal_speedup=4.0", "vc_buf_size=1024", "latency_thres=1000000.0"]}
 #: parts a UGAL flow is placed in for the saturation (towards per-packet; see dragonfly_routing.py)
@@ -78,8 +90,10 @@ def booksim_stable(binary: str, config: str, k: int, traffic: str, routing: str,
 
 
 def booksim_saturation(binary: str, config: str, k: int, traffic: str, routing: str, extra: list[str],
-                       steps: int, timeout: float) -> float:
-    lo, hi = 0.0, 1.0
+                       steps: int, timeout: float, bracket: tuple[float, float] = (0.0, 1.0)) -> float:
+    """The largest offered load found stable by bisection within ``bracket`` (its low end taken as
+    stable, its high end as not: ``--bracket`` where earlier runs bound the answer)."""
+    lo, hi = bracket
     for _ in range(steps):
         mid = (lo + hi) / 2
         if booksim_stable(binary, config, k, traffic, routing, mid, extra, timeout):
@@ -116,6 +130,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--timeout", type=float, default=600, help="seconds a BookSim run may take")
     ap.add_argument("--save", help="write BookSim's saturations to this JSON file")
     ap.add_argument("--load", help="take BookSim's saturations from this JSON file (no BookSim run)")
+    ap.add_argument("--routing", nargs="+", choices=["min", "ugal", NONMIN], default=["min", "ugal", NONMIN],
+                    help="BookSim routings (rows) to run (nonmin: only with --nonmin)")
+    ap.add_argument("--nonmin", help="a second BookSim2 source folder whose ugal always routes non-minimally: "
+                    "then the Valiant row beside the model's valiant")
+    ap.add_argument("--config", nargs="+", choices=list(CONFIGS), default=list(CONFIGS),
+                    help="router configurations to run BookSim in (the others print -)")
+    ap.add_argument("--bracket", nargs=2, type=float, default=[0.0, 1.0], metavar=("LO", "HI"),
+                    help="bisect BookSim's offered load between these (LO taken as stable, HI as not)")
     args = ap.parse_args(argv)
     if not args.booksim and not args.load:
         ap.error("give --booksim PATH (BookSim2's source folder) or --load FILE")
@@ -136,13 +158,17 @@ def main(argv: list[str] | None = None) -> None:
         g = a * h + 1
         f = dragonfly(a=a, p=p, h=h, g=g)
         traffics = args.traffic or (["uniform", "bad_dragon"] if k <= 2 else ["bad_dragon"])
-        for traffic, bs_routing, engine in [r for r in ROWS if r[0] in traffics]:
+        for traffic, bs_routing, engine in [r for r in ROWS if r[0] in traffics and r[1] in args.routing
+                                            and (r[1] != NONMIN or args.nonmin or f"k={k} {r[0]} {r[1]}" in known)]:
             key = f"k={k} {traffic} {bs_routing}"
             c0 = children_cpu()
             bs = known.get(key)
-            if bs is None and args.booksim:
-                bs = {name: booksim_saturation(binary, config, k, traffic, bs_routing, extra, args.steps,
-                                               args.timeout) for name, extra in CONFIGS.items()}
+            if bs is None and args.booksim and (bs_routing != NONMIN or args.nonmin):
+                run = (os.path.join(args.nonmin, "src", "booksim"), "ugal") if bs_routing == NONMIN else \
+                    (binary, bs_routing)
+                bs = {name: booksim_saturation(run[0], config, k, traffic, run[1], extra, args.steps,
+                                               args.timeout, tuple(args.bracket))
+                      for name, extra in CONFIGS.items() if name in args.config}
                 bs["CPU s"] = children_cpu() - c0
                 known[key] = bs
                 if args.save:
@@ -152,10 +178,11 @@ def main(argv: list[str] | None = None) -> None:
             s, d, per_host = flows(f, a, p, traffic)
             avg, sat = saturation(f, s, d, engine, per_host, parts=PARTS)
             t1 = time.process_time()
-            shipped, ideal = (f"{bs['as shipped']:.3f}", bs["near-ideal"]) if bs else ("-", 0.0)
+            shipped = f"{bs['as shipped']:.3f}" if bs and "as shipped" in bs else "-"
+            ideal = bs.get("near-ideal", 0.0) if bs else 0.0
             ratio = f"{sat / ideal:.2f}" if ideal > 0 else "-"
             within = "-" if not ideal else ("yes" if abs(sat / ideal - 1) <= 0.15 else "no")
-            name = engine if engine == "minimal" else f"{engine}:parts={PARTS}"
+            name = f"{engine}:parts={PARTS}" if engine.startswith("ugal") else engine
             near = f"{ideal:.3f}" if ideal else "-"
             cpu = f"{bs['CPU s']:.1f}" if bs and "CPU s" in bs else "-"
             print(f"| a={a},p={p},h={h},g={g} | {traffic} | {bs_routing} / {name} | {avg:.3f} | {sat:.3f} | "

@@ -18,6 +18,7 @@ routing and solving beside each row.
 
     python bench/dragonfly_routing.py              # balanced dragonflies and a Slingshot-radix one (~4 CPU min)
     python bench/dragonfly_routing.py --quick      # the two smallest
+    python bench/dragonfly_routing.py --dragonfly 32,16,17,24 --routing ugal-l ugal-g --worst-case   # rows alone
     python bench/dragonfly_routing.py --parts      # UGAL's worst-case saturation against parts=N
     python bench/dragonfly_routing.py --booksim PATH   # then the table beside BookSim2 (bench/booksim_dragonfly.py)
     python bench/dragonfly_routing.py --in-time    # the worst case as one round of 1 MiB messages in time
@@ -139,7 +140,7 @@ def in_time(fabrics, seed: int) -> None:
                   f"{int(run.took_valiant.sum())} | {t1 - t0:.2f} | {ref_cpu} | {same} |", flush=True)
 
 
-def classic(fabrics, seed: int) -> None:
+def classic(fabrics, seed: int, engines=ENGINES, traffics=("uniform", "worst case")) -> None:
     print("| dragonfly | hosts | traffic | routing | average | saturation | published | CPU s |")
     print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
     for a, p, h, g in fabrics:
@@ -151,7 +152,9 @@ def classic(fabrics, seed: int) -> None:
             src, dst = np.meshgrid(i, i, indexing="ij")
             pats = {"uniform": (src[src != dst], dst[src != dst], n - 1), **pats}
         for traffic, (s, d, per_host) in pats.items():
-            for engine in ENGINES:
+            if traffic not in traffics:
+                continue
+            for engine in engines:
                 # parts=8 costs 8 placements: left out where all-to-all has many flows
                 for parts in (1, UGAL_PARTS) if engine.startswith("ugal") and len(s) <= 20_000 else (1,):
                     t0 = time.process_time()
@@ -190,6 +193,8 @@ def main() -> None:
     ap.add_argument("--booksim", help="BookSim2's source folder: then the table beside it")
     ap.add_argument("--dragonfly", nargs="+", metavar="A,P,H,G", help="these dragonflies instead")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--routing", nargs="+", choices=ENGINES, default=list(ENGINES), help="these routings only")
+    ap.add_argument("--worst-case", action="store_true", help="the worst case only (no uniform traffic)")
     args = ap.parse_args()
     fabrics = FABRICS[:2] if args.quick else FABRICS
     if args.dragonfly:
@@ -200,11 +205,11 @@ def main() -> None:
         if any(len(d) != 4 for d in fabrics):
             ap.error("--dragonfly takes A,P,H,G (four whole numbers)")
     if args.in_time:
-        in_time(FABRICS, args.seed)
+        in_time(fabrics if args.dragonfly else FABRICS, args.seed)
     elif args.parts:
         parts_sweep(fabrics, args.seed)
     else:
-        classic(fabrics, args.seed)
+        classic(fabrics, args.seed, args.routing, ("worst case",) if args.worst_case else ("uniform", "worst case"))
     if args.booksim:
         import booksim_dragonfly              # the bench folder, first on the path when run as a script
 

@@ -81,8 +81,13 @@ def test_installed_wheel_is_used_not_the_checkout(fresh):
     assert (site / "fabscope" / "data" / "samples" / "ibnetdiscover.small.txt").is_file()
     assert (site / "fabscope" / "csrc" / "pmpi" / "fabscope_pmpi.h").is_file()          # the profiler builds
     assert (site / "fabscope" / "dynamic" / "flowsim.c").is_file()                      # the compiled engine
+    assert (site / "fabscope" / "dynamic" / "ugal_choice.c").is_file()                  # ... with UGAL's choice
+    assert (site / "fabscope" / "dynamic" / "flowsim.h").is_file()
     assert (site / "fabscope" / "mapping" / "algorithms" / "anneal.c").is_file()         # the mapper's annealing
     assert (site / "fabscope" / "report" / "templates").is_dir()
+    built = _run([str(venv / "bin" / "python"), "-c", "from fabscope.dynamic import fast; print(fast.available(), "
+                  "fast.why_not())"], cwd=work, env=env).stdout.strip()
+    assert built == "True", built                                                        # the wheel builds it
 
 
 def test_doctor_and_a_two_rank_measure_from_the_wheel(fresh):

@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import os
 import time
+from collections.abc import Sequence
 
 __all__ = ["cache_dir", "load_library"]
 
@@ -42,14 +43,20 @@ def sweep_stale(folder: str | os.PathLike[str], prefix: str, age: float = 3600.0
                         os.unlink(entry.path)
 
 
-def load_library(source: str, stem: str) -> tuple[ctypes.CDLL | None, str]:
-    """``(library, "")`` built from ``source`` (cached by its hash), or ``(None, why not)``."""
-    try:
-        with open(source, "rb") as fh:
-            src = fh.read()
-    except OSError as err:
-        return None, f"cannot read {source}: {err.strerror}"
-    tag = hashlib.sha256(src).hexdigest()[:16]
+def load_library(source: str | Sequence[str], stem: str) -> tuple[ctypes.CDLL | None, str]:
+    """``(library, "")`` built from ``source`` (cached by its hash), or ``(None, why not)``.
+
+    ``source`` may be several files: the ``.c`` ones are compiled into one library, the others
+    (headers) only hashed, so that an edit to any of them rebuilds it."""
+    sources = [source] if isinstance(source, str) else list(source)
+    digest = hashlib.sha256()
+    for i, path in enumerate(sources):
+        try:
+            with open(path, "rb") as fh:    # one file hashes as it did alone; each further one by name too
+                digest.update((b"\0" + os.path.basename(path).encode() + b"\0" if i else b"") + fh.read())
+        except OSError as err:
+            return None, f"cannot read {path}: {err.strerror}"
+    tag = digest.hexdigest()[:16]
     out_dir = cache_dir()
     lib = os.path.join(out_dir, f"{stem}-{tag}.so")
     if not os.path.exists(lib):
@@ -67,7 +74,8 @@ def load_library(source: str, stem: str) -> tuple[ctypes.CDLL | None, str]:
             sweep_stale(out_dir, f".{stem}-")
             fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so", dir=out_dir)
             os.close(fd)
-            p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", tmp, source, "-lm"],
+            p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", tmp,
+                                *[s for s in sources if s.endswith(".c")], "-lm"],
                                capture_output=True, text=True, timeout=120)
             if p.returncode:
                 return None, f"{cc} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}"

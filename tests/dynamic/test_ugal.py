@@ -86,7 +86,7 @@ def test_simulate_dynamic_chooses_when_posted_and_static_refuses_it(capsys):
 def _cases():
     from fabscope.dynamic.programs import collective
 
-    for a, p, h, g in ((4, 2, 2, 9), (6, 3, 3, 19)):
+    for a, p, h, g in ((4, 2, 2, 9), (6, 3, 3, 19), (8, 4, 7, 9)):     # the last: 7 cables between two groups
         f = dragonfly(a=a, p=p, h=h, g=g)
         n = f.n_hosts
         r = np.arange(n)
@@ -123,3 +123,23 @@ def test_messages_posted_together_choose_in_message_order(engine):
     prog = Program.from_rounds("group to group", 72, [(src, [s + 8 for s in src], 1e6)])
     took = run_ugal(F, PL, prog, "ugal-g", engine=engine).took_valiant
     assert not took[0] and took.sum() >= 4
+
+
+def test_the_minimal_side_spreads_over_the_cables_between_two_groups():
+    """Where two groups share 7 cables, a message's minimal path in time is UGAL's minimal side, an
+    even share on each cable (as the static UGAL's); between groups joined by one, the one path."""
+    def cables(f, run):
+        p = int(run.msg_path[0])
+        links = run.paths.res[run.paths.indptr[p]:run.paths.indptr[p + 1]]
+        w = run.paths.weight[run.paths.indptr[p]:run.paths.indptr[p + 1]]
+        sw_group = np.zeros(f.n_nodes, int)
+        sw_group[f.host_switch] = f.groups["group"]
+        a, b = f.link_src[links], f.link_dst[links]
+        between = (a >= f.n_hosts) & (b >= f.n_hosts) & (sw_group[a] != sw_group[b])
+        return w[between]
+
+    f = dragonfly(a=8, p=4, h=7, g=9)
+    run = run_ugal(f, Placement.block(f, f.n_hosts, ppn=1), Program.from_rounds("one", f.n_hosts, [([0], [32], 1e6)]))
+    assert not run.took_valiant[0] and np.allclose(cables(f, run), 1 / 7) and len(cables(f, run)) == 7
+    one = run_ugal(F, PL, Program.from_rounds("one", 72, [([0], [8], 1e6)]))
+    assert not one.took_valiant[0] and cables(F, one).tolist() == [1.0]

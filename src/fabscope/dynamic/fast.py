@@ -1,4 +1,4 @@
-"""The compiled engine: flowsim.c built with the system C compiler on first use, loaded by ctypes.
+"""The compiled engine: flowsim.c and ugal_choice.c built by the system C compiler at first use, via ctypes.
 
 The shared library goes to ``$XDG_CACHE_HOME/fabscope`` (default
 ``~/.cache/fabscope``) under a name holding the source's hash, so an edited
@@ -28,11 +28,20 @@ from fabscope.cbuild import load_library
 from fabscope.errors import FabscopeError
 
 SOURCE = os.path.join(os.path.dirname(__file__), "flowsim.c")
+#: built with it when beside it: UGAL's choice when a message is posted, and what the two share
+#: (an older flowsim.c elsewhere, holding them itself, builds alone: bench_dynamic.py --against)
+PARTS = ("ugal_choice.c", "flowsim.h")
+
+
+def sources() -> list[str]:
+    """The files the compiled engine is built from: :data:`SOURCE` and the :data:`PARTS` beside it."""
+    folder = os.path.dirname(SOURCE)
+    return [SOURCE] + [p for p in (os.path.join(folder, name) for name in PARTS) if os.path.exists(p)]
 
 
 @lru_cache(maxsize=1)
 def _load() -> tuple[ctypes.CDLL | None, str]:
-    dll, why = load_library(SOURCE, "flowsim")
+    dll, why = load_library(sources(), "flowsim")
     if dll is not None:
         dll.fs_run.restype = ctypes.c_int
     return dll, why
@@ -116,8 +125,8 @@ INTERVAL = 0.05
 class _Choice(ctypes.Structure):
     """flowsim.c's choice_t: each message's path chosen when it is posted (UGAL in time)."""
     _fields_ = [("n_pairs", ctypes.c_int64), ("n_links", ctypes.c_int64), ("local", ctypes.c_int64)] + [
-        (name, ctypes.c_void_p) for name in ("pair", "sh_ptr", "sh_link", "sub_ptr", "sq_ptr", "sq_link",
-                                             "sub_w", "cost", "between")]
+        (name, ctypes.c_void_p) for name in ("pair", "sh_sub", "sh_ptr", "sh_link", "sub_ptr", "sq_ptr",
+                                             "sq_link", "sh_w", "sub_w", "cost", "between")]
 
 
 def _choice(rule, keep: list) -> _Choice:
@@ -126,7 +135,7 @@ def _choice(rule, keep: list) -> _Choice:
     c = _Choice(int(rule.n_pairs), int(rule.n_links), int(rule.local))
     for name, _ in _Choice._fields_[3:]:
         a = np.ascontiguousarray(getattr(rule, name), dtype=np.int8 if name == "between" else
-                                 float if name in ("sub_w", "cost") else np.int64)
+                                 float if name in ("sh_w", "sub_w", "cost") else np.int64)
         keep.append(a)
         setattr(c, name, a.ctypes.data)
     return c

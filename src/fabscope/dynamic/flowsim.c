@@ -17,7 +17,8 @@
  * where known; the filling's heap entries compared as single integers, one per resource
  * (docs/dynamic.md, "How the refill keeps its heaps"); resources whose keys lie far above the
  * level parked outside the heap.
- * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared) and loaded with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
+ * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared, with ugal_choice.c: UGAL's choice when
+ * a message is posted; flowsim.h holds what they share) and loaded with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
  * the progress callback asked to stop, -1 when memory runs out, or -3 when a refill
  * left a flow without a rate (a bug: refused rather than run on).
  *
@@ -34,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "flowsim.h"
 
 #define CLOCK_WORK 64
 #define TIME_TOL 1e-12
@@ -65,7 +68,7 @@ typedef struct { slot_t *a; int64_t n, cap; int owned; } rlist;
 
 /* Room for one more entry in the array at *arr (n entries of `size` bytes, room for *cap): the
  * room doubles (from `first`) when full.  arr is the address of the array's pointer. */
-static int grow(void *arr, int64_t n, int64_t *cap, size_t size, int64_t first)
+int grow(void *arr, int64_t n, int64_t *cap, size_t size, int64_t first)
 {
     if (n < *cap) return 0;
     void *a, *na;
@@ -246,14 +249,7 @@ typedef struct {
     double cap, load, resid, livew;   /* capacity; rate x weight in flight; the filling's residual and live weight */
     int64_t touch, done;              /* refill marks: its filling state set up; filled */
 } res_a;
-/* ... and what the checks of fixed flows and the event bookkeeping use */
-typedef struct {
-    double wsum;                      /* weight in flight */
-    double mx;                        /* the largest rate of the flows on it, when mx_ok */
-    char mx_ok;
-    int64_t seen;                     /* event mark */
-    int64_t bhead;                    /* the first of the flows bottlenecked here (-1 none; list in flow_t) */
-} res_b;
+/* ... and what the checks of fixed flows and the event bookkeeping use: res_b (flowsim.h) */
 
 /* min over path p's resources of capacity / weight in flight, and its own cap */
 static double counted_rate(int64_t p, const int64_t *p_ptr, const int64_t *p_res, const double *p_cap,
@@ -464,93 +460,11 @@ static inline __attribute__((always_inline)) void freeze_impl(fill_t *c, int64_t
 static inline void freeze(fill_t *c, int64_t g, double level, int64_t where)
 { if (c->unit) freeze_impl(c, g, level, where, 1); else freeze_impl(c, g, level, where, 0); }
 
-/* ---- A message's path chosen when it is posted (UGAL in time: fabscope/dynamic/ugal.py) ----
- * Message m's pair i = pair[m] has two paths: i (minimal) and n_pairs + i (Valiant).  It takes the
- * Valiant one when between[i] and q_min * H_min > q_val * H_val, a link's load q being (weight in
- * flight + weight chosen but still in its latency + 1) * cost (1 / capacity): ugal-l reads the
- * first link of each path (short: the minimal router-to-router links; each Valiant sub-path with
- * its share sub_w), ugal-g the busiest.  The same arithmetic in the same order as ugal.py's
- * reference, so both engines choose alike.  A chosen message's path stays "ahead" on its links
- * until its latency has passed: a heap of (time, path), popped in that order before each choice.
- * Messages posted at one time choose after that time's events, in message order (fs_run). */
-#define CHOICE_TOL 1e-9   /* Valiant only when clearly better: sums in another order differ in their last bits */
-typedef struct {
-    int64_t n_pairs, n_links, local;
-    const int64_t *pair, *sh_ptr, *sh_link, *sub_ptr, *sq_ptr, *sq_link;
-    const double *sub_w, *cost;
-    const int8_t *between;
-} choice_t;
+/* messages posted at one time choose in message order (UGAL in time: ugal_choice.c) */
 static int cmp_i64(const void *x, const void *y)
 {
     int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
     return (a > b) - (a < b);
-}
-typedef struct { double t; int64_t p; } ahead_t;
-typedef struct { ahead_t *a; int64_t n, cap; double *load; } aheap;
-static int ah_lt(const ahead_t *x, const ahead_t *y) { return x->t < y->t || (x->t == y->t && x->p < y->p); }
-static int ah_push(aheap *h, ahead_t e)
-{
-    if (grow(&h->a, h->n, &h->cap, sizeof *h->a, 256) < 0) return -1;
-    int64_t i = h->n++;
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (!ah_lt(&e, &h->a[p])) break;
-        h->a[i] = h->a[p]; i = p;
-    }
-    h->a[i] = e;
-    return 0;
-}
-static ahead_t ah_pop(aheap *h)
-{
-    ahead_t top = h->a[0], last = h->a[--h->n];
-    int64_t i = 0, n = h->n;
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && ah_lt(&h->a[c + 1], &h->a[c])) c++;
-        if (!ah_lt(&h->a[c], &last)) break;
-        h->a[i] = h->a[c]; i = c;
-    }
-    if (n) h->a[i] = last;
-    return top;
-}
-/* the load a choice sees on link x */
-static inline double ch_q(const choice_t *c, const res_b *RB, const double *ahead, int64_t x)
-{
-    return (RB[x].wsum + ahead[x] + 1.0) * c->cost[x];
-}
-/* the largest load on links lk[0..n) (ugal-l: the first one's) */
-static double ch_path(const choice_t *c, const res_b *RB, const double *ahead, const int64_t *lk, int64_t n)
-{
-    if (!n) return 0.0;
-    double q = ch_q(c, RB, ahead, lk[0]);
-    if (c->local) return q;
-    for (int64_t j = 1; j < n; j++) { double v = ch_q(c, RB, ahead, lk[j]); if (v > q) q = v; }
-    return q;
-}
-/* message m's path at time t (writes nothing but the ahead heap and loads); -1: out of memory */
-static int64_t ch_choose(const choice_t *c, aheap *ah, const res_b *RB, double t, int64_t m,
-                         const int64_t *p_ptr, const int64_t *p_res, const double *p_w, const double *p_lat)
-{
-    double *ahead = ah->load;
-    while (ah->n && ah->a[0].t <= t) {
-        int64_t p = ah_pop(ah).p;
-        for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) if (p_res[k] < c->n_links) ahead[p_res[k]] -= p_w[k];
-    }
-    int64_t i = c->pair[m], p = i;
-    if (c->between[i]) {
-        int64_t ns = c->sh_ptr[i + 1] - c->sh_ptr[i];
-        double qm = ch_path(c, RB, ahead, c->sh_link + c->sh_ptr[i], ns), qv = 0.0, hv = 0.0;
-        for (int64_t j = c->sub_ptr[i]; j < c->sub_ptr[i + 1]; j++)
-            qv += c->sub_w[j] * ch_path(c, RB, ahead, c->sq_link + c->sq_ptr[j], c->sq_ptr[j + 1] - c->sq_ptr[j]);
-        for (int64_t j = c->sub_ptr[i]; j < c->sub_ptr[i + 1]; j++)
-            hv += c->sub_w[j] * (double)(c->sq_ptr[j + 1] - c->sq_ptr[j]);
-        if (qm * (double)ns > qv * hv * (1 + CHOICE_TOL)) p = c->n_pairs + i;
-    }
-    ahead_t e = {t + p_lat[p], p};
-    if (ah_push(ah, e) < 0) return -1;
-    for (int64_t k = p_ptr[p]; k < p_ptr[p + 1]; k++) if (p_res[k] < c->n_links) ahead[p_res[k]] += p_w[k];
-    return p;
 }
 
 #define CHK(x) do { if ((x) < 0) { rc = -1; goto out; } } while (0)

@@ -2,12 +2,13 @@
 
 The static ``ugal-l`` / ``ugal-g`` engines (:mod:`fabscope.routing.dragonfly`) choose once per
 flow, the flows placed in a seeded order.  Here the choice is the dynamic engine's: when both
-ends of a message have posted it, its path is its minimal one or its Valiant one (spread
-evenly over every intermediate group, as the static ``valiant``), minimal when
+ends of a message have posted it, its path is its minimal one (UGAL's minimal side: over every
+cable between the two groups where they share several) or its Valiant one (spread evenly over
+every intermediate group, as the static ``valiant``), minimal when
 ``q_min * H_min <= q_val * H_val``, where a link's load ``q`` is the weight of the flows in
 flight on it then (and of those chosen but still in their latency: in their source's queues
 already), plus this message (whole), over its capacity (``ugal-l``: the first router-to-router
-link of each path; ``ugal-g``: its busiest; for Valiant the mean over its intermediate groups).
+link of each path; ``ugal-g``: its busiest; for each side the mean over its sub-paths).
 The static rule differs: there a link's queue is only what it is offered beyond its capacity,
 and ``ugal-l`` sees its source group's links up to the first global cable (the flow model has
 no queues of its own); in time the flows in flight are the queue.  A message between two routers of one group goes minimally.  The
@@ -92,7 +93,8 @@ def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str =
     uniq, msg_pair = np.unique(hs * n_h + hd, return_inverse=True)
     src, dst = uniq // n_h, uniq % n_h
     k = len(uniq)
-    short = build_paths(fabric, DragonflyRouting(fabric, "minimal"), src, dst, alpha=alpha, latency=latency)
+    short = build_paths(fabric, DragonflyRouting(fabric, "minimal", cables="all"), src, dst, alpha=alpha,
+                        latency=latency)
     far = build_paths(fabric, DragonflyRouting(fabric, "valiant", seed), src, dst, alpha=alpha, latency=latency)
     paths = _stack(short, far, f"{mode}:when=posted")
     rule = UgalRule(fabric, src, dst, mode, seed, msg_pair)
@@ -123,12 +125,15 @@ class UgalRule:
 
     def __init__(self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, mode: str, seed: int,
                  pair: np.ndarray) -> None:
-        short, owner, mid, w, val = DragonflyRouting(fabric, "valiant", seed).candidates(src, dst)
+        (mown, mw, short), owner, mid, w, val = DragonflyRouting(fabric, "valiant", seed).candidates(src, dst)
         n = len(src)
         self.n_pairs, self.n_links, self.local = n, fabric.n_links, mode == "ugal-l"
         self.pair = np.asarray(pair, np.int64)
         self.cost = 1.0 / fabric.link_capacity.astype(float)
-        ok = short.T >= 0                                  # pair by hop: each pair's links in hop order
+        # the minimal sub-paths (one a pair but where groups share several cables), pair by pair
+        self.sh_sub = np.r_[0, np.cumsum(np.bincount(mown, minlength=n))].astype(np.int64)
+        self.sh_w = np.asarray(mw, float)
+        ok = short.T >= 0                                  # sub-path by hop: each one's links in hop order
         self.sh_ptr = np.r_[0, np.cumsum(ok.sum(axis=1))].astype(np.int64)
         self.sh_link = short.T[ok].astype(np.int64)
         order = np.argsort(owner, kind="stable")           # each pair's sub-paths, in the order drawn
@@ -143,8 +148,9 @@ class UgalRule:
     def _lists(self):
         cut = lambda a, ptr: [a[ptr[i]:ptr[i + 1]].tolist() for i in range(len(ptr) - 1)]  # noqa: E731
         subs = list(zip(self.sub_w.tolist(), cut(self.sq_link, self.sq_ptr)))
-        by_pair = [subs[self.sub_ptr[i]:self.sub_ptr[i + 1]] for i in range(self.n_pairs)]
-        return cut(self.sh_link, self.sh_ptr), by_pair
+        mins = list(zip(self.sh_w.tolist(), cut(self.sh_link, self.sh_ptr)))
+        return ([mins[self.sh_sub[i]:self.sh_sub[i + 1]] for i in range(self.n_pairs)],
+                [subs[self.sub_ptr[i]:self.sub_ptr[i + 1]] for i in range(self.n_pairs)])
 
     def chooser(self, res: list[list[int]], wts: list[list[float]], lat: list[float], chosen: np.ndarray):
         """The reference engine's ``choose(t, m, weight)``: message ``m``'s path at time ``t`` (written
@@ -175,13 +181,16 @@ class UgalRule:
             i = pair[m]
             p = i
             if between[i]:
-                qm = load(short[i], weight)
-                qv = hv = 0.0
+                qm = hm = qv = hv = 0.0
+                for ws, q in short[i]:
+                    qm += ws * load(q, weight)
+                for ws, q in short[i]:
+                    hm += ws * len(q)
                 for ws, q in subs[i]:
                     qv += ws * load(q, weight)
                 for ws, q in subs[i]:
                     hv += ws * len(q)
-                if qm * len(short[i]) > qv * hv * (1 + CHOICE_TOL):
+                if qm * hm > qv * hv * (1 + CHOICE_TOL):
                     p = k + i
             chosen[m] = p
             heapq.heappush(pending, (t + lat[p], p))
