@@ -108,7 +108,7 @@ MIN_FIT = 50
 #: prior jitter: 1 pair in 10, centred at half the rate, wide
 PRIOR = {"w": 0.1, "mu_j": np.log(0.5), "sigma_j": 0.35}
 #: the nominal level is taken from the unshared pairs alone where at least this many were measured
-MIN_UNSHARED = 10
+MIN_UNSHARED = 5
 
 
 def nominal_level(e: np.ndarray, min_sigma: float = 0.01, unshared: np.ndarray | None = None) -> tuple[float, float]:
