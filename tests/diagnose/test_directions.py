@@ -307,3 +307,29 @@ def test_diagnose_of_a_diagnosis_and_new_runs_applies_the_confirmation_rules(sma
     assert main(["diagnose", str(diag), str(again), "--fabric", spec, "--model", "static"]) == 0
     out = capsys.readouterr().out
     assert "confirmation round: 1 confirmed, 0 cleared" in out
+
+
+def test_a_cable_taken_one_direction_at_a_time_both_ways_is_named_as_the_cable(oversub):
+    """Once one direction of a cable is taken the other is a unit of its own, so a cable slow both ways can
+    end as two one-way suspects (seen on the testbed: x0.27 one way, x0.36 the other).  Started from the two
+    directions, the search names the cable, both ways, at one factor; a cable slow by different amounts each
+    way stays two directions."""
+    from fabscope.diagnose.fit import Fit
+    from fabscope.diagnose.greedy import search
+    from fabscope.diagnose.noise import fit_noise
+
+    f, pm = oversub
+    L = f.n_links
+    u = int(_switch_links(f)[4])
+    for x_rev, merged in ((0.25, True), (0.5, False)):
+        m = measured(f, pm, {u: 0.25, u ^ 1: x_rev}, 3, jitter=0.0)
+        log_meas = np.log(m.bandwidth)
+        bw0 = pm.bandwidth(f.link_capacity)
+        fit = Fit(pm, log_meas, 0.0, fit_noise(log_meas - np.log(bw0), centre=0.0))
+        factor = np.ones(L)
+        factor[[u, u ^ 1]] = [0.3, 0.3 if merged else 0.5]
+        _, chosen, gains, _ = search(fit, factor, 6.0, 0.05, start=[u, u ^ 1])
+        if merged:
+            assert chosen == [L + u // 2] and gains[L + u // 2] > 6.0
+        else:
+            assert sorted(chosen) == sorted([u, u ^ 1])
