@@ -36,12 +36,18 @@ from pathlib import Path
 
 import numpy as np
 
+import fabscope as fabscope_pkg
+from fabscope.fabric.io import write_json
 from fabscope.testbed import state, system
 from fabscope.testbed.lifecycle import down, up
 from fabscope.testbed.names import parse_rate
 
 NAME = "ac8"
 FABSCOPE = [sys.executable, "-m", "fabscope.cli"]
+# the commands run in each trial's folder: the fabscope this script imported first on their path (a
+# relative PYTHONPATH=src would find an installed one from there)
+os.environ["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(fabscope_pkg.__file__))),
+                                            *os.environ.get("PYTHONPATH", "").split(os.pathsep)]).rstrip(os.pathsep)
 
 
 def fabscope(*args: str, cwd: Path, out: Path | None = None) -> subprocess.CompletedProcess:
@@ -82,7 +88,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--size", default="256KiB")
-    ap.add_argument("--keep", metavar="DIR", help="keep each trial's files in DIR/trial-N (default: removed)")
+    ap.add_argument("--keep", metavar="DIR", help="keep each trial's files in DIR/trial-N (default: removed), with the fabric as built")
     a = ap.parse_args()
     why = system.unavailable_reason()
     if why:
@@ -110,6 +116,8 @@ def main() -> int:
             with tempfile.TemporaryDirectory(prefix="fabscope-two-faults-") as tmp:
                 w = Path(a.keep) / f"trial-{trial}" if a.keep else Path(tmp)
                 w.mkdir(parents=True, exist_ok=True)
+                if a.keep:  # the fabric as built, so that kept runs can be diagnosed again without the testbed
+                    write_json(f, w / "fabric.json")
                 fabscope("measure", "--testbed", NAME, "--timeout", "600", "random-pairs", "--size", a.size,
                          "--iterations", "10", "--rounds", str(a.rounds), "--seed", str(a.seed + trial),
                          "--out", "first.jsonl", cwd=w)

@@ -3,7 +3,8 @@
 Greedy, like NetBouncer's iterative explanation: among the units slow pairs cross, the one whose
 degradation most raises the log-likelihood of *all* pairs (:meth:`.fit.Fit.scan_best`) is taken
 while its gain pays the penalty ``lam``; the model is rerun after each.  Then every suspect is
-re-estimated with the others in place and dropped if it no longer pays its way.  Units never share
+re-estimated with the others in place and dropped if it no longer pays its way, and a cable taken one
+direction at a time, both ways, becomes the cable where one factor explains the pairs as well.  Units never share
 a link: once a direction or a cable is taken, the units that overlap it leave the candidates (the
 re-estimation moves its factor).
 
@@ -124,4 +125,22 @@ def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects
             gains[u] = g
         if not changed:
             break
+    # a cable taken one direction at a time, both ways (once one direction is taken the other is a unit
+    # of its own): the cable, where one factor both ways explains the pairs as well (a cable trained at a
+    # lower width or speed is the common fault), compared with the whole model rerun both ways
+    for c in sorted({u // 2 for u in chosen if u < L and (u ^ 1) in chosen}):
+        ab = [2 * c, 2 * c + 1]
+        trial = factor.copy()
+        trial[ab] = 1.0
+        r1, b1 = fit.solve(trial)
+        base = float(fit.noise.nll(fit.resid(b1)).sum())
+        joint = base - float(fit.noise.nll(fit.resid(fit.solve(factor)[1])).sum())
+        g_arr, best = fit.scan_best(np.array([L + c]), trial, r1, b1)
+        trial[ab] = float(best[0])
+        whole = base - float(fit.noise.nll(fit.resid(fit.solve(trial)[1])).sum())
+        if whole >= joint - max(1.0, TIE_SHARE * joint):
+            chosen = [u for u in chosen if u not in ab] + [L + c]
+            gains = {u: g for u, g in gains.items() if u not in ab}
+            gains[L + c] = float(g_arr[0])
+            factor = trial
     return factor, chosen, gains, full_scans

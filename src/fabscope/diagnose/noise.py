@@ -14,14 +14,21 @@ crosses.  :class:`NoiseModel` is the likelihood of a pair's residual ``e``
 
 :func:`fit_noise` takes the nominal component from the pairs at the model's
 rate alone (:func:`nominal_level`: the centre of the shortest half of the
-residuals, the spread from the pairs above it, which no fault can reach: a
-fault only slows pairs), and fits the jitter by expectation-maximisation (a
-pair's share of each component given its residual, then the jitter's weighted
-mean and spread).  So however many pairs are slow, the nominal spread does not
-widen to take them in: as long as at least half the pairs run at the model's
-rate, the shortest half lies among them (the breakdown point, 50 %).  Slow
-pairs that a fault explains better than the jitter does are the search's to
-take (:mod:`.tomography` fits the jitter again once faults explain them).
+residuals, the spread from the pairs above it), and fits the jitter by
+expectation-maximisation (a pair's share of each component given its
+residual, then the jitter's weighted mean and spread).  A fault slows the
+pairs that cross it, but it can also *speed* a pair that shares links with
+the flows it holds back (on an oversubscribed tree, x1.4-2 of the model),
+so the level is taken from the pairs the model puts at their path's rate
+(``unshared``: no fault can speed those) where there are enough of them.
+So however many pairs are slow, and however many are sped, the nominal
+spread does not widen to take them in: as long as more than half the
+unshared pairs run at the model's rate, the shortest half lies among them
+(the breakdown point, 50 % of the unshared pairs; of all pairs, where too
+few are unshared).  Slow pairs that a fault explains better than the jitter
+does are the search's to take (:mod:`.tomography` fits the noise again on
+what the faults found leave unexplained, their neighbours' speed-up
+included).
 
 >>> rng = np.random.default_rng(0)
 >>> e = np.r_[rng.normal(0, 0.015, 900), np.log(rng.uniform(0.3, 0.7, 100))]   # 1 pair in 10 jittered
@@ -100,20 +107,39 @@ SIGMA_J_MIN = 0.15
 MIN_FIT = 50
 #: prior jitter: 1 pair in 10, centred at half the rate, wide
 PRIOR = {"w": 0.1, "mu_j": np.log(0.5), "sigma_j": 0.35}
+#: the nominal level is taken from the unshared pairs alone where at least this many were measured
+MIN_UNSHARED = 5
 
 
-def nominal_level(e: np.ndarray, min_sigma: float = 0.01) -> tuple[float, float]:
+def nominal_level(e: np.ndarray, min_sigma: float = 0.01, unshared: np.ndarray | None = None) -> tuple[float, float]:
     """(centre, spread) of the pairs at the model's rate: the median of the shortest interval that
     holds half the residuals, and 1.4826 x the median distance above it of the residuals above it (a
-    fault slows pairs, never speeds them, so the upper side is the nominal pairs' alone).
+    fault slows the pairs that cross it, so the upper side is the nominal pairs' alone).
+
+    ``unshared`` (bool per residual): the pairs the model does not hold below their path's rate by
+    sharing.  A fault can only slow those; it can *speed* a shared pair (on an oversubscribed tree, a
+    pair sharing an uplink with a flow held back elsewhere gets a larger share), which puts fast pairs
+    above the centre and, with the slow ones, can leave fewer than half the pairs at the model's rate.
+    Given at least :data:`MIN_UNSHARED` of them, the level is theirs alone.
 
     >>> rng = np.random.default_rng(1)
     >>> e = np.r_[rng.normal(0.0, 0.02, 530), rng.normal(np.log(0.4), 0.02, 470)]   # 47 % at x0.4
     >>> c, s = nominal_level(e)
     >>> abs(c) < 0.01, round(s, 2)
     (True, 0.02)
+    >>> sh = np.r_[rng.normal(np.log(0.4), 0.02, 600), rng.normal(np.log(1.6), 0.02, 200)]  # slowed or sped
+    >>> e = np.r_[rng.normal(0.0, 0.02, 200), sh]
+    >>> c, s = nominal_level(e)                              # 80 % of the pairs off the model's rate
+    >>> bool(abs(c) < 0.1)
+    False
+    >>> c, s = nominal_level(e, unshared=np.arange(len(e)) < 200)
+    >>> abs(c) < 0.01, round(s, 2)
+    (True, 0.02)
     """
-    x = np.sort(np.asarray(e, dtype=float))
+    x = np.asarray(e, dtype=float)
+    if unshared is not None and int(np.sum(unshared)) >= MIN_UNSHARED:
+        x = x[np.asarray(unshared, bool)]
+    x = np.sort(x)
     n = len(x)
     if n == 0:
         return 0.0, min_sigma
@@ -121,21 +147,31 @@ def nominal_level(e: np.ndarray, min_sigma: float = 0.01) -> tuple[float, float]
     width = x[h - 1:] - x[:n - h + 1]
     i = int(np.argmin(width))
     centre = float(np.median(x[i:i + h]))
-    up = x[x > centre] - centre
-    sigma = 1.4826 * float(np.median(up)) if len(up) >= 3 else 1.4826 * float(np.median(np.abs(x - np.median(x))))
-    return centre, max(sigma, min_sigma)
+    return centre, upper_spread(x, centre, min_sigma)
+
+
+def upper_spread(e: np.ndarray, centre: float, min_sigma: float = 0.01) -> float:
+    """1.4826 x the median distance above ``centre`` of the residuals above it (of all, below 3 of them).
+
+    >>> round(upper_spread(np.array([-1.0, -0.5, 0.0, 0.01, 0.02, 0.03]), 0.0), 6)   # 1.4826 x 0.02
+    0.029652
+    """
+    up = e[e > centre] - centre
+    sigma = 1.4826 * float(np.median(up)) if len(up) >= 3 else 1.4826 * float(np.median(np.abs(e - np.median(e))))
+    return max(sigma, min_sigma)
 
 
 def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_max: float = 0.5,
               weights: np.ndarray | None = None, centre: float | None = None,
-              sigma_j_min: float = SIGMA_J_MIN) -> NoiseModel:
+              sigma_j_min: float = SIGMA_J_MIN, unshared: np.ndarray | None = None) -> NoiseModel:
     """Maximum-likelihood mixture (module docstring) of residuals ``e``, by EM.
 
     The nominal component stays near :func:`nominal_level`'s (its centre within one spread,
     its spread at most 1.5 times, at least ``min_sigma``); the jittered component is kept below the nominal one (its centre at least one nominal
     sigma lower) and at least twice as wide (and ``sigma_j_min``), so that it cannot take over
     the bulk.  ``centre`` fixes the nominal centre (e.g. 0 when the model's absolute rates are to
-    be taken as they are).  With fewer than :data:`MIN_FIT` residuals the jitter component is
+    be taken as they are).  ``unshared``: which pairs a fault cannot speed (:func:`nominal_level`);
+    the nominal centre and the bound on its spread come from them.  With fewer than :data:`MIN_FIT` residuals the jitter component is
     :data:`PRIOR`.
 
     >>> fit_noise(np.array([-0.92, -0.9, -0.88]), centre=0.0).w     # 3 pairs: the prior
@@ -143,11 +179,10 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
     """
     e = np.asarray(e, dtype=float)
     wt = np.ones(len(e)) if weights is None else np.asarray(weights, dtype=float)
-    mid, _ = nominal_level(e, min_sigma)
+    mid, _ = nominal_level(e, min_sigma, unshared)
     mu0 = mid if centre is None else float(centre)
-    up = e[e > mu0] - mu0
-    sig = max(1.4826 * float(np.median(up)) if len(up) >= 3 else 1.4826 * float(np.median(np.abs(e - np.median(e)))),
-              min_sigma)
+    level = e if unshared is None or int(np.sum(unshared)) < MIN_UNSHARED else e[np.asarray(unshared, bool)]
+    sig = upper_spread(level, mu0, min_sigma)
     nm = NoiseModel(mu0, sig, 0.05, mu0 - 0.5, max(0.25, 3 * sig))
     if len(e) < MIN_FIT:
         return NoiseModel(mu0, sig, PRIOR["w"], mu0 + PRIOR["mu_j"], max(PRIOR["sigma_j"], 2 * sig))

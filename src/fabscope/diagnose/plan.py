@@ -201,15 +201,17 @@ def _saturated(pm: PairModel, n_c: int) -> np.ndarray:
 
 def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, size: int = 1 << 20,
               iterations: int = 20, warmup: int = 2, seed: int = 1, min_cover: int = 4, local_rounds: int = 4,
-              hosts: Sequence[int] | None = None, max_rounds: int = 2000, batch: int = 4) -> ProbePlan:
+              hosts: Sequence[int] | None = None, max_rounds: int = 2000, batch: int = 4,
+              directions: bool = True) -> ProbePlan:
     """Jobs of random pairs (one rank per host) that cover, load and separate every cable within ``budget`` s.
 
     First, where the fabric has leaves, ``local_rounds`` rounds among the
     hosts of each leaf, all leaves side by side: each host's cable at line
     rate with several partners.  Then rounds over all hosts until every cable
     some route crosses is crossed by ``min_cover`` pairs, has been full in a
-    round, and is crossed by a set of pairs no other cable shares; or until
-    no progress in 100 rounds, or the budget.
+    round, and is crossed by a set of pairs no other cable shares, and (``directions``) each direction
+    of a switch cable that some route crosses is crossed by ``min_cover`` pairs; or until no progress
+    in 100 rounds, or the budget.
     """
     from fabscope.routing import make_routing
 
@@ -227,7 +229,10 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
     dcover = np.zeros(fabric.n_links, dtype=np.int64)     # the same per direction
     dsig = np.zeros((fabric.n_links, 2))
     rng = np.random.default_rng(seed)
-    usable = routed_cables(fabric, router, h)
+    routed = routed_links(fabric, router, h)
+    usable = routed[0::2] | routed[1::2]
+    switch = usable & (fabric.link_src[0::2] >= fabric.n_hosts) & (fabric.link_dst[0::2] >= fabric.n_hosts)
+    dwant = np.repeat(switch, 2) & routed          # a direction no route crosses cannot be covered
     jobs: list[Job] = []
     spent = 0.0
 
@@ -285,6 +290,11 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
         if take < batch:
             break
         low = int(np.sum(cover[usable] < min_cover)) + int(np.sum(full[usable] == 0))
+        if directions:
+            # each direction of a switch cable that routes cross, crossed by min_cover pairs: a lane down
+            # one way slows only the pairs crossing it that way (under DOR on a torus a ping-pong's way
+            # back takes other cables, so a cable's cover can sit all on one direction)
+            low += int(np.sum(dcover[dwant] < min_cover))
         tied = _n_tied(sig[usable], cover[usable])
         if low == 0 and tied == 0:
             break
@@ -299,7 +309,6 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
         raise FabscopeError(f"a budget of {budget:g} s leaves no time for one round")
     ties = _tied_groups(np.where(usable[:, None], sig, 0.0), np.where(usable, cover, 0))
     unsat = np.flatnonzero(usable & (full == 0))
-    switch = usable & (fabric.link_src[0::2] >= fabric.n_hosts) & (fabric.link_dst[0::2] >= fabric.n_hosts)
     blind = np.flatnonzero(switch & ((np.minimum(dcover[0::2], dcover[1::2]) < min_cover)
                                      | np.all(np.abs(dsig[0::2] - dsig[1::2]) < 1e-9, axis=1)))
     return ProbePlan(fabric, jobs, size, iterations, spent, budget, min_cover, routing=router.name,
@@ -343,17 +352,23 @@ def _n_tied(sig: np.ndarray, cover: np.ndarray) -> int:
     return int(np.sum(counts[counts > 1]))
 
 
-def routed_cables(fabric: Fabric, routing: Any, hosts: np.ndarray, chunk: int = 400_000) -> np.ndarray:
-    """Cables some route between two of ``hosts`` crosses (the others no measurement can see)."""
+def routed_links(fabric: Fabric, routing: Any, hosts: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+    """Directed links some route between two of ``hosts`` crosses (the others no measurement can see)."""
     from fabscope.routing import make_routing
 
     router = routing if routing is not None and not isinstance(routing, str) else make_routing(fabric, routing)
-    used = np.zeros(fabric.n_links // 2, bool)
+    used = np.zeros(fabric.n_links, bool)
     n = len(hosts)
     per = max(1, chunk // n)
     for a in range(0, n, per):
         src = np.repeat(hosts[a:a + per], n)
         dst = np.tile(hosts, len(hosts[a:a + per]))
         keep = src != dst
-        used[router.routes(src[keep], dst[keep]).link // 2] = True
+        used[router.routes(src[keep], dst[keep]).link] = True
     return used
+
+
+def routed_cables(fabric: Fabric, routing: Any, hosts: np.ndarray, chunk: int = 400_000) -> np.ndarray:
+    """Cables some route between two of ``hosts`` crosses, either way."""
+    used = routed_links(fabric, routing, hosts, chunk)
+    return used[0::2] | used[1::2]

@@ -6,9 +6,10 @@ Given measured pairs (:mod:`.measured`), :func:`diagnose`
    (:class:`.pairmodel.PairModel`); the log of measured / modeled is each
    pair's residual, after one global factor (the median ratio: what the MPI
    gets of the links' rate, reported as ``efficiency``);
-2. estimates the noise from the bulk of the pairs (1.4826 x the median
-   absolute deviation of the residuals) and calls a pair slow when its
-   residual lies below ``sigmas`` times it;
+2. estimates the noise (:mod:`.noise`) first from the pairs the model puts
+   at their path's rate (no fault can speed those), then again on what the
+   faults found leave unexplained, and calls a pair slow when its residual
+   lies below ``sigmas`` times the nominal spread;
 3. infers every cable's effective capacity from all pairs at once: the
    sparse set of capacity factors (most cables healthy) under which the flow
    model best reproduces every pair.  Greedily, like NetBouncer's iterative
@@ -171,7 +172,11 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     log_meas = np.log(bw_used) - adjust
     y = log_meas - np.log(bw0)
     log_eff = float(np.median(y)) if calibrate else 0.0
-    noise = fit_noise(y - log_eff, min_sigma, centre=None if calibrate else 0.0)
+    # the nominal level from the pairs no fault can speed: those the model puts at their path's rate
+    # (a fault can speed a shared pair, its neighbours on the fault's path getting a larger share)
+    ideal = _ideal_bandwidth(pm)
+    unshared = bw0 >= 0.97 * ideal
+    noise = fit_noise(y - log_eff, min_sigma, centre=None if calibrate else 0.0, unshared=unshared)
     if calibrate:       # the nominal pairs' centre, not the median of all, is the efficiency
         log_eff += noise.mu
         noise = replace(noise, mu=0.0, mu_j=noise.mu_j - noise.mu)
@@ -215,6 +220,10 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             break
         fit.noise = again
     noise = fit.noise
+    # a pair is slow by the noise the search ended under (measured once the faults found explain their
+    # pairs, and the neighbours they speed), not by the first estimate's
+    sigma = noise.sigma
+    thr = sigmas * sigma
     factor, chosen, gains, full_scans = found
     if chosen or full_scans:
         rate, bw = fit.solve(factor)
@@ -240,8 +249,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     # labels
     limit_res = pm.bottlenecks(rate0)
     label = np.zeros(pm.n_pairs, dtype=np.int16)
-    ideal = _ideal_bandwidth(pm)
-    label[bw0 < 0.97 * ideal] = 1
+    label[~unshared] = 1
     slow0 = e0 < -thr
     label[slow0 & (e_after >= -thr)] = 2
     label[slow0 & (e_after < -thr)] = 3
