@@ -31,9 +31,10 @@ def test_worst_case_goes_non_minimal_and_finishes_sooner():
         run = run_ugal(F, PL, prog, mode)
         took[mode] = run.took_valiant.sum()
         assert 0 < took[mode] < 72                              # the first go minimally, the rest around
-        assert run.makespan < 0.9 * minimal, mode
-    assert run.makespan < 0.7 * minimal                         # ugal-g
-    assert took["ugal-l"] < took["ugal-g"]                      # the local view sees less of the cable's load
+        # ugal-l too: its source router's queue to the cable's router fills behind the cable (credit
+        # flow control), so it sees the cable's load as ugal-g does (it once read the local link alone:
+        # 0.87 of minimal's time, most of the group on the one cable)
+        assert run.makespan < 0.7 * minimal, mode
 
 
 def test_messages_one_after_another_all_go_minimally():
@@ -143,3 +144,16 @@ def test_the_minimal_side_spreads_over_the_cables_between_two_groups():
     assert not run.took_valiant[0] and np.allclose(cables(f, run), 1 / 7) and len(cables(f, run)) == 7
     one = run_ugal(F, PL, Program.from_rounds("one", 72, [([0], [8], 1e6)]))
     assert not one.took_valiant[0] and cables(F, one).tolist() == [1.0]
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_ugal_l_sees_the_cable_behind_its_local_link(engine):
+    """Three routers of group 0 (hosts 2, 4, 6), none holding the cable to group 1 (router 0 does),
+    each send one message there at once: each one's minimal path starts on its own idle local link
+    to router 0, but the queue behind it on the cable fills that link (credit flow control), so after
+    the first, ugal-l goes around as ugal-g does (reading the local link alone, all three stayed on
+    the one cable)."""
+    src = [2, 4, 6]
+    prog = Program.from_rounds("three routers to the next group", 72, [(src, [s + 8 for s in src], 1e6)])
+    for mode in ("ugal-l", "ugal-g"):
+        assert run_ugal(F, PL, prog, mode, engine=engine).took_valiant.tolist() == [False, True, True], mode

@@ -126,7 +126,8 @@ class _Choice(ctypes.Structure):
     """flowsim.c's choice_t: each message's path chosen when it is posted (UGAL in time)."""
     _fields_ = [("n_pairs", ctypes.c_int64), ("n_links", ctypes.c_int64), ("local", ctypes.c_int64)] + [
         (name, ctypes.c_void_p) for name in ("pair", "sh_sub", "sh_ptr", "sh_link", "sub_ptr", "sq_ptr",
-                                             "sq_link", "sh_w", "sub_w", "cost", "between")]
+                                             "sq_link", "sh_seen", "sq_seen", "sh_w", "sub_w", "cost",
+                                             "between")]
 
 
 def _choice(rule, keep: list) -> _Choice:

@@ -25,7 +25,7 @@ typedef struct {
  * (ugal_choice.c says how; fabscope/dynamic/ugal.py's UgalRule fills it) */
 typedef struct {
     int64_t n_pairs, n_links, local;
-    const int64_t *pair, *sh_sub, *sh_ptr, *sh_link, *sub_ptr, *sq_ptr, *sq_link;
+    const int64_t *pair, *sh_sub, *sh_ptr, *sh_link, *sub_ptr, *sq_ptr, *sq_link, *sh_seen, *sq_seen;
     const double *sh_w, *sub_w, *cost;
     const int8_t *between;
 } choice_t;

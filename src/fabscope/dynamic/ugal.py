@@ -7,11 +7,12 @@ cable between the two groups where they share several) or its Valiant one (sprea
 every intermediate group, as the static ``valiant``), minimal when
 ``q_min * H_min <= q_val * H_val``, where a link's load ``q`` is the weight of the flows in
 flight on it then (and of those chosen but still in their latency: in their source's queues
-already), plus this message (whole), over its capacity (``ugal-l``: the first router-to-router
-link of each path; ``ugal-g``: its busiest; for each side the mean over its sub-paths).
-The static rule differs: there a link's queue is only what it is offered beyond its capacity,
-and ``ugal-l`` sees its source group's links up to the first global cable (the flow model has
-no queues of its own); in time the flows in flight are the queue.  A message between two routers of one group goes minimally.  The
+already), plus this message (whole), over its capacity (``ugal-l``: the busiest of each path's
+links up to its first global cable, the queues its source router's outputs show through credit
+flow control, as the static rule sees; ``ugal-g``: its busiest link; for each side the mean over
+its sub-paths).  The static rule differs in the queue: there a link's queue is only what it is
+offered beyond its capacity (the flow model has no queues of its own); in time the flows in
+flight are the queue.  A message between two routers of one group goes minimally.  The
 compiled engine (flowsim.c) makes the choice itself from :class:`UgalRule`'s arrays; the
 reference (Python) engine calls :meth:`UgalRule.chooser` back per message: the same sums in
 the same order, so both choose alike.
@@ -136,6 +137,9 @@ class UgalRule:
         ok = short.T >= 0                                  # sub-path by hop: each one's links in hop order
         self.sh_ptr = np.r_[0, np.cumsum(ok.sum(axis=1))].astype(np.int64)
         self.sh_link = short.T[ok].astype(np.int64)
+        # the links a choice reads of each sub-path: ugal-l those up to its first global cable (rows 0-1:
+        # a full buffer downstream stops its upstream link, as the static rule sees), ugal-g every one
+        self.sh_seen = (ok[:, :2] if self.local else ok).sum(axis=1).astype(np.int64)
         order = np.argsort(owner, kind="stable")           # each pair's sub-paths, in the order drawn
         self.between = (np.bincount(owner, weights=mid >= 0, minlength=n) > 0).astype(np.int8)
         self.sub_ptr = np.r_[0, np.cumsum(np.bincount(owner, minlength=n))].astype(np.int64)
@@ -144,11 +148,12 @@ class UgalRule:
         ok = sq >= 0
         self.sq_ptr = np.r_[0, np.cumsum(ok.sum(axis=1))].astype(np.int64)
         self.sq_link = sq[ok].astype(np.int64)
+        self.sq_seen = (ok[:, :2] if self.local else ok).sum(axis=1).astype(np.int64)
 
     def _lists(self):
         cut = lambda a, ptr: [a[ptr[i]:ptr[i + 1]].tolist() for i in range(len(ptr) - 1)]  # noqa: E731
-        subs = list(zip(self.sub_w.tolist(), cut(self.sq_link, self.sq_ptr)))
-        mins = list(zip(self.sh_w.tolist(), cut(self.sh_link, self.sh_ptr)))
+        subs = list(zip(self.sub_w.tolist(), cut(self.sq_link, self.sq_ptr), self.sq_seen.tolist()))
+        mins = list(zip(self.sh_w.tolist(), cut(self.sh_link, self.sh_ptr), self.sh_seen.tolist()))
         return ([mins[self.sh_sub[i]:self.sh_sub[i + 1]] for i in range(self.n_pairs)],
                 [subs[self.sub_ptr[i]:self.sub_ptr[i + 1]] for i in range(self.n_pairs)])
 
@@ -160,17 +165,15 @@ class UgalRule:
         c = self.cost.tolist()
         between = self.between.astype(bool).tolist()
         pair = self.pair.tolist()
-        k, n_l, local = self.n_pairs, self.n_links, self.local
+        k, n_l = self.n_pairs, self.n_links
         # messages chosen but not flowing yet (in their latency) are in their source's queues already
         pending: list[tuple[float, int]] = []
         ahead = [0.0] * n_l
 
-        def load(x: list[int], weight: list[float]) -> float:
-            if not x:
+        def load(x: list[int], n: int, weight: list[float]) -> float:
+            if not n:
                 return 0.0
-            if local:
-                return (weight[x[0]] + ahead[x[0]] + 1.0) * c[x[0]]
-            return max((weight[r] + ahead[r] + 1.0) * c[r] for r in x)
+            return max((weight[r] + ahead[r] + 1.0) * c[r] for r in x[:n])
 
         def choose(t: float, m: int, weight: list[float]) -> int:
             while pending and pending[0][0] <= t:
@@ -182,13 +185,13 @@ class UgalRule:
             p = i
             if between[i]:
                 qm = hm = qv = hv = 0.0
-                for ws, q in short[i]:
-                    qm += ws * load(q, weight)
-                for ws, q in short[i]:
+                for ws, q, n in short[i]:
+                    qm += ws * load(q, n, weight)
+                for ws, q, _ in short[i]:
                     hm += ws * len(q)
-                for ws, q in subs[i]:
-                    qv += ws * load(q, weight)
-                for ws, q in subs[i]:
+                for ws, q, n in subs[i]:
+                    qv += ws * load(q, n, weight)
+                for ws, q, _ in subs[i]:
                     hv += ws * len(q)
                 if qm * hm > qv * hv * (1 + CHOICE_TOL):
                     p = k + i

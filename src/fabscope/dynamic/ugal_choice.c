@@ -2,9 +2,10 @@
  * flowsim.c's fs_run.
  * Message m's pair i = pair[m] has two paths: i (minimal) and n_pairs + i (Valiant).  It takes the
  * Valiant one when between[i] and q_min * H_min > q_val * H_val, a link's load q being (weight in
- * flight + weight chosen but still in its latency + 1) * cost (1 / capacity): ugal-l reads the
- * first link of each path (each minimal sub-path with its share sh_w: one a pair, or one per cable
- * where groups share several; each Valiant sub-path with its share sub_w), ugal-g the busiest; each
+ * flight + weight chosen but still in its latency + 1) * cost (1 / capacity), the busiest of the
+ * links a sub-path's choice reads (sh_seen / sq_seen: ugal-l those up to its first global cable,
+ * ugal-g every one); each minimal sub-path with its share sh_w (one a pair, or one per cable where
+ * groups share several), each Valiant sub-path with its share sub_w; each
  * side's load and hops the mean over its sub-paths.  The same arithmetic in the same order as ugal.py's
  * reference, so both engines choose alike.  A chosen message's path stays "ahead" on its links
  * until its latency has passed: a heap of (time, path), popped in that order before each choice.
@@ -46,12 +47,11 @@ static inline double ch_q(const choice_t *c, const res_b *RB, const double *ahea
 {
     return (RB[x].wsum + ahead[x] + 1.0) * c->cost[x];
 }
-/* the largest load on links lk[0..n) (ugal-l: the first one's) */
+/* the largest load on links lk[0..n) (n: the links the choice reads, sh_seen / sq_seen) */
 static double ch_path(const choice_t *c, const res_b *RB, const double *ahead, const int64_t *lk, int64_t n)
 {
     if (!n) return 0.0;
     double q = ch_q(c, RB, ahead, lk[0]);
-    if (c->local) return q;
     for (int64_t j = 1; j < n; j++) { double v = ch_q(c, RB, ahead, lk[j]); if (v > q) q = v; }
     return q;
 }
@@ -68,11 +68,11 @@ int64_t ch_choose(const choice_t *c, aheap *ah, const res_b *RB, double t, int64
     if (c->between[i]) {
         double qm = 0.0, hm = 0.0, qv = 0.0, hv = 0.0;
         for (int64_t j = c->sh_sub[i]; j < c->sh_sub[i + 1]; j++)
-            qm += c->sh_w[j] * ch_path(c, RB, ahead, c->sh_link + c->sh_ptr[j], c->sh_ptr[j + 1] - c->sh_ptr[j]);
+            qm += c->sh_w[j] * ch_path(c, RB, ahead, c->sh_link + c->sh_ptr[j], c->sh_seen[j]);
         for (int64_t j = c->sh_sub[i]; j < c->sh_sub[i + 1]; j++)
             hm += c->sh_w[j] * (double)(c->sh_ptr[j + 1] - c->sh_ptr[j]);
         for (int64_t j = c->sub_ptr[i]; j < c->sub_ptr[i + 1]; j++)
-            qv += c->sub_w[j] * ch_path(c, RB, ahead, c->sq_link + c->sq_ptr[j], c->sq_ptr[j + 1] - c->sq_ptr[j]);
+            qv += c->sub_w[j] * ch_path(c, RB, ahead, c->sq_link + c->sq_ptr[j], c->sq_seen[j]);
         for (int64_t j = c->sub_ptr[i]; j < c->sub_ptr[i + 1]; j++)
             hv += c->sub_w[j] * (double)(c->sq_ptr[j + 1] - c->sq_ptr[j]);
         if (qm * hm > qv * hv * (1 + CHOICE_TOL)) p = c->n_pairs + i;
