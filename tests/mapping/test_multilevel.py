@@ -191,3 +191,36 @@ def test_link_loads_in_chunks_are_the_whole_sums(monkeypatch):
     whole = metrics.link_loads(t, h[g.src], h[g.dst], g.bytes)
     monkeypatch.setattr(metrics, "LOAD_CHUNK", 97)
     assert np.allclose(metrics.link_loads(t, h[g.src], h[g.dst], g.bytes), whole, rtol=1e-12)
+
+
+@needs_cc
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_level_that_finds_no_better_placement_stops_early_with_the_same_answer(seed):
+    """Ranks in order on a torus of the stencil's shape are optimal (every edge one hop): no sweep
+    of the finest level finds a better placement, so it stops after half its sweeps, and the
+    mapping is the one the full schedule returns."""
+    from fabscope.mapping.algorithms.baselines import block
+    from fabscope.mapping.commgraph import stencil
+
+    t = Target.whole(torus((16, 16), cores=1), 256)
+    g = stencil((16, 16), halo=1)
+    start = block(256, t)
+    m = ml.multilevel(g, t, seed=seed, start=start)
+    full = ml.multilevel(g, t, seed=seed, start=start, patience=0)
+    assert np.array_equal(m.slot, full.slot)
+    sweeps = ml.STEPS_PER_VERTEX
+    assert full.info["steps"][-1] == sweeps * 256                  # the whole schedule
+    assert m.info["steps"][-1] == int(sweeps * ml.PATIENCE) * 256 - 1
+    assert sum(m.info["steps"]) < sum(full.info["steps"])
+    assert evaluate(m, g, links=False).hop_bytes == evaluate(start, g, links=False).hop_bytes
+
+
+@needs_cc
+def test_patience_changes_no_bench_like_answer():
+    """Where the levels keep finding better placements (an irregular graph from METIS' start on a
+    tree, from matching on a torus) the patient run gives the same mapping as the full schedule."""
+    g = geometric(1024, degree=10, seed=1)
+    for t in (Target.whole(torus((8, 8, 16), cores=1), 1024), Target.whole(fat_tree(k=8, levels=3), 1024, 8)):
+        a = ml.multilevel(g, t, seed=0)
+        b = ml.multilevel(g, t, seed=0, patience=0)
+        assert np.array_equal(a.slot, b.slot)

@@ -96,16 +96,19 @@ static inline double hops(const Hops *h, const Spot *a, const Spot *b)
  * blocks), base + k for |k| <= reach, or (half the steps, when near_ptr is given) the place holding
  * a slot of the base's node or of a node next to it on the fabric (near[], by node; place_of_slot
  * at level 0, shifted right by the level); u swaps with the vertex there.  Metropolis at a
- * temperature cooled geometrically from t0 to t1 over steps; every q steps the placement is
- * compared with the best so far, which is returned.  Returns the best cost (each undirected edge
- * once: w holds the bytes both ways), or -1 when out of memory. */
+ * temperature cooled geometrically from t0 to t1 over steps; every q steps (a sweep) the placement
+ * is compared with the best so far, which is returned.  With patience > 0 the loop stops at the
+ * first comparison that follows patience sweeps without a new best (a count, never the clock): what
+ * would be returned then is the best so far, the same as running on where no later sweep beats it.
+ * *ran receives the steps taken.  Returns the best cost (each undirected edge once: w holds the
+ * bytes both ways), or -1 when out of memory. */
 double fm_anneal(int64_t q, int64_t nv, const int64_t *indptr, const int32_t *nbr, const double *w,
                  const int64_t *host, int mode, int ndim, const int32_t *coords, const int32_t *dims,
                  const uint8_t *periodic, const int32_t *sw, const int16_t *swdist, int64_t n_sw,
                  const int32_t *node_of_place, const int64_t *near_ptr, const int32_t *near,
                  const int64_t *first_slot, const int32_t *n_slots, const int64_t *place_of_slot, int level,
                  int64_t *place, int64_t *occ, double t0, double t1, int64_t steps, int64_t reach,
-                 uint64_t seed)
+                 uint64_t seed, int64_t patience, int64_t *ran)
 {
     Hops h = {mode, ndim, coords, dims, periodic, sw, swdist, n_sw};
     if (mode == 0 && ndim > 6) return -2.0;
@@ -121,20 +124,24 @@ double fm_anneal(int64_t q, int64_t nv, const int64_t *indptr, const int32_t *nb
         for (int64_t e = indptr[u]; e < indptr[u + 1]; e++)
             cost += w[e] * hops(&h, &vs[u], &vs[nbr[e]]);
     cost *= 0.5;
+    *ran = 0;
     if (q < 2 || steps <= 0) { free(ps); free(vs); free(keep); return cost; }
     double best = cost;
     memcpy(keep, place, sizeof(int64_t) * (size_t)q);
     const int64_t block = 1000;
     double cool = steps > block ? pow(t1 / t0, (double)block / (double)steps) : 1.0, t = t0;
     int64_t span = 2 * reach + 1;
-    int64_t to_cool = block, to_check = q, sweep = 0;
-    for (int64_t it = 0; it < steps; it++) {
+    int64_t to_cool = block, to_check = q, sweep = 0, idle = 0, it;
+    for (it = 0; it < steps; it++) {
         if (--to_cool == 0) { t *= cool; to_cool = block; }
         if (--to_check == 0) {
             to_check = q;
             if (cost < best - 1e-9 * (best > 1.0 ? best : 1.0)) {
                 best = cost;
                 memcpy(keep, place, sizeof(int64_t) * (size_t)q);
+                idle = 0;
+            } else if (patience > 0 && ++idle >= patience) {
+                break;                           /* cost is no better than best: keep is returned */
             }
         }
         int64_t u = sweep;                       /* vertices in turn: their data is read in order */
@@ -183,6 +190,7 @@ double fm_anneal(int64_t q, int64_t nv, const int64_t *indptr, const int32_t *nb
             cost += delta;
         }
     }
+    *ran = it;
     if (cost < best - 1e-9 * (best > 1.0 ? best : 1.0)) {
         best = cost;
     } else {

@@ -49,7 +49,7 @@ from fabscope.mapping.commgraph import CommGraph
 from fabscope.mapping.metrics import host_hops
 from fabscope.mapping.targets import Mapping, Target
 
-__all__ = ["multilevel", "slot_order", "STEPS_PER_VERTEX"]
+__all__ = ["multilevel", "slot_order", "STEPS_PER_VERTEX", "PATIENCE"]
 
 SOURCE = os.path.join(os.path.dirname(__file__), "multilevel.c")
 #: annealing steps per vertex at every level
@@ -62,6 +62,9 @@ COARSE = 64
 STEPS_COARSE = 1000
 #: a step looks this far along the order (besides the place's siblings)
 REACH = 8
+#: a level stops after this share of its sweeps (q steps each) without a new best placement: what it
+#: returns is then the best so far, as it would be at the end unless a later sweep beat it
+PATIENCE = 0.5
 _MASK = (1 << 64) - 1
 _P = ctypes.c_void_p
 
@@ -76,7 +79,7 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         dll.fm_anneal.argtypes = [ctypes.c_int64, ctypes.c_int64, _P, _P, _P, _P, ctypes.c_int, ctypes.c_int,
                                   _P, _P, _P, _P, _P, ctypes.c_int64, _P, _P, _P, _P, _P, _P, ctypes.c_int,
                                   _P, _P, ctypes.c_double, ctypes.c_double, ctypes.c_int64, ctypes.c_int64,
-                                  ctypes.c_uint64]
+                                  ctypes.c_uint64, ctypes.c_int64, _P]
     return dll, why
 
 
@@ -258,7 +261,7 @@ def _auto_start(graph: CommGraph, target: Target, seed: int, order: np.ndarray) 
 
 
 def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex: int = STEPS_PER_VERTEX,
-               start: "Mapping | str | None" = "auto") -> Mapping:
+               start: "Mapping | str | None" = "auto", patience: float = PATIENCE) -> Mapping:
     """Map by multilevel annealing (see the module docstring).
 
     With ``start`` (a mapping of the same graph and target) the levels are not matched but hold
@@ -266,6 +269,9 @@ def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex
     METIS' partition along the fabric's levels (``hier``) on trees, METIS' parts of one node each
     where nodes hold several ranks (``parts``), heavy-edge matching alone elsewhere (one rank per
     node of a torus: there the matching does better than either start).
+
+    A level stops after ``patience`` times its sweeps without a new best (0: never);
+    ``info["steps"]`` lists the steps each level ran, coarsest first.
     """
     t0 = time.perf_counter()
     target.check_fits(graph.n)
@@ -306,6 +312,8 @@ def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex
     near_args = [None, None] if near_ptr is None else [_ptr(near_ptr), _ptr(near)]
     top = levels[-1]
     place = np.arange(top.nv, dtype=np.int64)
+    ran = np.zeros(1, np.int64)
+    steps_run = []
     for depth in range(len(levels) - 1, -1, -1):
         lv = levels[depth]
         if depth < len(levels) - 1:                      # project the coarser level's placement
@@ -336,12 +344,15 @@ def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex
         side = float(host_hops(target.fabric, host[pair], host[pair ^ 1]).mean()) if len(pair) else 1.0
         unit = (float(lv.w.mean()) if len(lv.w) else 1.0) * max(side, 1.0)
         coarse = lv.q <= COARSE
-        steps = (STEPS_COARSE if coarse else steps_per_vertex) * lv.q
+        sweeps = STEPS_COARSE if coarse else steps_per_vertex
+        steps = sweeps * lv.q
         t_start = (T_COARSE if coarse else T_FINE) * unit
         cost = dll.fm_anneal(lv.q, lv.nv, _ptr(indptr), _ptr(nbr), _ptr(w), _ptr(host), *hop_args,
                              _ptr(node_of_place), *near_args, _ptr(first), _ptr(n_slots), _ptr(place_of_slot),
                              depth, _ptr(place), _ptr(occ), t_start, T_END * unit, steps, REACH,
-                             (seed * 1000003 + depth) & _MASK)
+                             (seed * 1000003 + depth) & _MASK, max(1, int(sweeps * patience)) if patience else 0,
+                             _ptr(ran))
+        steps_run.append(int(ran[0]))
         if cost == -2.0:
             raise MappingError("the multilevel mapper takes tori of at most 6 dimensions")
         if cost < 0:
@@ -350,4 +361,4 @@ def multilevel(graph: CommGraph, target: Target, seed: int = 0, steps_per_vertex
     slot = order[place[: graph.n]]
     name = "ml" if start is None else f"{start.algorithm}+ml"
     return Mapping(target, slot, name, time.perf_counter() - t0,
-                   info={"levels": len(levels), "steps_per_vertex": steps_per_vertex})
+                   info={"levels": len(levels), "steps_per_vertex": steps_per_vertex, "steps": steps_run})
