@@ -333,3 +333,37 @@ def test_a_cable_taken_one_direction_at_a_time_both_ways_is_named_as_the_cable(o
             assert chosen == [L + u // 2] and gains[L + u // 2] > 6.0
         else:
             assert sorted(chosen) == sorted([u, u ^ 1])
+
+
+def test_a_suspect_below_the_fault_is_cleared_by_the_pairs_that_avoid_the_fault():
+    """The first diagnosis named a spine-to-leaf direction, the fault is the core-to-spine direction above
+    it (every first-run pair through the fault went on through the suspect).  Of the new pairs through
+    the suspect, those that also cross the fault are slow; the others run at full rate and clear it,
+    however many of the first kind there are."""
+    from fabscope.diagnose.measured import concat
+    from fabscope.diagnose.settle import settle
+
+    f = load_fabric("fat-tree:k=6,levels=3")
+    hs, hd, r = make_plan(f).pairs
+    pm = PairModel(f, hs, hd, r, bytes=np.full(len(hs), float(1 << 20)))
+    ix = {n: i for i, n in enumerate(f.node_names)}
+    link = lambda a, b: int(np.flatnonzero((f.link_src == ix[a]) & (f.link_dst == ix[b]))[0])  # noqa: E731
+    fault, below = link("s3-0030", "s2-0018"), link("s2-0018", "s1-0023")
+    # new pairs through the suspect, each in a round of its own: 3 through the fault too, 2 not
+    a = np.repeat(np.arange(f.n_hosts), f.n_hosts)
+    b = np.tile(np.arange(f.n_hosts), f.n_hosts)
+    a, b = a[a < b], b[a < b]
+    routes = pm.router.routes(np.r_[a, b], np.r_[b, a])
+    n = len(a)
+    on = lambda l: set((routes.flow[routes.link == l] % n).tolist())  # noqa: E731
+    both, apart = sorted(on(below) & on(fault)), sorted(on(below) - on(fault))
+    pick = both[:3] + apart[:2]
+    assert len(pick) == 5
+    pm2 = PairModel(f, a[pick], b[pick], np.arange(5), bytes=np.full(5, float(1 << 20)), routing=pm.router)
+    joint = diagnose(concat([measured(f, pm, {fault: 0.5}, 5, jitter=0.0),
+                             measured(f, pm2, {fault: 0.5}, 6, jitter=0.0)]))
+    assert fault in [s["link"] for s in joint.suspects]          # the joint fit names the fault itself
+    out = settle(joint, [_one_way_suspect(f, below)], 0)
+    assert out["cleared"] == [_one_way_suspect(f, below)["name"]] and joint.suspects == []
+    assert out["not_added"]                                      # the fault: a candidate for a round of its own
+

@@ -10,7 +10,10 @@ cable the first diagnosis did not (the round was planned to test suspects, not t
 * a first suspect it drops is cleared only if new pairs crossed one of its links and ran at the
   model's rate (their median above the slow threshold); where none crossed it, it is kept as it
   was, marked ``kept: untested``; where they are slow too (the joint fit blamed a neighbour they
-  share), ``kept: slow again``;
+  share), ``kept: slow again``.  New pairs that cross a cable the joint diagnosis names in its
+  place are that cable's evidence, not the suspect's: one of the others at the model's rate
+  clears the suspect (a core-to-spine direction at fault slows every pair below it; a pair
+  through the spine-to-leaf suspect from elsewhere runs at full rate);
 * a suspect the joint diagnosis names that the first did not is not added: it goes among the
   candidates, marked ``new``, for a round of its own.
 
@@ -47,6 +50,9 @@ def settle(d: Diagnosis, first: list[dict[str, Any]], first_input: int) -> dict[
     out: dict[str, list[str]] = {"confirmed": [], "cleared": [], "kept_untested": [], "kept_slow_again": [],
                                  "not_added": []}
     suspects = []
+    # the links of what the joint diagnosis names that the first did not
+    named_instead = [int(x) for c, j in joint.items() if c not in first_cables
+                     for x in (j.get("links") or [j["link"]]) if isinstance(x, (int, np.integer))]
     for s in first:
         if s.get("cable") in joint:
             suspects.append({**joint[s["cable"]], "confirmed": True})
@@ -54,11 +60,17 @@ def settle(d: Diagnosis, first: list[dict[str, Any]], first_input: int) -> dict[
             continue
         links = [int(x) for x in s.get("links") or [] if isinstance(x, (int, np.integer))]
         new = new_pair_crossings(d, first_input, links)
+        apart = np.setdiff1d(new, new_pair_crossings(d, first_input, named_instead))
         used = d.measured.bandwidth if d.used is None else d.used
         e = np.log(used[new] / d.modeled[new]) - np.log(d.efficiency)
+        e_apart = np.log(used[apart] / d.modeled[apart]) - np.log(d.efficiency)
         if not len(new):
             suspects.append({**s, "kept": "untested", "confirmed": False})
             out["kept_untested"].append(str(s.get("name")))
+        elif len(apart) and e_apart.max() >= -d.threshold:
+            # a pair through the suspect and not through what the joint fit names instead ran at the
+            # model's rate: a fault never speeds a pair that meets it alone, and jitter only slows
+            out["cleared"].append(str(s.get("name")))
         elif np.median(e) < -d.threshold:
             # its new pairs are slow too: the joint fit put the blame on a neighbour they share (which is
             # not added); the suspect the round was to test stands
