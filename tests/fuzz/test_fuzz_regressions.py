@@ -90,3 +90,20 @@ def test_fabric_file_with_a_huge_torus_side():
     refuses_cleanly(lambda d: from_dict(d, "fabric.json").class_labels, doc)
     doc["dims"] = [2, 2]                         # a host at y = 2 lies outside
     refuses_cleanly(lambda d: from_dict(d, "fabric.json").class_labels, doc)
+
+
+def test_a_bench_line_with_a_count_beyond_64_bits(tmp_path):
+    """A pair line's ``iters`` of 10**23 had reached an int64 array in compare's reader (OverflowError)."""
+    from fabscope.diagnose.measured import read_source
+
+    lines = [{"type": "header", "schema": "fabscope.bench", "version": 1, "nranks": 2, "nnodes": 2, "seed": 1},
+             {"type": "ranks", "host": ["a", "b"], "core": [0, 0], "socket": [0, 0]},
+             {"type": "test", "test": "random-pairs"},
+             {"type": "pair", "test": "random-pairs", "src": 0, "dst": 1, "bytes": 1048576,
+              "iters": 10 ** 23, "time": 0.001, "bandwidth": 2.1e9, "scenario": 0},
+             {"type": "end", "status": 0, "elapsed": 1.5}]
+    path = tmp_path / "run.json"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    refuses_cleanly(read_source, str(path))
+    with pytest.raises(Exception, match="'iters' is 100000000000000000000000, not an integer in"):
+        read_source(str(path))

@@ -82,6 +82,9 @@ RECORD_NUMBERS = {"src": True, "dst": True, "bytes": True, "iters": True, "ranks
 RECORD_FIELDS = {"pair": ("test", "src", "dst", "bytes"), "size": ("test", "bytes"), "stream": ("test", "bandwidth")}
 #: the most ranks a run may declare (a bound on hostile headers, far above any job measured)
 MAX_RANKS = 1 << 24
+#: the largest count a measurement line may give (bytes, iterations, scenario...): exact as a float
+#: and within a 64-bit integer, which the readers' arrays hold
+MAX_COUNT = 1 << 53
 
 
 def read_run(path: str | os.PathLike[str], merge: bool = False) -> BenchRun:
@@ -208,7 +211,7 @@ def _check_record(where: str, d: dict[str, Any], t: str, nranks: int) -> dict[st
     _text(where, d, "test")
     for key, integer in RECORD_NUMBERS.items():
         if key in d:
-            hi = nranks - 1 if key in ("src", "dst") else None
+            hi = nranks - 1 if key in ("src", "dst") else MAX_COUNT if integer else None
             d[key] = number(d[key], f"{where}: {key!r}", 0, hi, integer=integer)
     return d
 
