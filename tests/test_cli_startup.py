@@ -260,12 +260,14 @@ def test_commands_on_a_small_input_import_nothing_unused(tmp_path, argv):
 @pytest.mark.parametrize("argv", [
     ["simulate", "--fabric", "fat-tree:k=4,levels=2", "--pattern", "permutation"],
     ["compare", "{d}/meas.json", "--fabric", "fat-tree:k=4,levels=2"],
+    ["diagnose", "{d}/fault.json", "--fabric", "fat-tree:k=4,levels=2"],
     ["analyze", "{d}/pp.jsonl"],
 ])
 def test_small_commands_leave_numpy_masked_arrays_unloaded(tmp_path, argv):
     """NumPy 2 imports numpy.ma (0.011 CPU s, 8 % of ``import numpy``) at the first plain ``np.unique``
-    or any ``np.median``; compare's time model (its sets, its phases' spread) and analyze's fit of a
-    sweep (its stray points) called them.  They use fabscope.arrays' now."""
+    or any ``np.median``; compare's time model (its sets, its phases' spread), diagnose's noise level,
+    fit and search, and analyze's fit of a sweep (its stray points) called them.  They use
+    fabscope.arrays' now."""
     _small_inputs(tmp_path)
     argv = [a.format(d=tmp_path) for a in argv]
     code = ("import sys\nfrom fabscope.cli import main\n"

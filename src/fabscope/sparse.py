@@ -102,7 +102,7 @@ class _Sparse:
         a, b = csr_matrix(self.tocoo()), csr_matrix(other.tocoo())      # canonical: sorted, duplicates summed
         ka = a._major_ids() * self.shape[1] + a.indices
         kb = b._major_ids() * self.shape[1] + b.indices
-        keys = np.union1d(ka, kb)
+        keys = unique(np.concatenate((ka, kb)))       # np.union1d without numpy.ma
         va, vb = np.zeros(len(keys), a.data.dtype), np.zeros(len(keys), b.data.dtype)
         va[np.searchsorted(keys, ka)] = a.data
         vb[np.searchsorted(keys, kb)] = b.data

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from fabscope.arrays import median
+
 
 def add_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
     """out[idx[k]] += vals[k], for ``idx`` sorted."""
@@ -71,7 +73,7 @@ class NullCalibration:
         return float(1.0 / (1.0 + EVIDENCE_SPAN * lam / self.scale))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"draws": len(self.maxima), "max_gain_median": round(float(np.median(self.maxima)), 2),
+        return {"draws": len(self.maxima), "max_gain_median": round(float(median(self.maxima)), 2),
                 "max_gain_max": round(float(self.maxima.max()), 2), "gumbel_loc": round(self.loc, 3),
                 "gumbel_scale": round(self.scale, 3), "seconds": round(self.seconds, 3)}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabscope.arrays import unique
 from fabscope.diagnose.fit import GRID, Fit
 
 #: a direction is named rather than its whole cable only where some pair crosses one direction and not
@@ -62,7 +63,7 @@ def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects
         slow = np.flatnonzero(e < -thr)
         if not len(slow):
             break
-        cand = np.unique(pu[slow].indices)
+        cand = unique(pu[slow].indices)
         cand = cand[free(cand)]
         if not len(cand):
             break

@@ -45,6 +45,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from fabscope.arrays import median
+
 #: share of the uniform floor, and the half-width of the log range it covers
 FLOOR = 1e-4
 SPAN = 5.0
@@ -146,7 +148,7 @@ def nominal_level(e: np.ndarray, min_sigma: float = 0.01, unshared: np.ndarray |
     h = n // 2 + 1
     width = x[h - 1:] - x[:n - h + 1]
     i = int(np.argmin(width))
-    centre = float(np.median(x[i:i + h]))
+    centre = float(median(x[i:i + h]))
     return centre, upper_spread(x, centre, min_sigma)
 
 
@@ -157,7 +159,7 @@ def upper_spread(e: np.ndarray, centre: float, min_sigma: float = 0.01) -> float
     0.029652
     """
     up = e[e > centre] - centre
-    sigma = 1.4826 * float(np.median(up)) if len(up) >= 3 else 1.4826 * float(np.median(np.abs(e - np.median(e))))
+    sigma = 1.4826 * float(median(up)) if len(up) >= 3 else 1.4826 * float(median(np.abs(e - median(e))))
     return max(sigma, min_sigma)
 
 

@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from fabscope.arrays import median, unique
 from fabscope.diagnose.cables import (cable_host, cable_name, direction_name, pair_cables, separating_pairs,
                                       tie_group, tied_directions, ties)
 from fabscope.diagnose.calibration import detectable, null_calibration, null_effects
@@ -171,7 +172,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     adjust = np.zeros(pm.n_pairs) if nominal is None else np.log(np.asarray(nominal, float)[inter] / bw0)
     log_meas = np.log(bw_used) - adjust
     y = log_meas - np.log(bw0)
-    log_eff = float(np.median(y)) if calibrate else 0.0
+    log_eff = float(median(y)) if calibrate else 0.0
     # the nominal level from the pairs no fault can speed: those the model puts at their path's rate
     # (a fault can speed a shared pair, its neighbours on the fault's path getting a larger share)
     ideal = _ideal_bandwidth(pm)
@@ -230,7 +231,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     e_after = fit.resid(bw)
     # the strongest units left out (below the penalty), with their confidence: for the calibration
     # check and for a reader who wants the next in line
-    left = np.unique(pu[np.flatnonzero(e_after < -thr)].indices)
+    left = unique(pu[np.flatnonzero(e_after < -thr)].indices)
     taken = np.zeros(L, bool)
     for u in chosen:
         taken[fit.links_of(u)] = True
