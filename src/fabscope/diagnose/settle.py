@@ -60,7 +60,8 @@ def settle(d: Diagnosis, first: list[dict[str, Any]], first_input: int) -> dict[
             continue
         links = [int(x) for x in s.get("links") or [] if isinstance(x, (int, np.integer))]
         new = new_pair_crossings(d, first_input, links)
-        apart = np.setdiff1d(new, new_pair_crossings(d, first_input, named_instead))
+        # where the joint fit names another cable, the new pairs that avoid it
+        apart = np.setdiff1d(new, new_pair_crossings(d, first_input, named_instead)) if named_instead else new[:0]
         used = d.measured.bandwidth if d.used is None else d.used
         e = np.log(used[new] / d.modeled[new]) - np.log(d.efficiency)
         e_apart = np.log(used[apart] / d.modeled[apart]) - np.log(d.efficiency)
