@@ -53,6 +53,8 @@ def settle(d: Diagnosis, first: list[dict[str, Any]], first_input: int) -> dict[
     # the links of what the joint diagnosis names that the first did not
     named_instead = [int(x) for c, j in joint.items() if c not in first_cables
                      for x in (j.get("links") or [j["link"]]) if isinstance(x, (int, np.integer))]
+    # the new pairs those cables' evidence came from (the same for every first suspect)
+    by_instead = new_pair_crossings(d, first_input, named_instead) if named_instead else None
     for s in first:
         if s.get("cable") in joint:
             suspects.append({**joint[s["cable"]], "confirmed": True})
@@ -61,7 +63,7 @@ def settle(d: Diagnosis, first: list[dict[str, Any]], first_input: int) -> dict[
         links = [int(x) for x in s.get("links") or [] if isinstance(x, (int, np.integer))]
         new = new_pair_crossings(d, first_input, links)
         # where the joint fit names another cable, the new pairs that avoid it
-        apart = np.setdiff1d(new, new_pair_crossings(d, first_input, named_instead)) if named_instead else new[:0]
+        apart = np.setdiff1d(new, by_instead) if by_instead is not None else new[:0]
         used = d.measured.bandwidth if d.used is None else d.used
         e = np.log(used[new] / d.modeled[new]) - np.log(d.efficiency)
         e_apart = np.log(used[apart] / d.modeled[apart]) - np.log(d.efficiency)
