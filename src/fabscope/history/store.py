@@ -51,7 +51,7 @@ import numpy as np
 
 from fabscope.errors import FabscopeError, FabscopeWarning
 from fabscope.fabric.model import Fabric
-from fabscope.history import schema
+from fabscope.history import schema, sqlite_read
 from fabscope.history.db import Database, HistoryError, connect, describe
 from fabscope.history.newfile import NewFile
 from fabscope.result import Result
@@ -458,73 +458,18 @@ class History:
 
     def numbers_if_same(self, rid: int, other: int, columns: Sequence[str] = ("ratio",),
                         n: int | None = None) -> dict[str, np.ndarray] | None:
-        """Run ``other``'s number ``columns`` (of bytes, bandwidth, ratio; NULL as NaN) where it holds the
-        same pairs as run ``rid``, place by place; else None.  The nights of one plan do, and then a check
-        reads their numbers only.  Answered by the database in the read itself (SQLite: where each run's
-        rows are one block of rowids, the join of the two blocks place by place, which yields ``other``'s
-        numbers where the pairs match: all n of them when they are the same pairs); None (read them
-        whole) where it cannot say.  ``n``: the number of ``rid``'s pairs, when the caller has it."""
-        import itertools
-
+        """Run ``other``'s number ``columns`` where it holds the same pairs as run ``rid``, place by place;
+        else None (:func:`fabscope.history.sqlite_read.numbers_if_same`; None on PostgreSQL)."""
         bad = sorted(set(columns) - {"bytes", "bandwidth", "ratio"})
         if bad:
             raise ValueError(f"no number column {bad[0]!r}: choose among bytes, bandwidth, ratio")
         if self.db.dialect != "sqlite":
             return None
-        first, last = "SELECT min(rowid) FROM pairs WHERE run_id = ?", "SELECT max(rowid) FROM pairs WHERE run_id = ?"
-        lo, hi, lo2, hi2 = (self.db.scalar(q, (r,)) for r in (rid, other) for q in (first, last))
-        if lo is None or lo2 is None or hi - lo != hi2 - lo2:
-            return None
-        if n is None:
-            n = self.db.scalar("SELECT count(*) FROM pairs WHERE run_id = ?", (rid,))
-        if n != hi - lo + 1:            # rows of other runs among its own: the places do not say
-            return None
-        # the n rows of ``rid``, each with its equal at the same place among the n places of ``other``'s
-        sel = ", ".join(f"coalesce(b.{c}, 'nan')" for c in columns) or "1"
-        with self.db.storage():
-            cur = self.db.conn.execute(
-                f"SELECT {sel} FROM pairs a, pairs b WHERE a.run_id = ? AND b.rowid = a.rowid + ? AND b.run_id = ? "
-                "AND a.src_host = b.src_host AND a.dst_host = b.dst_host AND a.cls IS b.cls ORDER BY a.rowid",
-                (rid, lo2 - lo, other))
-            flat = np.fromiter(itertools.chain.from_iterable(cur), float)
-        k = max(len(columns), 1)
-        if len(flat) != n * k:
-            return None
-        flat = flat.reshape(n, k)
-        return {c: np.ascontiguousarray(flat[:, j]) for j, c in enumerate(columns)}
+        return sqlite_read.numbers_if_same(self.db, rid, other, columns, n)
 
     def _pairs_sqlite(self, rid: int, columns: Sequence[str]) -> dict[str, np.ndarray] | None:
-        """:meth:`pairs` on SQLite without a Python tuple per row for the text columns: each comes as one
-        string (``group_concat``, split at the tabs and line breaks no name holds), the numbers as one flat
-        iterator (NULL as NaN).  Both read the run's rows through its index, in rowid order (the order
-        of the row-by-row read; ``tests/history/test_check_read.py``).  None (read them row by row) where
-        a text is NULL or holds a line break: a damaged history, which the row-by-row read reports."""
-        import itertools
-
-        text = [c for c in columns if c in ("src_host", "dst_host", "cls")]
-        nums = [c for c in columns if c not in text]
-        out: dict[str, np.ndarray] = {}
-        with self.db.storage():
-            if text:
-                # one string: a row's texts joined by tabs, the rows by line breaks (no name holds either);
-                # a row with a NULL is left out by group_concat, which the count shows
-                n, joined = self.db.conn.execute(
-                    f"SELECT count(*), group_concat({' || char(9) || '.join(text)}, char(10)) FROM pairs "
-                    "WHERE run_id = ?", (rid,)).fetchone()
-                parts = joined.replace("\t", "\n").split("\n") if joined is not None else []
-                if len(parts) != n * len(text):
-                    return None
-                for k, c in enumerate(text):
-                    out[c] = np.array(parts[k::len(text)], dtype=str)
-            if nums:
-                sel = ", ".join(f"coalesce({c}, 'nan')" for c in nums)
-                cur = self.db.conn.execute(f"SELECT {sel} FROM pairs WHERE run_id = ? ORDER BY rowid", (rid,))
-                flat = np.fromiter(itertools.chain.from_iterable(cur), float).reshape(-1, len(nums))
-                for k, c in enumerate(nums):
-                    out[c] = np.ascontiguousarray(flat[:, k])
-        if text and nums and len(out[nums[0]]) != len(out[text[0]]):
-            return None
-        return {c: out[c] for c in columns}
+        """:meth:`pairs` on SQLite by column (:func:`fabscope.history.sqlite_read.pairs_by_column`)."""
+        return sqlite_read.pairs_by_column(self.db, rid, columns)
 
     def prune(self, keep_last: int | None = None, before: str | None = None) -> list[int]:
         """Delete runs older than ``before`` and/or all but the ``keep_last`` newest; return their ids."""
