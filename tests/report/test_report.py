@@ -81,13 +81,13 @@ def test_the_checks_see_errors_and_requests(tmp_path, chromium_ok):
 def test_leaf_matrix_orders_near_sets_as_blocks(itasca_fabric, tmp_path):
     from fabscope.fabric.placement import Placement
     from fabscope.model.simulate import simulate
-    from fabscope.report import figures as fg
+    from fabscope.report import heatmaps
     from fabscope.traffic import patterns as pt
 
     f = itasca_fabric
     p = Placement.block(f, f.n_hosts, 1)
     r = simulate(f, p, pt.leaf_pairs(f, p, 2**20))
-    pic = fg.leaf_heatmaps(r, f)
+    pic = heatmaps.leaf_heatmaps(r, f)
     labels = list(pic.fig.data[0].x)
     # a label is the leaf switch and its hosts: 'leaf01 (node0001..node0016)'
     near = [int(f.groups["near"][f.host_index[lab.split("(")[1].split("..")[0]]]) for lab in labels]
@@ -226,9 +226,10 @@ def test_mapping_metrics_are_drawn(tmp_path, capsys):
 @pytest.mark.slow
 def test_static_export_png_and_svg(tmp_path, leaf_run, tree, chromium_ok):
     from fabscope.report import figures as fg
+    from fabscope.report import heatmaps
     from fabscope.report.export import export_images
 
-    pics = [fg.leaf_heatmaps(leaf_run, tree), fg.class_boxes(leaf_run)]
+    pics = [heatmaps.leaf_heatmaps(leaf_run, tree), fg.class_boxes(leaf_run)]
     paths = export_images(pics, str(tmp_path / "img"))
     assert sorted(os.path.basename(p) for p in paths) == ["classes.png", "classes.svg", "leaf-matrix.png",
                                                           "leaf-matrix.svg"]

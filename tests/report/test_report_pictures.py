@@ -87,7 +87,7 @@ def test_loaded_links_are_coloured_by_link_level_not_by_class(tmp_path, chromium
     from fabscope.fabric.generators import itasca
     from fabscope.fabric.placement import Placement
     from fabscope.model.simulate import simulate
-    from fabscope.report import figures as fg
+    from fabscope.report import figures as fg, picture
     from fabscope.traffic import patterns as pt
 
     f = itasca()
@@ -97,11 +97,11 @@ def test_loaded_links_are_coloured_by_link_level_not_by_class(tmp_path, chromium
     left = [t for t in pic.fig.data if t.xaxis in (None, "x")]
     right = [t for t in pic.fig.data if t.xaxis == "x2"]
     assert {t.name for t in left} >= {"link: host - leaf", "link: leaf - level 2"}
-    class_colours = {fg.color(i) for i in range(len(r.class_labels))}
+    class_colours = {picture.color(i) for i in range(len(r.class_labels))}
     assert not {t.marker.color for t in left} & class_colours        # a level never wears a class's colour
     for t in right:                                                    # a class wears its own colour
         label = t.name.removeprefix("class: ")
-        assert t.marker.color == fg.color(r.class_labels.index(label))
+        assert t.marker.color == picture.color(r.class_labels.index(label))
     # in the picture: no bar of the left panel is drawn in the class colours
     out = tmp_path / "links.html"
     write_report([Run("random pairs", r, fabric=f)], out)
@@ -157,11 +157,11 @@ def test_a_pingpong_sweep_is_drawn_as_curves_not_as_a_box_of_pairs(tmp_path, cap
 def test_a_one_pair_matrix_gets_a_colour_bar_from_zero(tree):
     from fabscope.fabric.placement import Placement
     from fabscope.model.simulate import simulate
-    from fabscope.report import figures as fg
+    from fabscope.report import heatmaps
     from fabscope.traffic import patterns as pt
 
     r = simulate(tree, Placement.block(tree, 2, ppn=1), pt.random_pairs(2, 2**20, seed=0))
-    pic = fg.rank_heatmap(r)
+    pic = heatmaps.rank_heatmap(r)
     bw = float(np.nanmax(r.pairs["bandwidth"])) / 1e6
     z = pic.fig.data[0]
     assert z.zmin == 0 and z.zmax == pytest.approx(bw, rel=1e-6)      # not a bar under 1 MB/s wide

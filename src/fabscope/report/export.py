@@ -13,7 +13,7 @@ import shutil
 from typing import Sequence
 
 from fabscope.errors import FabscopeError
-from fabscope.report.figures import Picture
+from fabscope.report.picture import Picture
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 

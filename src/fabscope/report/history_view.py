@@ -19,7 +19,7 @@ from fabscope.history.check import CheckReport, check
 from fabscope.history.db import describe
 from fabscope.history.series import cable_series, class_series
 from fabscope.history.store import History, Run
-from fabscope.report.figures import Picture, _layout, color
+from fabscope.report.picture import Picture, color, layout
 from fabscope.report.sections import Section, Table
 
 
@@ -61,7 +61,7 @@ def class_trends(h: History, runs: Sequence[Run], reports: dict[int, CheckReport
                 customdata=[r[0] for r in sel]))
             k += 1
     what = "median measured / modeled" if use_ratio else "median MB/s"
-    _layout(fig, f"Trends per class: {what}", xaxis_title="run time", yaxis_title=what)
+    layout(fig, f"Trends per class: {what}", xaxis_title="run time", yaxis_title=what)
     return Picture("history-classes", "Trends per class", fig,
                    f"{what} of each class's pairs in every run; a red ring: an alarm of that class")
 
@@ -99,7 +99,7 @@ def alarm_calendar(runs: Sequence[Run], reports: dict[int, CheckReport]) -> Pict
                                hovertemplate="%{text}<extra></extra>", zmin=0, zmax=max(1.0, np.nanmax(z, initial=1)),
                                colorscale=[[0, "#e8f5e9"], [0.01, "#ffcdd2"], [1, "#b71c1c"]], xgap=3, ygap=3,
                                colorbar=dict(title="alarms")))
-    _layout(fig, "Calendar of alarms", yaxis=dict(autorange="reversed", title="week of", type="category"),
+    layout(fig, "Calendar of alarms", yaxis=dict(autorange="reversed", title="week of", type="category"),
             margin=dict(l=110))
     return Picture("history-calendar", "Calendar of alarms", fig,
                    "each day's alarms from 'history check' (hover for the suspects); blank: no run, or no earlier run to check against",
@@ -126,7 +126,7 @@ def cable_capacity(h: History, reports: dict[int, CheckReport], top: int = 6) ->
                                  name=name, line=dict(color=color(i)), customdata=[r[0] for r in rows],
                                  hovertemplate=f"{name}<br>run %{{customdata}}<br>%{{x}}<br>%{{y:.2f}} of capacity"
                                                "<extra></extra>"))
-    _layout(fig, "Cables over time: capacity estimated by the tomography", xaxis_title="run time",
+    layout(fig, "Cables over time: capacity estimated by the tomography", xaxis_title="run time",
             yaxis=dict(title="estimate / nominal", range=[0, 1.1]))
     return Picture("history-cables", "Cables over time", fig,
                    "each run's tomography estimate of the cables the alarms named (or the most suspected)")

@@ -26,6 +26,8 @@ from fabscope.fabric.model import MB
 from fabscope.measure import analysis as an
 from fabscope.report import compare as cmp
 from fabscope.report import figures as fg
+from fabscope.report import heatmaps
+from fabscope.report.picture import Picture
 from fabscope.report.inputs import Run
 from fabscope.report.tables import class_cells
 from fabscope.result import Result
@@ -45,7 +47,7 @@ class Section:
     title: str
     facts: list[tuple[str, str]] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
-    pictures: list[fg.Picture] = field(default_factory=list)
+    pictures: list[Picture] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -317,7 +319,7 @@ def run_section(run: Run, title: str | None = None) -> Section:
         box = fg.class_boxes(r)
         if box:
             sec.pictures.append(box)
-        leaf = fg.leaf_heatmaps(r, run.fabric) if run.fabric is not None else None
+        leaf = heatmaps.leaf_heatmaps(r, run.fabric) if run.fabric is not None else None
         if leaf:
             sec.pictures.append(leaf)
             from fabscope.report.leafmatrix import leaf_matrix
@@ -326,11 +328,11 @@ def run_section(run: Run, title: str | None = None) -> Section:
             sec.tables.append(Table("Leaf pairs: the per-leaf-pair minima [MB/sec]", ["leaf pairs", "Max", "Average",
                                     "Min"], [[k, _f(a, 0), _f(b, 0), _f(c, 0)] for k, (a, b, c)
                                              in lm.block_summary("min").items()]))
-        rank = fg.rank_heatmap(r, min_density=0.5 if leaf else 0.05)
+        rank = heatmaps.rank_heatmap(r, min_density=0.5 if leaf else 0.05)
         if rank:
             sec.pictures.append(rank)
         elif not leaf:
-            host = fg.host_heatmap(r)
+            host = heatmaps.host_heatmap(r)
             if host:
                 sec.pictures.append(host)
     series, fit, fit_label = size_series(run)
