@@ -36,8 +36,10 @@ ISCA 2009); the ratio is the model's saturation over near-ideal BookSim's, "yes"
 BookSim has no Valiant routing for its dragonfly.  ``--nonmin PATH``: a second build of BookSim2
 whose ``ugal_dragonflynew`` always takes its non-minimal branch (its one comparison of queue
 lengths replaced by "false"; a local change for this check, not shipped): the *nonmin* row is its
-saturation under ``bad_dragon``, beside the model's ``valiant``: whether BookSim's routers carry
-its non-minimal paths, apart from its UGAL's choice of them.
+saturation, beside the model's ``valiant`` (its intermediate group neither of the flow's own) and
+``valiant:via=all`` (drawn among all groups, the flow's own two routing minimally, as BookSim draws
+its intermediate node among all hosts): whether BookSim's routers carry its non-minimal paths,
+apart from its UGAL's choice of them.
 
 BookSim runs under ``nice -n 10`` with a timeout each (``--timeout``); CPU seconds of BookSim beside
 the model's for each row.  ``uniform`` at k = 3 is left out unless asked (``--traffic uniform
@@ -63,9 +65,10 @@ from dragonfly_routing import published, saturation  # noqa: E402  (the bench fo
 from fabscope.fabric.generators import dragonfly  # noqa: E402
 
 #: (traffic, BookSim routing, fabscope routing)
-ROWS = [("uniform", "min", "minimal"), ("uniform", "ugal", "ugal-l"),
-        ("bad_dragon", "min", "minimal"), ("bad_dragon", "ugal", "ugal-l"),
-        ("bad_dragon", "nonmin", "valiant")]
+ROWS = [("uniform", "min", "minimal"), ("uniform", "ugal", "ugal-l"), ("uniform", "nonmin", "valiant"),
+        ("uniform", "nonmin", "valiant:via=all"), ("bad_dragon", "min", "minimal"),
+        ("bad_dragon", "ugal", "ugal-l"), ("bad_dragon", "nonmin", "valiant"),
+        ("bad_dragon", "nonmin", "valiant:via=all")]
 #: BookSim has no Valiant routing for its dragonfly: the "nonmin" row runs ``ugal`` in a second build
 #: (``--nonmin PATH``) whose choice always takes the non-minimal path (see the module)
 NONMIN = "nonmin"
