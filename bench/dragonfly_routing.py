@@ -142,29 +142,47 @@ def in_time(fabrics, seed: int) -> None:
 
 
 def in_time_loads(fabrics, seed: int) -> None:
-    """Why UGAL's round in time is what it is: the worst case as one round, the messages listed by
-    rank (each group's in turn, so they choose group by group) and in a seeded random order (the
-    groups interleaved); the load each message choice leaves on the cables from a group to the next
-    (only minimal messages cross them: Valiant's third group is neither of a flow's two) and on the
-    other global cables, in messages a cable, at the start (every message in flight).  A cable
-    shared by L messages' worth gives each 1/L of a link: the round's share is the busiest one's."""
+    """Why UGAL's round in time is what it is: the worst case as one round of 1 MiB messages, UGAL's
+    choice per flow made before the run (the static one), and per message when posted, the messages
+    listed by rank (each group's in turn, so they choose group by group) and in a seeded random order
+    (the groups interleaved).  Beside the round's share, the load the choices leave on the cables from
+    a group to the next (only minimal paths cross them: Valiant's third group is neither of a flow's
+    two) and on the other global cables, in messages a cable, every message in flight: a cable shared
+    by L messages' worth gives each 1/L of a link, and the round ends with the busiest one's."""
     from fabscope.dynamic.program import Program
+    from fabscope.dynamic.run import run_program_on
     from fabscope.dynamic.ugal import run_ugal
     from fabscope.fabric import Placement
 
-    print("| dragonfly | routing | messages listed | share (round) | Valiant messages | next-group cables: busiest "
-          "| next-group cables: mean | other global cables: mean | ratio of the means | CPU s |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| dragonfly | routing | choice | messages listed | share (round) | Valiant messages "
+          "| next-group cables: busiest | next-group cables: mean | other global cables: mean | ratio of the means "
+          "| CPU s |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     size = float(1 << 20)
     for a, p, h, g in fabrics:
         f = dragonfly(a=a, p=p, h=h, g=g)
-        n, hosts = f.n_hosts, f.n_hosts
+        n = f.n_hosts
         sw_group = np.zeros(f.n_nodes, np.int64)
         sw_group[f.host_switch] = f.groups["group"]
         ls, ld = f.link_src, f.link_dst
-        glob = (ls >= hosts) & (ld >= hosts) & (sw_group[ls] != sw_group[ld])
+        glob = (ls >= n) & (ld >= n) & (sw_group[ls] != sw_group[ld])
         nxt = glob & (sw_group[ld] == (sw_group[ls] + 1) % g)
         pl = Placement.block(f, n, ppn=1)
+        link = size / f.link_capacity[0]
+
+        def row(mode, choice, order, makespan, valiant, load, cpu):
+            print(f"| a={a},p={p},h={h},g={g} | {mode} | {choice} | {order} | {link / makespan:.3f} | {valiant} | "
+                  f"{load[nxt].max():.2f} | {load[nxt].mean():.2f} | {load[glob & ~nxt].mean():.2f} | "
+                  f"{load[nxt].mean() / load[glob & ~nxt].mean():.2f} | {cpu:.2f} |", flush=True)
+
+        r = np.arange(n)
+        prog = Program.from_rounds("worst case", n, [(r, (r + a * p) % n, size)])
+        for mode in ("ugal-l", "ugal-g"):
+            t0 = time.process_time()
+            routes = make_routing(f, mode, seed=seed).routes(r, (r + a * p) % n)
+            load = np.bincount(routes.link, weights=routes.weight, minlength=f.n_links)
+            out = run_program_on(f, pl, prog, mode, seed=seed).outcome
+            row(mode, "per flow, before the run", "by rank", out.makespan, "-", load, time.process_time() - t0)
         for order in ("by rank", "random"):
             r = np.arange(n) if order == "by rank" else np.random.default_rng(seed).permutation(n)
             prog = Program.from_rounds("worst case", n, [(r, (r + a * p) % n, size)])
@@ -177,10 +195,7 @@ def in_time_loads(fabrics, seed: int) -> None:
                 at = np.repeat(paths.indptr[pp], cnt) + np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
                 res, w = paths.res[at], paths.weight[at]
                 load = np.bincount(res[res < f.n_links], weights=w[res < f.n_links], minlength=f.n_links)
-                share = size / f.link_capacity[0] / run.makespan
-                print(f"| a={a},p={p},h={h},g={g} | {mode} | {order} | {share:.3f} | {int(run.took_valiant.sum())} | "
-                      f"{load[nxt].max():.2f} | {load[nxt].mean():.2f} | {load[glob & ~nxt].mean():.2f} | "
-                      f"{load[nxt].mean() / load[glob & ~nxt].mean():.2f} | {cpu:.2f} |", flush=True)
+                row(mode, "per message, when posted", order, run.makespan, int(run.took_valiant.sum()), load, cpu)
 
 
 def classic(fabrics, seed: int, engines=ENGINES, traffics=("uniform", "worst case")) -> None:
