@@ -12,6 +12,10 @@ The rules follow the public descriptions:
   groups first goes minimally to a random intermediate group (seeded, neither
   its source nor its destination group), then minimally from the router it
   arrives at to its destination: two global cables, up to five router hops.
+  ``via="all"`` draws the group among all ``g``, as Valiant's scheme draws its
+  intermediate among all nodes and BookSim2 its intermediate node: a draw of the
+  flow's own source or destination group routes it minimally (2 in ``g``), over
+  the cable between its two groups that a third group never crosses.
 * **ugal-l** / **ugal-g** (Universal Globally-Adaptive Load-balanced routing;
   Jiang, Kim, Dally, "Indirect adaptive routing on large scale interconnection
   networks", ISCA 2009, for the local and global variants): each flow takes
