@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="router configurations to run BookSim in (the others print -)")
     ap.add_argument("--bracket", nargs=2, type=float, default=[0.0, 1.0], metavar=("LO", "HI"),
                     help="bisect BookSim's offered load between these (LO taken as stable, HI as not)")
+    ap.add_argument("--no-model", action="store_true", help="BookSim's columns alone (the model's printed as -)")
     args = ap.parse_args(argv)
     if not args.booksim and not args.load:
         ap.error("give --booksim PATH (BookSim2's source folder) or --load FILE")
@@ -178,19 +179,23 @@ def main(argv: list[str] | None = None) -> None:
                     with open(args.save, "w") as fh:
                         json.dump(known, fh, indent=1)
             t0 = time.process_time()
-            s, d, per_host = flows(f, a, p, traffic)
-            avg, sat = saturation(f, s, d, engine, per_host, parts=PARTS)
+            if args.no_model:
+                avg = sat = float("nan")
+            else:
+                s, d, per_host = flows(f, a, p, traffic)
+                avg, sat = saturation(f, s, d, engine, per_host, parts=PARTS)
             t1 = time.process_time()
             shipped = f"{bs['as shipped']:.3f}" if bs and "as shipped" in bs else "-"
             ideal = bs.get("near-ideal", 0.0) if bs else 0.0
-            ratio = f"{sat / ideal:.2f}" if ideal > 0 else "-"
-            within = "-" if not ideal else ("yes" if abs(sat / ideal - 1) <= 0.15 else "no")
+            ratio = f"{sat / ideal:.2f}" if ideal > 0 and not args.no_model else "-"
+            within = "-" if not ideal or args.no_model else ("yes" if abs(sat / ideal - 1) <= 0.15 else "no")
             name = f"{engine}:parts={PARTS}" if engine.startswith("ugal") else engine
             near = f"{ideal:.3f}" if ideal else "-"
             cpu = f"{bs['CPU s']:.1f}" if bs and "CPU s" in bs else "-"
-            print(f"| a={a},p={p},h={h},g={g} | {traffic} | {bs_routing} / {name} | {avg:.3f} | {sat:.3f} | "
+            model = "- | - " if args.no_model else f"{avg:.3f} | {sat:.3f} "
+            print(f"| a={a},p={p},h={h},g={g} | {traffic} | {bs_routing} / {name} | {model}| "
                   f"{shipped} | {near} | {published(a, p, h, g, traffic, engine)} | {ratio} | {within} | "
-                  f"{cpu} | {t1 - t0:.2f} |", flush=True)
+                  f"{cpu} | {'-' if args.no_model else f'{t1 - t0:.2f}'} |", flush=True)
 
 
 if __name__ == "__main__":
