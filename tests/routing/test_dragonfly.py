@@ -344,7 +344,7 @@ def test_cables_and_via_from_the_routing_spec():
         DragonflyRouting(f, "valiant", cables="all")
     with pytest.raises(RoutingError, match="ugal-g: via=all is valiant's"):
         DragonflyRouting(f, "ugal-g", via="all")
-    with pytest.raises(RoutingError, match="routes dragonflies"):
+    with pytest.raises(RoutingError, match="routing 'minimal' takes cables= on dragonflies only"):
         make_routing(fat_tree(k=2, levels=2), "minimal:cables=all")
 
 

@@ -146,9 +146,11 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
             load = number(opts.get("load", "1"), f"routing {name}: load", 0, 1, lo_open=True, error=RoutingError)
             return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), _parts(name, opts), load,
                                     opts.get("cables"), opts.get("via", "others"))
-        if name != "minimal" or opts:
-            raise RoutingError(f"routing {name + ':' + next(iter(opts)) if opts else name!r} routes dragonflies; "
-                               f"{fabric.name!r} is not one")
+        if name != "minimal":
+            raise RoutingError(f"routing {name!r} routes dragonflies; {fabric.name!r} is not one")
+        if opts:
+            raise RoutingError(f"routing 'minimal' takes {next(iter(opts))}= on dragonflies only (it routes "
+                               f"dragonflies local-global-local); {fabric.name!r} is not one")
     if name in ("minhop", "minimal"):
         from fabscope.routing.tables import TableRouting, minhop_tables
 
