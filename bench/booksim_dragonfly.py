@@ -36,8 +36,10 @@ ISCA 2009); the ratio is the model's saturation over near-ideal BookSim's, "yes"
 BookSim has no Valiant routing for its dragonfly.  ``--nonmin PATH``: a second build of BookSim2
 whose ``ugal_dragonflynew`` always takes its non-minimal branch (its one comparison of queue
 lengths replaced by "false"; a local change for this check, not shipped): the *nonmin* row is its
-saturation under ``bad_dragon``, beside the model's ``valiant``: whether BookSim's routers carry
-its non-minimal paths, apart from its UGAL's choice of them.
+saturation, beside the model's ``valiant`` (its intermediate group neither of the flow's own) and
+``valiant:via=all`` (drawn among all groups, the flow's own two routing minimally, as BookSim draws
+its intermediate node among all hosts): whether BookSim's routers carry its non-minimal paths,
+apart from its UGAL's choice of them.
 
 BookSim runs under ``nice -n 10`` with a timeout each (``--timeout``); CPU seconds of BookSim beside
 the model's for each row.  ``uniform`` at k = 3 is left out unless asked (``--traffic uniform
@@ -63,9 +65,10 @@ from dragonfly_routing import published, saturation  # noqa: E402  (the bench fo
 from fabscope.fabric.generators import dragonfly  # noqa: E402
 
 #: (traffic, BookSim routing, fabscope routing)
-ROWS = [("uniform", "min", "minimal"), ("uniform", "ugal", "ugal-l"),
-        ("bad_dragon", "min", "minimal"), ("bad_dragon", "ugal", "ugal-l"),
-        ("bad_dragon", "nonmin", "valiant")]
+ROWS = [("uniform", "min", "minimal"), ("uniform", "ugal", "ugal-l"), ("uniform", "nonmin", "valiant"),
+        ("uniform", "nonmin", "valiant:via=all"), ("bad_dragon", "min", "minimal"),
+        ("bad_dragon", "ugal", "ugal-l"), ("bad_dragon", "nonmin", "valiant"),
+        ("bad_dragon", "nonmin", "valiant:via=all")]
 #: BookSim has no Valiant routing for its dragonfly: the "nonmin" row runs ``ugal`` in a second build
 #: (``--nonmin PATH``) whose choice always takes the non-minimal path (see the module)
 NONMIN = "nonmin"
@@ -138,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="router configurations to run BookSim in (the others print -)")
     ap.add_argument("--bracket", nargs=2, type=float, default=[0.0, 1.0], metavar=("LO", "HI"),
                     help="bisect BookSim's offered load between these (LO taken as stable, HI as not)")
+    ap.add_argument("--no-model", action="store_true", help="BookSim's columns alone (the model's printed as -)")
     args = ap.parse_args(argv)
     if not args.booksim and not args.load:
         ap.error("give --booksim PATH (BookSim2's source folder) or --load FILE")
@@ -175,19 +179,23 @@ def main(argv: list[str] | None = None) -> None:
                     with open(args.save, "w") as fh:
                         json.dump(known, fh, indent=1)
             t0 = time.process_time()
-            s, d, per_host = flows(f, a, p, traffic)
-            avg, sat = saturation(f, s, d, engine, per_host, parts=PARTS)
+            if args.no_model:
+                avg = sat = float("nan")
+            else:
+                s, d, per_host = flows(f, a, p, traffic)
+                avg, sat = saturation(f, s, d, engine, per_host, parts=PARTS)
             t1 = time.process_time()
             shipped = f"{bs['as shipped']:.3f}" if bs and "as shipped" in bs else "-"
             ideal = bs.get("near-ideal", 0.0) if bs else 0.0
-            ratio = f"{sat / ideal:.2f}" if ideal > 0 else "-"
-            within = "-" if not ideal else ("yes" if abs(sat / ideal - 1) <= 0.15 else "no")
+            ratio = f"{sat / ideal:.2f}" if ideal > 0 and not args.no_model else "-"
+            within = "-" if not ideal or args.no_model else ("yes" if abs(sat / ideal - 1) <= 0.15 else "no")
             name = f"{engine}:parts={PARTS}" if engine.startswith("ugal") else engine
             near = f"{ideal:.3f}" if ideal else "-"
             cpu = f"{bs['CPU s']:.1f}" if bs and "CPU s" in bs else "-"
-            print(f"| a={a},p={p},h={h},g={g} | {traffic} | {bs_routing} / {name} | {avg:.3f} | {sat:.3f} | "
+            model = "- | - " if args.no_model else f"{avg:.3f} | {sat:.3f} "
+            print(f"| a={a},p={p},h={h},g={g} | {traffic} | {bs_routing} / {name} | {model}| "
                   f"{shipped} | {near} | {published(a, p, h, g, traffic, engine)} | {ratio} | {within} | "
-                  f"{cpu} | {t1 - t0:.2f} |", flush=True)
+                  f"{cpu} | {'-' if args.no_model else f'{t1 - t0:.2f}'} |", flush=True)
 
 
 if __name__ == "__main__":

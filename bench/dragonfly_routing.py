@@ -22,6 +22,7 @@ routing and solving beside each row.
     python bench/dragonfly_routing.py --parts      # UGAL's worst-case saturation against parts=N
     python bench/dragonfly_routing.py --booksim PATH   # then the table beside BookSim2 (bench/booksim_dragonfly.py)
     python bench/dragonfly_routing.py --in-time    # the worst case as one round of 1 MiB messages in time
+    python bench/dragonfly_routing.py --in-time --loads   # why UGAL's round in time is what it is
 
 ``--in-time`` runs the worst case as messages in the dynamic engine: every host sends 1 MiB to the
 same host of the next group, all at once; the share is the vector over the makespan, against one
@@ -45,7 +46,7 @@ from fabscope.routing import make_routing
 #: (a, p, h, g): balanced ones of the papers (a = 2p = 2h, g = a h + 1), and a Slingshot-radix one
 #: (64-port switches: 16 hosts, 31 local and 17 global ports a switch; 24 groups)
 FABRICS = [(4, 2, 2, 9), (6, 3, 3, 19), (8, 4, 4, 33), (32, 16, 17, 24)]
-ENGINES = ("minimal", "valiant", "ugal-l", "ugal-g")
+ENGINES = ("minimal", "valiant", "valiant:via=all", "ugal-l", "ugal-g")
 #: all-to-all flows beyond which uniform traffic is left out (Valiant spreads each over g - 2 groups)
 MAX_UNIFORM_FLOWS = 200_000
 #: the parts a UGAL flow is placed in for the rows towards per-packet choice
@@ -91,7 +92,7 @@ def saturation(f, s, d, engine: str, per_host: int, parts: int = 1, seed: int = 
 def published(a: int, p: int, h: int, g: int, traffic: str, engine: str) -> str:
     """What the papers' analysis gives (Kim et al. 2008; Jiang et al. 2009), as shares of injection."""
     if traffic == "uniform":
-        return "~1/2" if engine == "valiant" else "~1"
+        return "~1/2" if engine.startswith("valiant") else "~1"
     if engine == "minimal":
         cables = (a * h) // (g - 1)
         return f"{cables}/{a * p} = {cables / (a * p):.3f}"
@@ -138,6 +139,63 @@ def in_time(fabrics, seed: int) -> None:
                 ref_cpu = f"{time.process_time() - t1:.2f}"
             print(f"| {name} | {n:,} | {mode} | per message, when posted | {shares(run.outcome)} | "
                   f"{int(run.took_valiant.sum())} | {t1 - t0:.2f} | {ref_cpu} | {same} |", flush=True)
+
+
+def in_time_loads(fabrics, seed: int) -> None:
+    """Why UGAL's round in time is what it is: the worst case as one round of 1 MiB messages, UGAL's
+    choice per flow made before the run (the static one), and per message when posted, the messages
+    listed by rank (each group's in turn, so they choose group by group) and in a seeded random order
+    (the groups interleaved).  Beside the round's share, the load the choices leave on the cables from
+    a group to the next (only minimal paths cross them: Valiant's third group is neither of a flow's
+    two) and on the other global cables, in messages a cable, every message in flight: a cable shared
+    by L messages' worth gives each 1/L of a link, and the round ends with the busiest one's."""
+    from fabscope.dynamic.program import Program
+    from fabscope.dynamic.run import run_program_on
+    from fabscope.dynamic.ugal import run_ugal
+    from fabscope.fabric import Placement
+
+    print("| dragonfly | routing | choice | messages listed | share (round) | Valiant messages "
+          "| next-group cables: busiest | next-group cables: mean | other global cables: mean | ratio of the means "
+          "| CPU s |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    size = float(1 << 20)
+    for a, p, h, g in fabrics:
+        f = dragonfly(a=a, p=p, h=h, g=g)
+        n = f.n_hosts
+        sw_group = np.zeros(f.n_nodes, np.int64)
+        sw_group[f.host_switch] = f.groups["group"]
+        ls, ld = f.link_src, f.link_dst
+        glob = (ls >= n) & (ld >= n) & (sw_group[ls] != sw_group[ld])
+        nxt = glob & (sw_group[ld] == (sw_group[ls] + 1) % g)
+        pl = Placement.block(f, n, ppn=1)
+        link = size / f.link_capacity[0]
+
+        def row(mode, choice, order, makespan, valiant, load, cpu):
+            print(f"| a={a},p={p},h={h},g={g} | {mode} | {choice} | {order} | {link / makespan:.3f} | {valiant} | "
+                  f"{load[nxt].max():.2f} | {load[nxt].mean():.2f} | {load[glob & ~nxt].mean():.2f} | "
+                  f"{load[nxt].mean() / load[glob & ~nxt].mean():.2f} | {cpu:.2f} |", flush=True)
+
+        r = np.arange(n)
+        prog = Program.from_rounds("worst case", n, [(r, (r + a * p) % n, size)])
+        for mode in ("ugal-l", "ugal-g"):
+            t0 = time.process_time()
+            routes = make_routing(f, mode, seed=seed).routes(r, (r + a * p) % n)
+            load = np.bincount(routes.link, weights=routes.weight, minlength=f.n_links)
+            out = run_program_on(f, pl, prog, mode, seed=seed).outcome
+            row(mode, "per flow, before the run", "by rank", out.makespan, "-", load, time.process_time() - t0)
+        for order in ("by rank", "random"):
+            r = np.arange(n) if order == "by rank" else np.random.default_rng(seed).permutation(n)
+            prog = Program.from_rounds("worst case", n, [(r, (r + a * p) % n, size)])
+            for mode in ("ugal-l", "ugal-g"):
+                t0 = time.process_time()
+                run = run_ugal(f, pl, prog, mode, seed=seed, engine="c")
+                cpu = time.process_time() - t0
+                pp, paths = run.msg_path, run.paths
+                cnt = paths.indptr[pp + 1] - paths.indptr[pp]
+                at = np.repeat(paths.indptr[pp], cnt) + np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+                res, w = paths.res[at], paths.weight[at]
+                load = np.bincount(res[res < f.n_links], weights=w[res < f.n_links], minlength=f.n_links)
+                row(mode, "per message, when posted", order, run.makespan, int(run.took_valiant.sum()), load, cpu)
 
 
 def classic(fabrics, seed: int, engines=ENGINES, traffics=("uniform", "worst case")) -> None:
@@ -189,6 +247,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--in-time", action="store_true")
+    ap.add_argument("--loads", action="store_true", help="with --in-time: UGAL's cable loads, messages by rank and "
+                    "in a random order")
     ap.add_argument("--parts", action="store_true", help="UGAL's saturation against parts=N")
     ap.add_argument("--booksim", help="BookSim2's source folder: then the table beside it")
     ap.add_argument("--dragonfly", nargs="+", metavar="A,P,H,G", help="these dragonflies instead")
@@ -204,7 +264,9 @@ def main() -> None:
             ap.error(f"--dragonfly takes A,P,H,G (four whole numbers), got {' '.join(args.dragonfly)}")
         if any(len(d) != 4 for d in fabrics):
             ap.error("--dragonfly takes A,P,H,G (four whole numbers)")
-    if args.in_time:
+    if args.in_time and args.loads:
+        in_time_loads(fabrics if args.dragonfly else FABRICS, args.seed)
+    elif args.in_time:
         in_time(fabrics if args.dragonfly else FABRICS, args.seed)
     elif args.parts:
         parts_sweep(fabrics, args.seed)

@@ -157,3 +157,42 @@ def test_ugal_l_sees_the_cable_behind_its_local_link(engine):
     prog = Program.from_rounds("three routers to the next group", 72, [(src, [s + 8 for s in src], 1e6)])
     for mode in ("ugal-l", "ugal-g"):
         assert run_ugal(F, PL, prog, mode, engine=engine).took_valiant.tolist() == [False, True, True], mode
+
+
+@pytest.mark.parametrize("engine", ["python", "c"])
+def test_minimal_side_on_one_cable_when_asked(engine):
+    """``cables="tables"`` (``ugal-g:cables=tables,when=posted``) puts the minimal side on minimal's one
+    cable a destination, as the static ``ugal-g:cables=tables`` does; both engines choose alike."""
+    f = dragonfly(a=8, p=4, h=7, g=9)
+    n = f.n_hosts
+    pl = Placement.block(f, n, ppn=1)
+    r = np.arange(n)
+    prog = Program.from_rounds("shift", n, [(r, (r + 32) % n, 1e6)])
+    sw_group = np.zeros(f.n_nodes, int)
+    sw_group[f.host_switch] = f.groups["group"]
+
+    def cables(run, p):
+        links = run.paths.res[run.paths.indptr[p]:run.paths.indptr[p + 1]]
+        a, b = f.link_src[links], f.link_dst[links]
+        return np.count_nonzero((a >= f.n_hosts) & (b >= f.n_hosts) & (sw_group[a] != sw_group[b]))
+
+    one = run_ugal(f, pl, prog, "ugal-g", cables="tables", engine=engine)
+    spread = run_ugal(f, pl, prog, "ugal-g", engine=engine)
+    assert [cables(one, p) for p in range(n)] == [1] * n           # paths 0..n-1: each pair's minimal
+    assert [cables(spread, p) for p in range(n)] == [7] * n
+    ref = run_ugal(f, pl, prog, "ugal-g", cables="tables", engine="python")
+    assert np.array_equal(one.took_valiant, ref.took_valiant)
+    assert spread.makespan < one.makespan                          # over all 7 cables it finishes sooner
+    with pytest.raises(RoutingError, match="cables must be tables or all"):
+        run_ugal(f, pl, prog, "ugal-g", cables="one")
+
+
+def test_in_time_refuses_the_static_options(capsys):
+    from fabscope.cli import main
+
+    argv = ["simulate", "--fabric", "dragonfly:a=4,p=2,h=2,g=9", "--ppn", "1", "--pattern", "shift:k=8",
+            "--dynamic", "--routing"]
+    assert main(argv + ["ugal-g:parts=8,when=posted"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "in time (when=posted) UGAL takes cables= alone, not parts=" in err and "\n" not in err
+    assert main(argv + ["ugal-g:cables=tables,when=posted"]) == 0

@@ -7,7 +7,7 @@ from fabscope.errors import RoutingError
 from fabscope.fabric.generators import dragonfly, fat_tree
 from fabscope.model.maxmin import maxmin
 from fabscope.routing import check_routes, make_routing
-from fabscope.routing.dragonfly import cable_key, layout
+from fabscope.routing.dragonfly import DragonflyRouting, cable_key, layout
 
 SMALL = dragonfly(a=4, p=2, h=2, g=9)          # balanced (a = 2p = 2h), one cable per pair of groups
 CLASSIC = dragonfly(a=8, p=4, h=4, g=33)       # balanced, 1,056 hosts
@@ -284,3 +284,85 @@ def test_ugal_carries_the_group_shift_where_groups_share_several_cables(mode):
     assert rate.min() >= 0.55 * (1 - 1e-9)
     _, val = _shift_rates(f, "valiant")
     assert val.min() < 0.55
+
+
+def _global_loads(f, r):
+    """Each global cable's load: the weights of the flows crossing it (flows of rate 1)."""
+    sw_group = np.zeros(f.n_nodes, int)
+    sw_group[f.host_switch] = f.groups["group"]
+    a, b = f.link_src, f.link_dst
+    glob = (a >= f.n_hosts) & (b >= f.n_hosts) & (sw_group[a] != sw_group[b])
+    return np.bincount(r.link, weights=r.weight, minlength=f.n_links)[glob]
+
+
+def test_valiant_via_all_groups_takes_the_direct_cable_as_booksim_does():
+    """Valiant's intermediate group drawn among the other g - 2 groups (the default) never crosses the
+    cable between a flow's two groups: under the group shift those 9 cables idle and the other 63 carry
+    16/7 of a host's rate each (saturation 7/16).  Drawn among all g groups (``via=all``, as Valiant's
+    scheme and BookSim2's intermediate node), 2 draws in 9 are the flow's own groups and route
+    minimally: all 72 cables carry 16/9, and the saturation is 1/2 (a local link carries 2 then)."""
+    f = SMALL
+    others, rate = _shift_rates(f, "valiant")
+    load = _global_loads(f, others)
+    assert np.sum(load == 0) == 9 and np.allclose(load[load > 0], 16 / 7)
+    assert rate.min() == pytest.approx(7 / 16)
+    every, rate = _shift_rates(f, "valiant:via=all")
+    assert np.allclose(_global_loads(f, every), 16 / 9)
+    assert rate.min() == pytest.approx(1 / 2)
+    assert np.allclose(_globals(f, every), 2 - 2 / 9)          # 2 draws in 9 cross one cable
+    s = np.arange(f.n_hosts)
+    one = make_routing(f, "valiant:via=all,spread=flow", seed=4).routes(s, (s + 8) % f.n_hosts)
+    crossed = _globals(f, one)
+    assert set(crossed.tolist()) == {1.0, 2.0}                  # one group a flow: some drew their own
+    check_routes(f, s, (s + 8) % f.n_hosts, one)
+
+
+def test_cables_and_via_from_the_routing_spec():
+    """``minimal:cables=all`` spreads minimal over every cable between two groups (UGAL's minimal
+    side); ``ugal-l:cables=tables`` puts UGAL's minimal side on minimal's one cable; bad values and
+    options where they do not apply are refused in one line."""
+    f = SEVEN
+    s, d = np.array([0]), np.array([32])
+    one = make_routing(f, "minimal").routes(s, d)
+    spread = make_routing(f, "minimal:cables=all").routes(s, d)
+    assert np.count_nonzero(_global_loads(f, one)) == 1
+    assert np.allclose(np.sort(_global_loads(f, spread))[-7:], 1 / 7)
+    assert np.count_nonzero(_global_loads(f, spread)) == 7
+    for mode in ("ugal-l", "ugal-g"):
+        tables = make_routing(f, f"{mode}:cables=tables,load=0.05").routes(s, d)   # idle: minimal
+        assert np.array_equal(tables.link, one.link)
+        assert np.count_nonzero(_global_loads(f, make_routing(f, f"{mode}:load=0.05").routes(s, d))) == 7
+    for spec, words in (("minimal:cables=some", "minimal: cables must be tables or all, got 'some'"),
+                        ("valiant:cables=all", "routing 'valiant' takes no option 'cables'"),
+                        ("valiant:via=any", "valiant: via must be others or all, got 'any'"),
+                        ("ugal-g:via=all", "routing 'ugal-g' takes no option 'via'"),
+                        ("minimal:via=all", "takes no option 'via'")):
+        with pytest.raises(RoutingError, match=words) as err:
+            make_routing(f, spec)
+        assert "\n" not in str(err.value)
+    with pytest.raises(RoutingError, match="valiant: cables=all is a minimal side"):
+        DragonflyRouting(f, "valiant", cables="all")
+    with pytest.raises(RoutingError, match="ugal-g: via=all is valiant's"):
+        DragonflyRouting(f, "ugal-g", via="all")
+    with pytest.raises(RoutingError, match="routing 'minimal' takes cables= on dragonflies only"):
+        make_routing(fat_tree(k=2, levels=2), "minimal:cables=all")
+
+
+def test_cables_from_the_command_line(capsys):
+    from fabscope.cli import main
+
+    argv = ["simulate", "--fabric", "dragonfly:a=8,p=4,h=7,g=9", "--ppn", "1", "--pattern", "shift:k=32",
+            "--routing"]
+    overall = {}
+    for spec in ("minimal", "minimal:cables=all"):
+        assert main(argv + [spec]) == 0
+        line = next(x for x in capsys.readouterr().out.splitlines() if "Overall" in x)
+        overall[spec] = [float(v) for v in line.split()[:3]]          # Max, Average, Min
+    # over every cable each flow gets the same share; by the tables' one cable some share fewer cables
+    mx, avg, mn = overall["minimal:cables=all"]
+    assert mx == mn == avg
+    assert overall["minimal"][0] > overall["minimal"][2]
+    assert overall["minimal"][1] == pytest.approx(avg, rel=1e-3)        # the same cables' total
+    assert main(argv + ["minimal:cables=every"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "minimal: cables must be tables or all, got 'every'" in err and "\n" not in err

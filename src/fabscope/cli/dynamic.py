@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from fabscope.atomic import all_or_none
 from fabscope.cli.names import PROGRAM_ONLY
-from fabscope.errors import TrafficError
+from fabscope.errors import RoutingError, TrafficError
 from fabscope.units import format_size
 
 if TYPE_CHECKING:
@@ -120,6 +120,10 @@ def run_dynamic(args: argparse.Namespace, con, fabric: Fabric, placement: Placem
 
     routing_name, routing_opts = parse_engine(args.routing or "")
     posted = routing_opts.get("when") == "posted"
+    if posted and set(routing_opts) - {"when", "cables"}:
+        # in time each message chooses whole from the loads then: the static placement's options do nothing
+        raise RoutingError(f"{args.routing}: in time (when=posted) UGAL takes cables= alone, not "
+                           f"{sorted(set(routing_opts) - {'when', 'cables'})[0]}=")
     progs, pattern = _program(args, fabric, placement, size)
     results = []
     bar = _progress_bar(con)
@@ -203,8 +207,11 @@ def _run_posted(args: argparse.Namespace, fabric: Fabric, placement: Placement, 
     if sharing != "maxmin":
         raise TrafficError(f"{args.routing}: messages choose as they are posted with max-min sharing only "
                            "(no --model congestion)")
+    from fabscope.routing import parse_engine
+
+    cables = parse_engine(args.routing)[1].get("cables", "all")
     return run_ugal(fabric, placement, prog, name, seed=args.seed, engine=args.engine,
-                    progress=progress).as_run(placement)
+                    progress=progress, cables=cables).as_run(placement)
 
 
 def _pieces(n: int) -> str:

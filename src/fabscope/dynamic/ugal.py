@@ -75,12 +75,14 @@ class UgalRun:
 
 def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str = "ugal-g", *, seed: int = 0,
              alpha: float = DEFAULT_ALPHA, latency: bool = True, engine: str = "auto",
-             progress: Callable[[int, float], None] | None = None) -> UgalRun:
+             progress: Callable[[int, float], None] | None = None, cables: str = "all") -> UgalRun:
     """Run ``program`` with every message choosing its path when it is posted (see the module);
     ``simulate --dynamic --routing ugal-g:when=posted`` from the command line.
 
     ``engine``: ``"c"`` the compiled engine (``"auto"``: it where it builds), ``"python"`` the
     reference; both choose alike and give the same times (tests/dynamic/test_ugal.py).
+    ``cables``: the minimal side over every cable between two groups ("all") or on ``minimal``'s one
+    ("tables"; ``ugal-g:cables=tables,when=posted``), as the static engines take it.
     ``progress(messages done, simulated seconds)``: called now and then by the compiled engine."""
     if mode not in ("ugal-l", "ugal-g"):
         raise RoutingError(f"UGAL in time is ugal-l or ugal-g, not {mode!r}")
@@ -94,11 +96,12 @@ def run_ugal(fabric: Fabric, placement: Placement, program: Program, mode: str =
     uniq, msg_pair = np.unique(hs * n_h + hd, return_inverse=True)
     src, dst = uniq // n_h, uniq % n_h
     k = len(uniq)
-    short = build_paths(fabric, DragonflyRouting(fabric, "minimal", cables="all"), src, dst, alpha=alpha,
+    DragonflyRouting(fabric, mode, cables=cables)            # a bad value named before any work
+    short = build_paths(fabric, DragonflyRouting(fabric, "minimal", cables=cables), src, dst, alpha=alpha,
                         latency=latency)
     far = build_paths(fabric, DragonflyRouting(fabric, "valiant", seed), src, dst, alpha=alpha, latency=latency)
     paths = _stack(short, far, f"{mode}:when=posted")
-    rule = UgalRule(fabric, src, dst, mode, seed, msg_pair)
+    rule = UgalRule(fabric, src, dst, mode, seed, msg_pair, cables)
     from fabscope.dynamic import fast
 
     use = fast.pick(engine)
@@ -125,8 +128,8 @@ class UgalRule:
     (minimal) and ``n_pairs + i`` (Valiant)."""
 
     def __init__(self, fabric: Fabric, src: np.ndarray, dst: np.ndarray, mode: str, seed: int,
-                 pair: np.ndarray) -> None:
-        (mown, mw, short), owner, mid, w, val = DragonflyRouting(fabric, "valiant", seed).candidates(src, dst)
+                 pair: np.ndarray, cables: str = "all") -> None:
+        (mown, mw, short), owner, mid, w, val = DragonflyRouting(fabric, mode, seed, cables=cables).candidates(src, dst)
         n = len(src)
         self.n_pairs, self.n_links, self.local = n, fabric.n_links, mode == "ugal-l"
         self.pair = np.asarray(pair, np.int64)

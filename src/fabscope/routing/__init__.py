@@ -14,11 +14,14 @@ updn       OpenSM's updn (``updn:roots=S1+S2``; default: found as OpenSM does)
 tables     forwarding tables given with the fabric (imported from OpenSM)
 dor        dimension-order routing on tori, meshes, hypercubes
            (``dor:tie=plus|simgrid|opensm``; OpenSM's dor without coordinates)
-minimal    minimal routing (min-hop tables; dragonflies: local-global-local)
-valiant    dragonflies: through a random intermediate group (seeded)
+minimal    minimal routing (min-hop tables; dragonflies: local-global-local,
+           ``cables=all``: over every cable between two groups, an even share each)
+valiant    dragonflies: through a random intermediate group (seeded; ``via=all``: drawn
+           among all groups, the flow's own two routing it minimally)
 ugal-l     dragonflies: minimal or Valiant per flow by its source router's queues
 ugal-g     dragonflies: minimal or Valiant per flow by the queues on its paths
-           (``parts=N``: each flow in N parts; ``load=X``: each flow offers X of its link)
+           (``parts=N``: each flow in N parts; ``load=X``: each flow offers X of its link;
+           ``cables=tables``: the minimal side on minimal's one cable)
 ecmp       one minimal path per flow by hash; ``ecmp-random`` by seed
 adaptive   each flow split evenly over its minimal next hops (ideal bound)
 adaptive-local  each switch takes its least loaded minimal next hop (flows placed in a seeded order)
@@ -93,9 +96,10 @@ def parse_engine(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), opts
 
 
-_OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}, "valiant": {"spread"},
-            "ugal-l": {"spread", "parts", "when", "load"},
-            "ugal-g": {"spread", "parts", "when", "load"},
+_OPTIONS = {"dor": {"tie"}, "ftree": {"roots"}, "updn": {"roots"}, "minimal": {"cables"},
+            "valiant": {"spread", "via"},
+            "ugal-l": {"spread", "parts", "when", "load", "cables"},
+            "ugal-g": {"spread", "parts", "when", "load", "cables"},
             "adaptive-local": {"parts"}}
 
 
@@ -140,9 +144,13 @@ def make_routing(fabric: Fabric, name: str | None = None, *, seed: int = 0,
             from fabscope.numbers import number
 
             load = number(opts.get("load", "1"), f"routing {name}: load", 0, 1, lo_open=True, error=RoutingError)
-            return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), _parts(name, opts), load)
+            return DragonflyRouting(fabric, name, seed, opts.get("spread", "packet"), _parts(name, opts), load,
+                                    opts.get("cables"), opts.get("via", "others"))
         if name != "minimal":
             raise RoutingError(f"routing {name!r} routes dragonflies; {fabric.name!r} is not one")
+        if opts:
+            raise RoutingError(f"routing 'minimal' takes {next(iter(opts))}= on dragonflies only (it routes "
+                               f"dragonflies local-global-local); {fabric.name!r} is not one")
     if name in ("minhop", "minimal"):
         from fabscope.routing.tables import TableRouting, minhop_tables
 

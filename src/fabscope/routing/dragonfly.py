@@ -12,6 +12,10 @@ The rules follow the public descriptions:
   groups first goes minimally to a random intermediate group (seeded, neither
   its source nor its destination group), then minimally from the router it
   arrives at to its destination: two global cables, up to five router hops.
+  ``via="all"`` draws the group among all ``g``, as Valiant's scheme draws its
+  intermediate among all nodes and BookSim2 its intermediate node: a draw of the
+  flow's own source or destination group routes it minimally (2 in ``g``), over
+  the cable between its two groups that a third group never crosses.
 * **ugal-l** / **ugal-g** (Universal Globally-Adaptive Load-balanced routing;
   Jiang, Kim, Dally, "Indirect adaptive routing on large scale interconnection
   networks", ISCA 2009, for the local and global variants): each flow takes
@@ -158,9 +162,14 @@ class DragonflyRouting:
     parts: int = 1
     #: UGAL: the share of its injection link each flow offers as the choices are made (1: all of it)
     load: float = 1.0
-    #: ``minimal``'s cable between two groups: "tables" (the one its tables give, see the module) or
-    #: "all" (every cable, an even share each: UGAL's minimal side, which UGAL in time runs as a path)
-    cables: str = "tables"
+    #: the minimal path's cable between two groups: "tables" (the one its tables give, see the module;
+    #: ``minimal``'s and ``valiant``'s default) or "all" (every cable, an even share each: UGAL's default
+    #: minimal side, which UGAL in time runs as a path); None: the mode's default
+    cables: str | None = None
+    #: Valiant's intermediate groups: "others" (neither the flow's source nor its destination group) or
+    #: "all" (any of the g groups, as Valiant's scheme and BookSim2 draw; a draw of the flow's own
+    #: group routes minimally)
+    via: str = "others"
     name: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -170,8 +179,17 @@ class DragonflyRouting:
             raise RoutingError(f"{self.mode}: spread must be packet or flow, got {self.spread!r}")
         if not 1 <= self.parts <= 1024:
             raise RoutingError(f"{self.mode}: parts must be a whole number from 1 to 1024, got {self.parts}")
+        if self.cables is None:
+            self.cables = "all" if self.mode.startswith("ugal") else "tables"
         if self.cables not in ("tables", "all"):
             raise RoutingError(f"{self.mode}: cables must be tables or all, got {self.cables!r}")
+        if self.mode == "valiant" and self.cables == "all":
+            raise RoutingError("valiant: cables=all is a minimal side's (minimal, ugal-l, ugal-g); Valiant's "
+                               "hops take the pair's pick of cable")
+        if self.via not in ("others", "all"):
+            raise RoutingError(f"{self.mode}: via must be others or all, got {self.via!r}")
+        if self.via == "all" and self.mode != "valiant":
+            raise RoutingError(f"{self.mode}: via=all is valiant's (UGAL's Valiant side goes through a third group)")
         if not 0 < self.load <= 1:
             raise RoutingError(f"{self.mode}: load must be a share of the injection link in (0, 1], got {self.load}")
         self.name = self.mode
@@ -239,7 +257,10 @@ class DragonflyRouting:
         joining its two groups, an even share on each (each packet picks one, as a router spreads
         over its minimal paths): the local hop to the router holding the cable, the cable, the local
         hop to the destination router; ``cols`` 3 rows by sub-path.  A flow within a group, or
-        between groups joined by one cable, keeps its one minimal path (:meth:`_minimal`'s)."""
+        between groups joined by one cable, keeps its one minimal path (:meth:`_minimal`'s); so does
+        every flow with ``cables="tables"``."""
+        if self.cables == "tables":
+            return np.arange(len(s)), np.ones(len(s)), np.stack(self._minimal(s, t, key))
         lay, f = self.lay, self.fabric
         g, h, n = lay.n_groups, f.n_hosts, len(s)
         gs, gt = lay.group[s], lay.group[t]
@@ -283,21 +304,27 @@ class DragonflyRouting:
         """Valiant's intermediate groups: ``(owner, mid, weight)`` per sub-path, ``owner`` indexing the
         flows.  ``spread="packet"``: every group other than the flow's two, each with an even share (each
         packet draws its own, as in the papers; a flow of many packets spreads evenly);
-        ``spread="flow"``: one group per flow drawn from the seed.  A flow within a group (or with no
-        third group) gets one sub-path, ``mid`` -1: minimal."""
+        ``spread="flow"``: one group per flow drawn from the seed.  ``via="all"``: among all ``g``
+        groups, a draw of the flow's own two taking the minimal path (``mid`` -1), as Valiant's scheme
+        draws its intermediate among all and BookSim2 its intermediate node.  A flow within a group
+        (or with no third group) gets one sub-path, ``mid`` -1: minimal."""
         g, n = self.lay.n_groups, len(gs)
         lo, hi = np.minimum(gs, gt), np.maximum(gs, gt)
         between = (gs != gt) & (g >= 3)
+        draw = g if self.via == "all" else g - 2
         if self.spread == "flow":
-            m = rng.integers(0, max(g - 2, 1), n)
+            m = rng.integers(0, max(draw, 1), n)
             reps = np.ones(n, np.int64)
             owner = np.arange(n)
         else:
-            reps = np.where(between, g - 2, 1)
+            reps = np.where(between, draw, 1)
             owner = np.repeat(np.arange(n), reps)
             m = np.arange(len(owner)) - np.repeat(np.cumsum(reps) - reps, reps)
-        m = m + (m >= lo[owner])               # skip the flow's two groups, lower first
-        m = m + (m >= hi[owner])
+        if self.via == "all":                  # the flow's own groups: minimal
+            m = np.where((m == gs[owner]) | (m == gt[owner]), -1, m)
+        else:
+            m = m + (m >= lo[owner])           # skip the flow's two groups, lower first
+            m = m + (m >= hi[owner])
         mid = np.where(between[owner], m, -1)
         return owner, mid, 1.0 / reps[owner]
 
