@@ -62,10 +62,10 @@ def measured_in_time(spec: str, rounds: int, seed: int, noise: float):
 
 
 def _diagnose(src: str, run: str, fabric: str, out: str) -> tuple[int, float, float]:
-    """``fabscope diagnose`` run by the fabscope at ``src`` in a process of its own: (rc, CPU, wall)."""
+    """``fabscope diagnose`` run by the fabscope at ``src`` in a process of its own, as the ``fabscope``
+    command runs (``python -m fabscope.cli``: one BLAS thread, cli/__init__.py): (rc, CPU, wall)."""
     c0, w0 = _cpu(), time.perf_counter()
-    code = "import sys; from fabscope.cli import main; sys.exit(main(sys.argv[1:]))"
-    rc = subprocess.run([sys.executable, "-c", code, "diagnose", run, "--fabric", fabric, "-o", out, "--top", "0"],
+    rc = subprocess.run([sys.executable, "-m", "fabscope.cli", "diagnose", run, "--fabric", fabric, "-o", out, "--top", "0"],
                         env=dict(os.environ, PYTHONPATH=os.path.abspath(src)), stdout=subprocess.DEVNULL).returncode
     return rc, _cpu() - c0, time.perf_counter() - w0
 
@@ -101,16 +101,25 @@ def main() -> int:
     ap.add_argument("--noise", type=float, default=0.05)
     ap.add_argument("--against", metavar="SRC", help="another fabscope's source folder (its src), run as a peer")
     ap.add_argument("--parts", action="store_true", help="the diagnosis's steps in this process, CPU each")
+    ap.add_argument("--night", metavar="FILE", help="the night.json an earlier run made with the same --fabric, "
+                    "--rounds, --seed and --noise (its faults are drawn again from the seed)")
     a = ap.parse_args()
 
     c0, w0 = _cpu(), time.perf_counter()
-    f, faults, m = measured_in_time(a.fabric, a.rounds, a.seed, a.noise)
-    print(f"{m.n_pairs} pairs on {f.n_hosts} hosts ({a.fabric}), faults "
-          f"{', '.join(f'{c}: x{x:.2f}' for c, x in faults.items())}; made in time in "
-          f"{_cpu() - c0:.1f} CPU s, {time.perf_counter() - w0:.1f} s wall", flush=True)
     work = tempfile.mkdtemp(prefix="bench-in-time-")
-    run, out = os.path.join(work, "night.json"), os.path.join(work, "diag.json")
-    as_result(m).write_json(run)
+    run, out = a.night or os.path.join(work, "night.json"), os.path.join(work, "diag.json")
+    if a.night:
+        from fabscope.diagnose.measured import load_measured
+
+        f = load_fabric(a.fabric)
+        faults, m = random_faults(f, 3, 1, seed=a.seed), load_measured([a.night], f)
+    else:
+        f, faults, m = measured_in_time(a.fabric, a.rounds, a.seed, a.noise)
+        as_result(m).write_json(run)
+    print(f"{m.n_pairs} pairs on {f.n_hosts} hosts ({a.fabric}), faults "
+          f"{', '.join(f'{c}: x{x:.2f}' for c, x in faults.items())}; "
+          + (f"read from {a.night}" if a.night else
+             f"made in time in {_cpu() - c0:.1f} CPU s, {time.perf_counter() - w0:.1f} s wall"), flush=True)
     if a.parts:
         _parts(m)
         return 0
