@@ -430,11 +430,13 @@ def sensitivity(iters: int = 100, steps=(1e-12, 1e-9, 1e-6, 1e-3)) -> None:
     round of random pairs per fabric, lock-step, ``iters`` + 2 iterations (fabscope-bench's default),
     run whole; the switch link the most pairs' paths cross is scaled by 1 - eps.  A shortcut that
     does not compute the same numbers (another order of sums, an extrapolation) moves them as much
-    as such a change."""
+    as such a change: the last line of each fabric ("comp.") is the components' shortcut against
+    the whole set (no capacity moved)."""
     import dataclasses
 
     from fabscope.diagnose.benchprogram import bench_program, pair_ranks, timed_seconds
     from fabscope.diagnose.pairmodel import PairModel
+    from fabscope.diagnose.timemodel import dynamic_bandwidth
     from fabscope.dynamic.run import run_program_on
     from fabscope.fabric.placement import Placement
 
@@ -461,6 +463,9 @@ def sensitivity(iters: int = 100, steps=(1e-12, 1e-9, 1e-6, 1e-3)) -> None:
             d = np.abs(t / base - 1)
             say(f"{f.name:<28}{m.n_pairs:>6}{eps:>8.0e}{np.median(d):>10.1e}{d.max():>10.1e}"
                 f"{int(np.sum(d > 1e-6)):>20}")
+        # the components' shortcut (diagnose's default) sums in another order than the whole set
+        d = np.abs(dynamic_bandwidth(m).bandwidth / dynamic_bandwidth(m, fast=False).bandwidth - 1)
+        say(f"{f.name:<28}{m.n_pairs:>6}{'comp.':>8}{np.median(d):>10.1e}{d.max():>10.1e}{int(np.sum(d > 1e-6)):>20}")
 
 
 def critical(n_cables: int, workers_list) -> None:
