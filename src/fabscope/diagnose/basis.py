@@ -5,8 +5,8 @@ diagnosis of the same pairs.
 fabric, then against it rerun on the fabric with the first fit's suspects (docs/diagnose.md); only
 the nominal prediction differs between the two.  The snapshot of the pairs (routes, concurrent sets,
 max-min rates), the fit's matrices, the units the null calibration scans and what each grid factor
-of each does to its pairs, the ties and each pair's limiting link depend on neither the measured
-figures nor the nominal prediction, so the second diagnosis takes the first's objects as they are
+of each does to its pairs and the ties depend on neither the measured figures nor the nominal
+prediction, so the second diagnosis takes the first's objects as they are
 (the same answers: ``tests/diagnose/test_diagnose.py`` holds a diagnosis given a :class:`Basis` to
 one without).
 
