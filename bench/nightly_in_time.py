@@ -70,6 +70,15 @@ def _diagnose(src: str, run: str, fabric: str, out: str) -> tuple[int, float, fl
     return rc, _cpu() - c0, time.perf_counter() - w0
 
 
+def _untimed(doc) -> str:
+    """A result file's JSON without the seconds it records (``seconds``, ``solve_seconds``), as text."""
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("seconds", "solve_seconds")}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+    return json.dumps(strip(doc), sort_keys=True)
+
+
 def _parts(m) -> None:
     """The CLI's four steps in this process (diagnose's default, cli/diagnose.py), CPU and wall each."""
     from fabscope.diagnose.basis import Basis
@@ -124,11 +133,11 @@ def main() -> int:
         _parts(m)
         return 0
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
-    got = {}
+    got, files = {}, {}
     for who, src in [("this fabscope", here)] + ([("peer " + a.against, a.against)] if a.against else []):
         out_k = out if who == "this fabscope" else os.path.join(work, "diag-peer.json")
         rc, cpu, wall = _diagnose(src, run, a.fabric, out_k)
-        d = json.load(open(out_k))
+        d = files[who] = json.load(open(out_k))
         got[who] = sorted((x["link"], x["direction"], round(x["factor"], 4)) for x in d["extra"]["suspects"])
         found = {x["link"] // 2 for x in d["extra"]["suspects"]}
         print(f"{who}: diagnose (default model: {d['meta'].get('model', '?')}): rc {rc}, "
@@ -138,7 +147,8 @@ def main() -> int:
     if a.against:
         same = len(set(map(str, got.values()))) == 1
         print(f"the two name {'the same suspects, directions and factors (4 digits)' if same else 'different suspects'}"
-              f": {got}")
+              f": {got}; the result files are {'the same' if len(set(map(_untimed, files.values()))) == 1 else 'NOT the same'}"
+              f" but for the seconds they record")
     print(f"files in {work}")
     return 0
 
