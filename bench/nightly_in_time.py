@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/nightly_in_time.py                                   # 2,197 hosts, 109,800 pairs
     .venv/bin/python bench/nightly_in_time.py --fabric fat-tree:k=4,levels=3 --rounds 4   # a quick look
-    git archive 680dcbf src | tar -x -C /tmp/old        # a peer: another fabscope's source, same pairs
+    mkdir -p /tmp/old && git archive 680dcbf src | tar -x -C /tmp/old        # a peer: another fabscope's source, same pairs
     .venv/bin/python bench/nightly_in_time.py --rounds 10 --against /tmp/old/src
     .venv/bin/python bench/nightly_in_time.py --rounds 10 --parts              # where the time goes
 
