@@ -367,3 +367,20 @@ def test_a_suspect_below_the_fault_is_cleared_by_the_pairs_that_avoid_the_fault(
     assert out["cleared"] == [_one_way_suspect(f, below)["name"]] and joint.suspects == []
     assert out["not_added"]                                      # the fault: a candidate for a round of its own
 
+
+
+def test_candidates_name_a_cable_whose_directions_the_pairs_cannot_tell_apart(small):
+    """A host's injection and ejection are crossed by the same ping-pong pairs: listed one way at a time
+    they were two candidates at one confidence, one of them wrong whatever was degraded.  Such a
+    direction is its cable, both ways, among the candidates as in the search and the null."""
+    f, pm = small
+    pu = pm.pair_links.tocsc()
+    seen = 0
+    for k in range(6):
+        d = diagnose(measured(f, pm, {}, 40 + k, jitter=0.1))
+        for c in d.meta["candidates"]:
+            seen += 1
+            if c["direction"] != "both":
+                a, b = pu[:, [c["link"]]], pu[:, [c["link"] ^ 1]]
+                assert (a != b).nnz > 0, c
+    assert seen >= 10
