@@ -10,8 +10,8 @@ named it, the confidence it was given, and whether it is right.  The score is th
 null's units, z = (g - loc) / scale; the fit is a logistic P(right) = 1 / (1 + exp(-(a + b z))) by
 maximum likelihood on the ``--fit`` fabrics' records (the constants
 :data:`fabscope.diagnose.confidence.LOGIT` holds).  Printed: a and b, and for the fitting fabrics and
-for the others apart, a table by bin of the confidence recorded and of the fitted one: count, mean
-confidence, fraction right.
+for the others apart, a table by bin of the Bayes form the fit replaced (1 / (1 + 100 exp(-z) /
+scale)) and of the fitted logistic: count, mean confidence, fraction right.
 """
 
 from __future__ import annotations
@@ -68,12 +68,13 @@ def main() -> None:
     use = np.isin(r["fabric"], args.fit.split(","))
     a, b = fit_logit(z[use], r["right"][use])
     print(f"fitted on {args.fit} ({use.sum()} records, {r['right'][use].sum()} right): a = {a:.4f}, b = {b:.4f}")
-    fitted = 1.0 / (1.0 + np.exp(-(a + b * z)))
+    fitted = 1.0 / (1.0 + np.exp(-np.clip(a + b * z, -700, 700)))
+    bayes = 1.0 / (1.0 + 100.0 * np.exp(-np.clip(z, -700, 700)) / r["scale"])
     for name, m in (("fitting fabrics", use), ("other fabrics: " + ",".join(sorted(set(r["fabric"][~use]))), ~use)):
         if not m.any():
             continue
-        print(f"\n{name}, {m.sum()} records\n\nconfidence as recorded:")
-        print("\n".join(table(r["conf"][m], r["right"][m])))
+        print(f"\n{name}, {m.sum()} records\n\nthe Bayes form (slope 1, a flat 100-nat prior):")
+        print("\n".join(table(bayes[m], r["right"][m])))
         print("\nthe fitted logistic:")
         print("\n".join(table(fitted[m], r["right"][m])))
 
