@@ -21,13 +21,20 @@ injection moves some pair of the true model by 5 % or more; the rest cannot be s
 * ``oneway``: one direction of one switch-to-switch cable at x0.5;
 * ``host``: one host's cable at x0.6 both ways (a slow host);
 * ``two``, ``three``: that many faults at once, each a one-way link or a slow host (x0.5 / x0.6);
+* ``mild``: one fault, a one-way link or a slow host, at a factor drawn from x0.85-0.97 and seen by
+  some pair by 2 % or more (at this noise, faults at x0.75-0.9 bring 40 nats and more, all named at a
+  confidence of 1; these span the evidence from certain to lost in the noise, the middle of the
+  confidence scale);
 * ``none``: healthy.
 
 A suspect is right if it names a faulty link (a one-way fault: its direction, or the cable both
 ways) or a slow host.  With the confirmation round (``--no-confirm`` skips it): new pairs from
 ``confirm_pairs`` on the diagnosis, measured by this injector with fresh noise, diagnosed together
 and held to the round's rules (``settle``); it counts the true suspects dropped and the suspects
-added.  The confidence table puts every suspect and candidate after the round in bins.
+added.  The confidence table puts every suspect and candidate after the round in bins, with each
+bin's mean confidence beside its fraction right; ``--records FILE`` writes one line per suspect and
+candidate (fabric, setting, trial, evidence, the null's Gumbel location and scale, confidence, right)
+for ``bench/confidence_fit.py``.
 """
 
 from __future__ import annotations
@@ -50,10 +57,16 @@ FABRICS = {
     "itasca20": "itasca:leaves=20",              # Itasca's design, 20 leaves (320 hosts)
     "itasca": "itasca",                          # Itasca, 1,072 hosts (slow: minutes a trial)
 }
-SETTINGS = {"oneway": (1, 0), "host": (0, 1), "two": (2, None), "three": (3, None), "none": (0, 0)}
+SETTINGS = {"oneway": (1, 0), "host": (0, 1), "two": (2, None), "three": (3, None), "mild": (1, None),
+            "none": (0, 0)}
+#: factors of a one-way link fault and of a slow host; ``mild``: drawn per fault from this range
+FACTORS = {"link": 0.5, "host": 0.6}
+MILD = (0.85, 0.97)
+#: a fault is drawn only where some planned pair sees it by this much (the rest cannot be seen); mild: 2 %
+SEEN, SEEN_MILD = 0.95, 0.98
 ITER = 20
 ALPHA = 1.5e-6            # a way's software overhead (s)
-BINS = [0.0, 0.5, 0.9, 0.99, 0.999, 1.0000001]
+BINS = [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.999, 1.0000001]
 
 
 def say(*a) -> None:
@@ -92,9 +105,9 @@ def capacities(f, faults: dict[int, float]) -> np.ndarray:
     return cap
 
 
-def draw_faults(f, tm: TrueModel, n_link: int, n_host: int | None, rng) -> dict[int, float]:
+def draw_faults(f, tm: TrueModel, n_link: int, n_host: int | None, rng, mild: bool = False) -> dict[int, float]:
     """{directed link: factor}; a slow host is both ways of its cable.  ``n_host`` None: each fault a
-    one-way link or a host, at random."""
+    one-way link or a host, at random; ``mild``: each at a factor drawn from :data:`MILD`."""
     base = tm.bandwidth(f.link_capacity.astype(float))
     crossed = np.unique(tm.links.link)
     sw = crossed[(f.link_src[crossed] >= f.n_hosts) & (f.link_dst[crossed] >= f.n_hosts)]
@@ -104,17 +117,18 @@ def draw_faults(f, tm: TrueModel, n_link: int, n_host: int | None, rng) -> dict[
         rng.choice(["link", "host"], n_link).tolist()
     for k in kinds:
         for _ in range(200):
+            x = float(rng.uniform(*MILD)) if mild else FACTORS[k]
             if k == "link":
                 link = int(rng.choice(sw))
-                trial = {link: 0.5}
+                trial = {link: x}
             else:
                 h = int(rng.choice(hosts))
                 inj = int(np.flatnonzero(f.link_src == h)[0])
-                trial = {inj: 0.6, inj ^ 1: 0.6}
+                trial = {inj: x, inj ^ 1: x}
             if any(x // 2 in {y // 2 for y in out} for x in trial):
                 continue
             bw = tm.bandwidth(capacities(f, trial))
-            if np.any(bw < 0.95 * base):       # some pair sees it
+            if np.any(bw < (SEEN_MILD if mild else SEEN) * base):       # some pair sees it
                 out.update(trial)
                 break
     return out
@@ -187,11 +201,14 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fabrics", default="ft3,oversub,dragonfly,torus,itasca20")
-    ap.add_argument("--settings", default="oneway,host,two,three,none")
+    ap.add_argument("--settings", default="oneway,host,two,three,mild,none")
     ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--first-trial", type=int, default=0, help="the first trial's number (its seed)")
     ap.add_argument("--no-confirm", action="store_true")
+    ap.add_argument("--records", help="write each suspect and candidate after the round to this file")
     args = ap.parse_args()
-    bins = np.zeros((len(BINS) - 1, 2), dtype=np.int64)
+    bins = np.zeros((len(BINS) - 1, 3))
+    records = open(args.records, "w", buffering=1) if args.records else None
     say("| fabric | setting | trials | recall | precision | trials with a false suspect | confirmed: recall | "
         "confirmed: precision | confirmed: false | true dropped | added | CPU s / wall s per trial |")
     say("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -206,9 +223,10 @@ def main() -> None:
             tot = {k: 0 for k in ("faults", "found", "sus", "right", "false", "c_found", "c_sus", "c_right",
                                   "c_false", "dropped", "added")}
             cpu, wall = 0.0, 0.0
-            for t in range(args.trials):
-                rng = np.random.default_rng([t, len(key), len(setting), 37])
-                faults = draw_faults(f, tm, n_link, n_host, rng)
+            for t in range(args.first_trial, args.first_trial + args.trials):
+                # (a stream of its own for mild: its name is as long as "none"'s and "host"'s)
+                rng = np.random.default_rng([t, len(key), len(setting), 37] + ([1] if setting == "mild" else []))
+                faults = draw_faults(f, tm, n_link, n_host, rng, mild=setting == "mild")
                 bw = tm.bandwidth(capacities(f, faults))
                 m = measured(f, tm, rnd, draw_iterations(bw, plan.size, rng), "run")
                 c0, w0 = time.process_time(), time.perf_counter()
@@ -221,6 +239,7 @@ def main() -> None:
                 tot["right"] += sum(ok)
                 tot["false"] += int(not all(ok))
                 after = d.suspects
+                null_of = {id(s): d.meta["null"] for s in d.suspects}
                 if d.suspects and not args.no_confirm:
                     measured_set = {(min(a, b), max(a, b)) for a, b in zip(hs.tolist(), hd.tolist())}
                     cp = confirm_pairs(f, d.suspects, measured_set, router, seed=t)
@@ -236,11 +255,15 @@ def main() -> None:
                     settle(joint, d.suspects, 0)
                     after = joint.suspects
                     cands = joint.meta.get("candidates", [])
+                    # a suspect kept from the first diagnosis has that diagnosis's confidence
+                    null_of = {id(s): d.meta["null"] if s.get("kept") else joint.meta["null"] for s in after}
+                    null_of.update({id(s): joint.meta["null"] for s in cands})
                     tot["dropped"] += sum(1 for s in d.suspects if right(f, s, faults)
                                           and s["cable"] not in {x["cable"] for x in after})
                     tot["added"] += sum(1 for s in after if s["cable"] not in before)
                 else:
                     cands = d.meta.get("candidates", [])
+                    null_of.update({id(s): d.meta["null"] for s in cands})
                 cpu += time.process_time() - c0
                 wall += time.perf_counter() - w0
                 ok2 = [right(f, s, faults) for s in after]
@@ -252,16 +275,23 @@ def main() -> None:
                     i = int(np.searchsorted(BINS, float(s["confidence"]), side="right") - 1)
                     links = set(s.get("links") or [s["link"]])
                     good = right(f, {**s, "links": sorted(links)}, faults)
-                    bins[min(i, len(bins) - 1)] += (1, int(good))
+                    bins[min(i, len(bins) - 1)] += (1, int(good), float(s["confidence"]))
+                    if records:
+                        nl = null_of[id(s)]
+                        records.write(f"{key} {setting} {t} {s['evidence']} {nl['gumbel_loc']} {nl['gumbel_scale']} "
+                                      f"{s['confidence']} {int(good)} {'candidate' if s in cands else 'suspect'}\n")
             fr = lambda a, b: f"{a / b:.2f}" if b else "-"  # noqa: E731
             n = max(args.trials, 1)
             say(f"| {key} | {setting} | {args.trials} | {fr(tot['found'], tot['faults'])} | "
                 f"{fr(tot['right'], tot['sus'])} | {tot['false']}/{args.trials} | {fr(tot['c_found'], tot['faults'])} | "
                 f"{fr(tot['c_right'], tot['c_sus'])} | {tot['c_false']}/{args.trials} | {tot['dropped']} | "
                 f"{tot['added']} | {cpu / n:.1f} / {wall / n:.1f} |")
-    say("\n| confidence | suspects and candidates | right | fraction right |\n|---|---:|---:|---:|")
-    for (lo, hi), (k, r) in zip(zip(BINS[:-1], BINS[1:]), bins):
-        say(f"| {lo:g} - {min(hi, 1):g} | {k} | {r} | {r / k:.3f} |" if k else f"| {lo:g} - {min(hi, 1):g} | 0 | - | - |")
+    say("\n| confidence | suspects and candidates | right | mean confidence | fraction right |\n|---|---:|---:|---:|---:|")
+    for (lo, hi), (k, r, c) in zip(zip(BINS[:-1], BINS[1:]), bins):
+        say(f"| {lo:g} - {min(hi, 1):g} | {k:.0f} | {r:.0f} | {c / k:.3f} | {r / k:.3f} |" if k else
+            f"| {lo:g} - {min(hi, 1):g} | 0 | - | - | - |")
+    if records:
+        records.close()
 
 
 if __name__ == "__main__":

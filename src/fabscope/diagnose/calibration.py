@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from fabscope.arrays import median
+from fabscope.diagnose.confidence import confidence
 
 
 def add_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
@@ -34,8 +35,6 @@ def add_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
 
 #: factors of the null calibration (steps of 6 %; the strongest cables of each draw are refined)
 NULL_GRID = np.geomspace(0.08, 0.98, 43)
-#: the span (nats) over which a degraded cable's evidence is taken as equally likely (the confidence's prior)
-EVIDENCE_SPAN = 100.0
 #: a suspect brings at least this much evidence (nats), whatever the null calibration says
 MIN_PENALTY = 6.0
 #: degradations for which the diagnosis says whether its measurements would see them
@@ -59,18 +58,15 @@ class NullCalibration:
         return float(-np.expm1(-np.exp(-(g - self.loc) / self.scale)))
 
     def confidence(self, g: float) -> float:
-        """Chance that a cable with evidence ``g`` is degraded rather than noise, by Bayes: noise puts
-        cables at ``g`` at the density of the Gumbel law's tail, lambda(g) / scale with lambda(g) =
-        exp(-(g - loc) / scale) the expected number of noise-only cables at least that strong; a degraded
-        cable's evidence is taken as equally likely anywhere up to :data:`EVIDENCE_SPAN` nats, and one
-        degraded cable per fabric as the prior.  So 1 / (1 + EVIDENCE_SPAN lambda(g) / scale).
+        """Chance that a cable with evidence ``g`` is degraded rather than noise: a logistic in the
+        evidence in the null's units, (g - loc) / scale, fitted on the fault bench
+        (:func:`fabscope.diagnose.confidence.confidence`).
 
         >>> n = NullCalibration(np.zeros(3), loc=2.0, scale=1.0, penalty=6.6, seconds=0.0)
         >>> [round(n.confidence(g), 3) for g in (2.0, 6.6, 10.0, 20.0)]
-        [0.01, 0.499, 0.968, 1.0]
+        [0.009, 0.379, 0.93, 1.0]
         """
-        lam = np.exp(-(g - self.loc) / self.scale)
-        return float(1.0 / (1.0 + EVIDENCE_SPAN * lam / self.scale))
+        return confidence((g - self.loc) / self.scale)
 
     def as_dict(self) -> dict[str, Any]:
         return {"draws": len(self.maxima), "max_gain_median": round(float(median(self.maxima)), 2),

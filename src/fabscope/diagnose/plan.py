@@ -89,6 +89,10 @@ class ProbePlan:
     #: both, or one is crossed by fewer than ``min_cover``): a one-way fault there is named as the cable
     one_way_blind: list[str] = field(default_factory=list)
     n_one_way_blind: int = 0
+    #: switch directions that hold back fewer than ``min_cover`` planned pairs (:func:`limited_pairs`):
+    #: a fault there slows too few pairs to stand out of the jitter
+    held_back_few: list[str] = field(default_factory=list)
+    n_held_back_few: int = 0
 
     @property
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -168,7 +172,9 @@ class ProbePlan:
                 "budget_seconds": self.budget, "min_cover": self.min_cover, "cover_min": self.cover_min,
                 "unrouted_cables": self.unrouted, "uncovered": self.uncovered,
                 "never_at_line_rate": self.n_unsaturated, "unidentifiable": self.ties,
-                "directions_not_told_apart": self.n_one_way_blind, "directions_not_told_apart_cables": self.one_way_blind}
+                "directions_not_told_apart": self.n_one_way_blind, "directions_not_told_apart_cables": self.one_way_blind,
+                "directions_holding_back_few_pairs": self.n_held_back_few,
+                "directions_holding_back_few_pairs_links": self.held_back_few}
 
 
 #: seconds to start a job (the binary is cached); a guess, on the safe side
@@ -186,23 +192,51 @@ def _round_costs(pm: PairModel, rounds: int, size: int, iterations: int, warmup:
     return per + ROUND_OVERHEAD * max(1.0, n / 1000)
 
 
-def _saturated(pm: PairModel, n_c: int) -> np.ndarray:
-    """Per cable: rounds in which one of its directions is (nearly) full."""
+def _saturated(pm: PairModel, n_c: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per cable: rounds in which one of its directions is (nearly) full; per directed link: pairs it
+    holds back (:func:`limited_pairs`)."""
     f = pm.fabric
     rate = pm.flow_rates()
-    load = pm.A @ np.where(np.isfinite(rate), rate, 0.0)
+    fin = np.where(np.isfinite(rate), rate, 0.0)
+    load = pm.A @ fin
     kind = pm.res_kind
     is_link = kind < f.n_links
     full = is_link & (load >= SATURATED * np.r_[f.link_capacity, f.host_memory_bw][kind])
     out = np.zeros(n_c, dtype=np.int64)
     np.add.at(out, kind[full] // 2, 1)
-    return out
+    return out, limited_pairs(pm, fin, full)
+
+
+def limited_pairs(pm: PairModel, rate: np.ndarray, full: np.ndarray) -> np.ndarray:
+    """Per directed link: the pairs it holds back, a flow of theirs crossing it in a round where it is
+    full and among its fastest flows there (within :data:`SATURATED`).  Only those pairs slow down when
+    the link loses capacity: a pair held back elsewhere crosses a link cut to x unharmed while its
+    rate there stays below x of the capacity, so a fault is seen by the pairs it limits, not by all
+    that cross it.  ``rate``: per flow (finite); ``full``: per row of ``pm.A``.
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> f = fat_tree(k=2, levels=2)                        # 4 hosts, 2 leaves, 2 spines
+    >>> pm = PairModel(f, np.array([0, 1]), np.array([2, 2]), routing="dmodk")   # two ping-pongs with host 2
+    >>> rate = pm.flow_rates()
+    >>> n = limited_pairs(pm, rate, pm.A @ rate >= 0.9 * f.link_capacity[pm.res_kind])
+    >>> [int(n[x]) for x in np.flatnonzero((f.link_src == 2) | (f.link_dst == 2))]    # host 2's cable, both ways
+    [2, 2]
+    """
+    f = pm.fabric
+    C = pm.A.tocsc()
+    col = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
+    fastest = np.zeros(C.shape[0])
+    np.maximum.at(fastest, C.indices, rate[col])
+    row = C.indices
+    held = full[row] & (rate[col] >= SATURATED * fastest[row]) & (pm.res_kind[row] < f.n_links)
+    key = np.unique(pm.flow_pair[col[held]].astype(np.int64) * f.n_links + pm.res_kind[row[held]])
+    return np.bincount(key % f.n_links, minlength=f.n_links)
 
 
 def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, size: int = 1 << 20,
               iterations: int = 20, warmup: int = 2, seed: int = 1, min_cover: int = 4, local_rounds: int = 4,
               hosts: Sequence[int] | None = None, max_rounds: int = 2000, batch: int = 4,
-              directions: bool = True) -> ProbePlan:
+              directions: bool = True, held: bool = True) -> ProbePlan:
     """Jobs of random pairs (one rank per host) that cover, load and separate every cable within ``budget`` s.
 
     First, where the fabric has leaves, ``local_rounds`` rounds among the
@@ -210,8 +244,9 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
     rate with several partners.  Then rounds over all hosts until every cable
     some route crosses is crossed by ``min_cover`` pairs, has been full in a
     round, and is crossed by a set of pairs no other cable shares, and (``directions``) each direction
-    of a switch cable that some route crosses is crossed by ``min_cover`` pairs; or until no progress
-    in 100 rounds, or the budget.
+    of a switch cable that some route crosses is crossed by ``min_cover`` pairs, and (``held``) holds
+    back ``min_cover`` pairs (:func:`limited_pairs`: only those see it lose capacity); or until no
+    progress in 100 rounds, or the budget.
     """
     from fabscope.routing import make_routing
 
@@ -228,6 +263,7 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
     sig = np.zeros((n_c, 2))
     dcover = np.zeros(fabric.n_links, dtype=np.int64)     # the same per direction
     dsig = np.zeros((fabric.n_links, 2))
+    dheld = np.zeros(fabric.n_links, dtype=np.int64)     # pairs each direction holds back
     rng = np.random.default_rng(seed)
     routed = routed_links(fabric, router, h)
     usable = routed[0::2] | routed[1::2]
@@ -264,11 +300,13 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
             per = _round_costs(pm, len(local) * local_rounds, size, iterations, warmup, 16)
             cost = float(per.reshape(len(local), local_rounds).sum(axis=1).max())
             account(pm, len(local) * local_rounds, pm.scenario)
-            full += _saturated(pm, n_c)
+            sat, lim = _saturated(pm, n_c)
+            full += sat
+            dheld += lim
             spent += LAUNCH_SECONDS + cost
             if spent > budget / 2:     # leave the larger part of the budget to the fabric-wide rounds
                 jobs, spent = [], 0.0
-                cover[:], full[:], sig[:], dcover[:], dsig[:] = 0, 0, 0.0, 0, 0.0
+                cover[:], full[:], sig[:], dcover[:], dsig[:], dheld[:] = 0, 0, 0.0, 0, 0.0, 0
     # 2. all hosts together
     spent += LAUNCH_SECONDS
     rounds, stale, best = 0, 0, None
@@ -281,10 +319,11 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
         if take == 0:
             break
         account(pm, take, r - rounds)
-        sat = _saturated(pm, n_c) if take == batch else _saturated(
+        sat, lim = _saturated(pm, n_c) if take == batch else _saturated(
             PairModel(fabric, h[s][r - rounds < take], h[d][r - rounds < take], (r - rounds)[r - rounds < take],
                       routing=router), n_c)
         full += sat
+        dheld += lim
         spent += float(cost[:take].sum())
         rounds += take
         if take < batch:
@@ -295,6 +334,10 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
             # one way slows only the pairs crossing it that way (under DOR on a torus a ping-pong's way
             # back takes other cables, so a cable's cover can sit all on one direction)
             low += int(np.sum(dcover[dwant] < min_cover))
+            if held:
+                # and holds back min_cover of them: a direction whose pairs are all held back upstream
+                # (a core-to-aggregation link of a 3-level tree, most rounds) hides a fault at x0.5
+                low += int(np.sum(dheld[dwant] < min_cover))
         tied = _n_tied(sig[usable], cover[usable])
         if low == 0 and tied == 0:
             break
@@ -311,12 +354,14 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
     unsat = np.flatnonzero(usable & (full == 0))
     blind = np.flatnonzero(switch & ((np.minimum(dcover[0::2], dcover[1::2]) < min_cover)
                                      | np.all(np.abs(dsig[0::2] - dsig[1::2]) < 1e-9, axis=1)))
+    weak = np.flatnonzero(dwant & (dheld < min_cover))
     return ProbePlan(fabric, jobs, size, iterations, spent, budget, min_cover, routing=router.name,
                      uncovered=[_cable(fabric, c) for c in np.flatnonzero((cover == 0) & usable)[:50]],
                      unsaturated=[_cable(fabric, c) for c in unsat[:50]], n_unsaturated=int(len(unsat)),
                      ties=[[_cable(fabric, c) for c in g] for g in ties[:50]],
                      cover_min=int(cover[usable].min()) if usable.any() else 0, unrouted=int(np.sum(~usable)),
-                     one_way_blind=[_cable(fabric, c) for c in blind[:50]], n_one_way_blind=int(len(blind)))
+                     one_way_blind=[_cable(fabric, c) for c in blind[:50]], n_one_way_blind=int(len(blind)),
+                     held_back_few=[fabric.link_name(int(x)) for x in weak[:50]], n_held_back_few=int(len(weak)))
 
 
 def sh_quote(word: object) -> str:
