@@ -6,6 +6,7 @@
     .venv/bin/python bench/bench_diagnose.py --parts models,nominal     # the program in time vs the snapshot
     .venv/bin/python bench/bench_diagnose.py --parts nominal --rounds 5 --nominal full,fast,fast-it5
     .venv/bin/python bench/bench_diagnose.py --parts periodic        # why no periodic extrapolation
+    .venv/bin/python bench/bench_diagnose.py --parts sensitivity     # a capacity moved by 1e-12: the pairs' figures
     .venv/bin/python bench/bench_diagnose.py --parts nightly          # the nightly job at 2,197 hosts, 109,800 pairs
     .venv/bin/python bench/bench_diagnose.py --parts nightly --fabric fat-tree:k=4,levels=3 --rounds 4   # a quick look
     .venv/bin/python bench/bench_diagnose.py --parts nightly --nights 8 --history-db /tmp/nightly.db  # builds it
@@ -424,6 +425,49 @@ def periodic(iters: int = 60, max_period: int = 15) -> None:
         say(f"{f.name:<28}{n:>6}{len(size):>11}{size.max():>8}{ok.mean():>15.1%}{'yes' if ok.all() else 'no':>13}")
 
 
+def sensitivity(iters: int = 100, steps=(1e-12, 1e-9, 1e-6, 1e-3)) -> None:
+    """How far the program in time moves each pair's figure when one capacity moves by a hair: one
+    round of random pairs per fabric, lock-step, ``iters`` + 2 iterations (fabscope-bench's default),
+    run whole; the switch link the most pairs' paths cross is scaled by 1 - eps.  A shortcut that
+    does not compute the same numbers (another order of sums, an extrapolation) moves them as much
+    as such a change: the last line of each fabric ("comp.") is the components' shortcut against
+    the whole set (no capacity moved)."""
+    import dataclasses
+
+    from fabscope.diagnose.benchprogram import bench_program, pair_ranks, timed_seconds
+    from fabscope.diagnose.pairmodel import PairModel
+    from fabscope.diagnose.timemodel import dynamic_bandwidth
+    from fabscope.dynamic.run import run_program_on
+    from fabscope.fabric.placement import Placement
+
+    say(f"\n== sensitivity: one round of random pairs (--seed 1), 1 MiB, {iters} + 2 iterations, lock-step; "
+        f"per-pair |relative change| of the timed seconds when one switch link's capacity x (1 - eps)")
+    say(f"{'fabric':<28}{'pairs':>6}{'eps':>8}{'median':>10}{'max':>10}{'pairs moved > 1e-6':>20}")
+    for spec in MODEL_FABRICS:
+        f = load_fabric(spec)
+        m = _bench_measured(f, 1, iters)
+        a, b, host = pair_ranks(m.src, m.dst, m.hs, m.hd)
+        first = np.minimum(a, b)
+        prog = bench_program(a, b, m.bytes, iters, 2, True, len(host))
+        pl = Placement(host=host.astype(np.int32), core=np.zeros(len(host), np.int32))
+        base = timed_seconds(prog, run_program_on(f, pl, prog).outcome.step_end, first, 2 * (2 + iters) - 1, 3)
+        pm = PairModel(f, m.hs, m.hd, m.scenario, m.pingpong, m.bytes)
+        use = np.bincount(pm.routes.link, minlength=f.n_links)
+        inner = (f.link_src >= f.n_hosts) & (f.link_dst >= f.n_hosts)
+        link = int(np.argmax(np.where(inner, use, -1)))
+        for eps in steps:
+            cap = f.link_capacity.copy()
+            cap[link] *= 1 - eps
+            g = dataclasses.replace(f, link_capacity=cap)
+            t = timed_seconds(prog, run_program_on(g, pl, prog).outcome.step_end, first, 2 * (2 + iters) - 1, 3)
+            d = np.abs(t / base - 1)
+            say(f"{f.name:<28}{m.n_pairs:>6}{eps:>8.0e}{np.median(d):>10.1e}{d.max():>10.1e}"
+                f"{int(np.sum(d > 1e-6)):>20}")
+        # the components' shortcut (diagnose's default) sums in another order than the whole set
+        d = np.abs(dynamic_bandwidth(m).bandwidth / dynamic_bandwidth(m, fast=False).bandwidth - 1)
+        say(f"{f.name:<28}{m.n_pairs:>6}{'comp.':>8}{np.median(d):>10.1e}{d.max():>10.1e}{int(np.sum(d > 1e-6)):>20}")
+
+
 def critical(n_cables: int, workers_list) -> None:
     from fabscope.diagnose.critical import criticality
     from fabscope.fabric.placement import Placement
@@ -482,6 +526,8 @@ def main() -> int:
         models()
     if "periodic" in parts:
         periodic()
+    if "sensitivity" in parts:
+        sensitivity()
     if "nominal" in parts:
         nominal(a.rounds, variants=a.nominal)
     if "nightly" in parts:

@@ -2,14 +2,21 @@
 
     .venv/bin/python bench/nightly_in_time.py                                   # 2,197 hosts, 109,800 pairs
     .venv/bin/python bench/nightly_in_time.py --fabric fat-tree:k=4,levels=3 --rounds 4   # a quick look
+    mkdir -p /tmp/old && git archive 680dcbf src | tar -x -C /tmp/old        # a peer: another fabscope's source, same pairs
+    .venv/bin/python bench/nightly_in_time.py --rounds 10 --against /tmp/old/src
+    .venv/bin/python bench/nightly_in_time.py --rounds 10 --parts              # where the time goes
 
 ``bench_diagnose.py --parts nightly`` "measures" its pairs with the snapshot and so diagnoses with
 ``--model static``.  Here the pairs are "measured" by the program in time itself
 (:func:`fabscope.diagnose.timemodel.dynamic_bandwidth` on the fabric with the faults: 3 cables and 1
 host at x0.25..0.6, fixed seed), times 5% lognormal noise, and ``fabscope diagnose`` runs as a user
 runs it, with its default model: the nominal program in time, the fit, and where it finds suspects
-the program in time again on the fabric with them and a second fit.  CPU (this process and the
-worker processes it waited for) beside wall, against the goal of under 30 CPU s.
+the program in time again on the fabric with them and a second fit.  CPU (the ``fabscope diagnose``
+process and its worker processes) beside wall, against the goal of under 30 CPU s.  ``--against
+SRC``: the same command run by the fabscope at SRC too, one after the other on the same file (its
+CPU beside this one's, and whether the two name the same suspects with the same factors).
+``--parts``: the diagnosis's four steps in this process, as the CLI runs them (the nominal model, the
+fit, the model on the fabric with the first fit's suspects, the second fit), CPU each.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import dataclasses
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,32 +61,95 @@ def measured_in_time(spec: str, rounds: int, seed: int, noise: float):
     return f, faults, dataclasses.replace(shape, bandwidth=bw, time=shape.bytes * 2 / bw)
 
 
+def _diagnose(src: str, run: str, fabric: str, out: str) -> tuple[int, float, float]:
+    """``fabscope diagnose`` run by the fabscope at ``src`` in a process of its own, as the ``fabscope``
+    command runs (``python -m fabscope.cli``: one BLAS thread, cli/__init__.py): (rc, CPU, wall)."""
+    c0, w0 = _cpu(), time.perf_counter()
+    rc = subprocess.run([sys.executable, "-m", "fabscope.cli", "diagnose", run, "--fabric", fabric, "-o", out, "--top", "0"],
+                        env=dict(os.environ, PYTHONPATH=os.path.abspath(src)), stdout=subprocess.DEVNULL).returncode
+    return rc, _cpu() - c0, time.perf_counter() - w0
+
+
+def _untimed(doc) -> str:
+    """A result file's JSON without the seconds it records (``seconds``, ``solve_seconds``), as text."""
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k not in ("seconds", "solve_seconds")}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+    return json.dumps(strip(doc), sort_keys=True)
+
+
+def _parts(m) -> None:
+    """The CLI's four steps in this process (diagnose's default, cli/diagnose.py), CPU and wall each."""
+    from fabscope.diagnose.basis import Basis
+    from fabscope.diagnose.timemodel import nominal_model, refined_nominal
+    from fabscope.diagnose.tomography import diagnose
+
+    def step(name, fn):
+        c0, w0 = _cpu(), time.perf_counter()
+        out = fn()
+        print(f"  {name}: CPU {_cpu() - c0:.1f} s, wall {time.perf_counter() - w0:.1f} s", flush=True)
+        return out
+
+    reuse, basis = {}, Basis()
+    nominal, how = step("the nominal model in time", lambda: nominal_model(m, reuse=reuse))
+    print(f"    {how['events']:,} engine events, {how.get('components', 0):,} components "
+          f"({how.get('components_reused', 0):,} reused)")
+    d = step("the fit", lambda: diagnose(m, nominal=nominal, basis=basis))
+    if d.suspects:
+        again = step("the model in time on the fabric with the suspects",
+                     lambda: refined_nominal(m, d.factor, reuse=reuse))
+        step("the second fit", lambda: diagnose(m, nominal=again, basis=basis))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fabric", default="fat-tree:k=13,levels=3")
     ap.add_argument("--rounds", type=int, default=50, help="rounds of random pairs for each of 2 seeds")
     ap.add_argument("--seed", type=int, default=3, help="the faults' and the noise's seed")
     ap.add_argument("--noise", type=float, default=0.05)
+    ap.add_argument("--against", metavar="SRC", help="another fabscope's source folder (its src), run as a peer")
+    ap.add_argument("--parts", action="store_true", help="the diagnosis's steps in this process, CPU each")
+    ap.add_argument("--night", metavar="FILE", help="the night.json an earlier run made with the same --fabric, "
+                    "--rounds, --seed and --noise (its faults are drawn again from the seed)")
     a = ap.parse_args()
-    from fabscope.cli import main as cli
 
     c0, w0 = _cpu(), time.perf_counter()
-    f, faults, m = measured_in_time(a.fabric, a.rounds, a.seed, a.noise)
-    print(f"{m.n_pairs} pairs on {f.n_hosts} hosts ({a.fabric}), faults "
-          f"{', '.join(f'{c}: x{x:.2f}' for c, x in faults.items())}; made in time in "
-          f"{_cpu() - c0:.1f} CPU s, {time.perf_counter() - w0:.1f} s wall", flush=True)
     work = tempfile.mkdtemp(prefix="bench-in-time-")
-    run, out = os.path.join(work, "night.json"), os.path.join(work, "diag.json")
-    as_result(m).write_json(run)
-    c0, w0 = _cpu(), time.perf_counter()
-    rc = cli(["diagnose", run, "--fabric", a.fabric, "-o", out, "--top", "0"])
-    cpu, wall = _cpu() - c0, time.perf_counter() - w0
-    d = json.load(open(out))
-    found = {x["link"] // 2 for x in d["extra"]["suspects"]}
-    print(f"diagnose (default model: {d['meta'].get('model', '?')}): rc {rc}, {len(found & set(faults))} of "
-          f"{len(faults)} faults named, {len(found - set(faults))} false; CPU {cpu:.1f} s, wall {wall:.1f} s "
-          f"(load average {os.getloadavg()[0]:.1f}); goal under 30 CPU s: {'met' if cpu < 30 else 'NOT met'}; "
-          f"files in {work}")
+    run, out = a.night or os.path.join(work, "night.json"), os.path.join(work, "diag.json")
+    if a.night:
+        from fabscope.diagnose.measured import load_measured
+
+        f = load_fabric(a.fabric)
+        faults, m = random_faults(f, 3, 1, seed=a.seed), load_measured([a.night], f)
+    else:
+        f, faults, m = measured_in_time(a.fabric, a.rounds, a.seed, a.noise)
+        as_result(m).write_json(run)
+    print(f"{m.n_pairs} pairs on {f.n_hosts} hosts ({a.fabric}), faults "
+          f"{', '.join(f'{c}: x{x:.2f}' for c, x in faults.items())}; "
+          + (f"read from {a.night}" if a.night else
+             f"made in time in {_cpu() - c0:.1f} CPU s, {time.perf_counter() - w0:.1f} s wall"), flush=True)
+    if a.parts:
+        _parts(m)
+        return 0
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    got, files = {}, {}
+    for who, src in [("this fabscope", here)] + ([("peer " + a.against, a.against)] if a.against else []):
+        out_k = out if who == "this fabscope" else os.path.join(work, "diag-peer.json")
+        rc, cpu, wall = _diagnose(src, run, a.fabric, out_k)
+        d = files[who] = json.load(open(out_k))
+        got[who] = sorted((x["link"], x["direction"], round(x["factor"], 4)) for x in d["extra"]["suspects"])
+        found = {x["link"] // 2 for x in d["extra"]["suspects"]}
+        print(f"{who}: diagnose (default model: {d['meta'].get('model', '?')}): rc {rc}, "
+              f"{len(found & set(faults))} of {len(faults)} faults named, {len(found - set(faults))} false; "
+              f"CPU {cpu:.1f} s, wall {wall:.1f} s (load average {os.getloadavg()[0]:.1f}); goal under 30 CPU s: "
+              f"{'met' if cpu < 30 else 'NOT met'}", flush=True)
+    if a.against:
+        same = len(set(map(str, got.values()))) == 1
+        print(f"the two name {'the same suspects, directions and factors (4 digits)' if same else 'different suspects'}"
+              f": {got}; the result files are {'the same' if len(set(map(_untimed, files.values()))) == 1 else 'NOT the same'}"
+              f" but for the seconds they record")
+    print(f"files in {work}")
     return 0
 
 

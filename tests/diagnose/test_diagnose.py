@@ -151,3 +151,30 @@ def test_plans_of_the_docs_table(itasca_fabric):
     assert itasca_fabric.n_links // 2 == 2256 and big["unrouted_cables"] == 72
     assert big["uncovered"] == [] and big["never_at_line_rate"] == 0
     assert (big["jobs"], big["rounds"], big["pairs"]) == (68, 376, 60032)
+
+
+def test_second_diagnosis_from_the_firsts_basis_is_the_same(planned):
+    """The CLI's second fit (another nominal prediction for the same pairs) takes the snapshot, the
+    fit's matrices, the null's effects and the ties from the first (diagnose/basis.py): its answer
+    is that of a diagnosis made from nothing, on a fabric with a cable and a slow host degraded."""
+    from fabscope.diagnose.basis import Basis
+
+    f, plan, pm = planned
+    inner = int(np.flatnonzero((f.link_src[0::2] >= f.n_hosts) & (f.link_dst[0::2] >= f.n_hosts))[3])
+    m = synthetic(f, *plan.pairs, {inner: 0.4, _host_cable(f, "h0009"): 0.5}, noise=0.03, seed=1, model=pm)
+    bw0 = pm.bandwidth()
+    rng = np.random.default_rng(5)
+    nominals = [bw0 * np.exp(rng.normal(0, 0.02, len(bw0))) for _ in range(2)]
+    basis = Basis()
+    first = diagnose(m, nominal=nominals[0], basis=basis)
+    assert first.suspects and basis.measured is m
+    again = diagnose(m, nominal=nominals[1], basis=basis)
+    alone = diagnose(m, nominal=nominals[1])
+    assert again.model is first.model and alone.model is not first.model       # taken, not made again
+    assert json.dumps(again.suspects) == json.dumps(alone.suspects)
+    for k in ("factor", "modeled", "fitted", "label", "limit"):
+        np.testing.assert_array_equal(getattr(again, k), getattr(alone, k))
+    keep = lambda d: {k: v for k, v in d.meta.items() if k not in ("null",)}
+    assert json.dumps(keep(again), sort_keys=True) == json.dumps(keep(alone), sort_keys=True)
+    assert {k: v for k, v in again.meta["null"].items() if k != "seconds"} == \
+        {k: v for k, v in alone.meta["null"].items() if k != "seconds"}

@@ -282,3 +282,21 @@ def test_confirm_bad_input_is_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and words in err[0], err
         assert not (tmp_path / "x.sh").exists()
+
+
+def test_noise_fit_has_the_same_bits_whatever_the_blas_thread_count():
+    """The noise fit on 109,800 residuals in processes with 1 and 2 OpenBLAS threads: the same
+    model to the last bit.  Its sums went through BLAS (``a @ b``), which OpenBLAS splits among its
+    threads past about 10,000 entries: the last bits followed the machine's cores."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from fabscope.diagnose.noise import fit_noise; rng = np.random.default_rng(3); "
+            "e = np.r_[rng.normal(0, 0.05, 100000), rng.normal(-0.7, 0.3, 9800)]; "
+            "print(repr(fit_noise(e, centre=0.0)), repr(fit_noise(e)))")
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+    out = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=dict(os.environ, OPENBLAS_NUM_THREADS=str(n), OMP_NUM_THREADS=str(n),
+                                   PYTHONPATH=os.path.abspath(src))).stdout for n in (1, 2)]
+    assert "NoiseModel" in out[0] and out[0] == out[1]

@@ -9,7 +9,7 @@ import numpy as np
 
 from fabscope.cli import main
 from fabscope.diagnose.measured import Measured
-from fabscope.diagnose.timemodel import dynamic_bandwidth, nominal_model
+from fabscope.diagnose.timemodel import dynamic_bandwidth, nominal_model, refined_nominal
 from fabscope.diagnose.tomography import cable_name, diagnose
 from fabscope.fabric.io import load_fabric
 from fabscope.result import Result
@@ -251,3 +251,39 @@ def test_drawn_phases_run_in_few_engine_runs_and_give_the_per_draw_figures(monke
         np.testing.assert_allclose(together.bandwidth, ref.bandwidth, rtol=1e-12, atol=0)
         assert np.mean(together.bandwidth == ref.bandwidth) > 0.3, spec
         assert together.info["events"] < 0.8 * ref.info["events"]
+
+
+def test_second_model_runs_only_the_components_a_changed_capacity_touches():
+    """diagnose's second model (the fabric with the suspects' estimates) given the first's
+    components: the figures of a run without them, bit for bit, in one process and in two, from
+    fewer engine events; the pairs crossing the slowed cable do change (a reuse that ignored the
+    capacities would hand them the healthy figures and fail here)."""
+    for spec in ("fat-tree:k=8,levels=2", "torus:4x4x4"):
+        f = load_fabric(spec)
+        m = _bench_sets(f, 4, 6)
+        inner = int(np.flatnonzero((f.link_src[0::2] >= f.n_hosts) & (f.link_dst[0::2] >= f.n_hosts))[2])
+        cap = f.link_capacity.copy()
+        cap[[2 * inner, 2 * inner + 1]] *= 0.5
+        faulty = dataclasses.replace(m, fabric=dataclasses.replace(f, link_capacity=cap))
+        for workers in (1, 2):
+            reuse: dict = {}
+            healthy = dynamic_bandwidth(m, reuse=reuse, workers=workers)
+            assert reuse
+            again = dynamic_bandwidth(faulty, reuse=reuse, workers=workers)
+            alone = dynamic_bandwidth(faulty, workers=workers)
+            np.testing.assert_array_equal(again.bandwidth, alone.bandwidth)
+            assert 0 < again.info["events"] < alone.info["events"]
+            changed = again.bandwidth != healthy.bandwidth
+            assert 0 < changed.sum() < m.n_pairs
+            np.testing.assert_array_equal(healthy.bandwidth, dynamic_bandwidth(m, workers=workers).bandwidth)
+
+
+def test_refined_nominal_with_the_first_models_components_is_the_same():
+    f = load_fabric(SPEC)
+    m = _bench_sets(f, 4, 6)
+    factor = np.ones(f.n_links)
+    inner = int(np.flatnonzero((f.link_src >= f.n_hosts) & (f.link_dst >= f.n_hosts))[1])
+    factor[inner] = 0.4                                 # one direction of a switch cable
+    reuse: dict = {}
+    nominal_model(m, reuse=reuse)
+    np.testing.assert_array_equal(refined_nominal(m, factor, reuse=reuse), refined_nominal(m, factor))

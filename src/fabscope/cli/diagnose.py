@@ -137,17 +137,22 @@ def run(args: argparse.Namespace) -> int:
         raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
     fabric = resolve_fabric(args.fabric)
     measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
-    nominal, how = nominal_model(measured, args.routing, args.model, iterations=args.model_iterations)
+    reuse: dict = {}        # the components' figures: the second model runs only those the suspects touch
+    nominal, how = nominal_model(measured, args.routing, args.model, iterations=args.model_iterations, reuse=reuse)
     kw = dict(sigmas=args.sigmas, penalty=args.penalty, calibrate=not args.no_calibrate,
               false_alarm=args.false_alarm, figure=args.figure)
-    d = diagnose(measured, args.routing, nominal=nominal, meta={"model": how["model"], "model_info": how}, **kw)
+    from fabscope.diagnose.basis import Basis
+
+    basis = Basis()         # what the second fit takes from the first: all but the figures and the nominal
+    d = diagnose(measured, args.routing, nominal=nominal, meta={"model": how["model"], "model_info": how},
+                 basis=basis, **kw)
     if nominal is not None and d.suspects and not args.no_refine:
         from fabscope.diagnose.timemodel import refined_nominal
 
-        again = refined_nominal(measured, d.factor, args.routing, iterations=args.model_iterations)
+        again = refined_nominal(measured, d.factor, args.routing, iterations=args.model_iterations, reuse=reuse)
         first = d
         d = diagnose(measured, args.routing, nominal=again,
-                     meta={"model": how["model"], "model_info": {**how, "refined": True}}, **kw)
+                     meta={"model": how["model"], "model_info": {**how, "refined": True}}, basis=basis, **kw)
         # the healthy fabric's prediction stays the model of record
         d.modeled, d.rms_before = first.modeled, first.rms_before
     first = _confirmed(args.files)

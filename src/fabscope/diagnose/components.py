@@ -60,7 +60,7 @@ def _component_times(first: np.ndarray, second: np.ndarray, size: np.ndarray, fw
     cap_res = np.zeros(int(lres.max()) + 1 if len(lres) else 0)
     cap_res[lres] = paths.capacity[gres]
     weight = paths.weight[at]
-    key = (it, w, sharing, lf.tobytes(), ls.tobytes(), size.tobytes(), lens.tobytes(), lres.tobytes(),
+    key = (it, w, sharing, engine, lf.tobytes(), ls.tobytes(), size.tobytes(), lens.tobytes(), lres.tobytes(),
            weight.tobytes(), cap_res.tobytes(), paths.cap[pids].tobytes(), paths.latency[pids].tobytes())
     if key in cache:
         stats["cached"] += 1
@@ -96,7 +96,7 @@ def fast_set(f, router, hs: np.ndarray, hd: np.ndarray, size: np.ndarray, a: np.
     t = np.zeros(n)
     order = np.argsort(comp, kind="stable")
     bounds = np.flatnonzero(np.r_[True, np.diff(comp[order]) != 0, True])
-    one = _OnePair(paths, size, pf, pr, it, w, sharing)
+    one = _OnePair(paths, size, pf, pr, it, w, sharing, engine)
     for lo, hi in pairwise(bounds.tolist()):
         stats["components"] += 1
         if hi - lo == 1:                        # most components: one pair, keyed without NumPy
@@ -129,12 +129,12 @@ class _OnePair:
     (docs/benchmarks.md, "The dynamic engine")."""
 
     def __init__(self, paths: Paths, size: np.ndarray, pf: np.ndarray, pr: np.ndarray, it: int, w: int,
-                 sharing: str):
+                 sharing: str, engine: str):
         self.ind, self.res = paths.indptr.tolist(), paths.res.tolist()
         self.wt, self.capacity = paths.weight.tolist(), paths.capacity.tolist()
         self.cap, self.lat = paths.cap.tolist(), paths.latency.tolist()
         self.size, self.pf, self.pr = size.tolist(), pf.tolist(), pr.tolist()
-        self.head = ("one pair", it, w, sharing)
+        self.head = ("one pair", it, w, sharing, engine)
 
     def key(self, j: int) -> tuple:
         ind, res, wt = self.ind, self.res, self.wt

@@ -78,6 +78,15 @@ class Fit:
         self._solved: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         self.pair_unit_csc = self.pair_unit.tocsc()
 
+    def for_figures(self, log_meas: np.ndarray, log_eff: float, noise: NoiseModel) -> Fit:
+        """This fit's matrices (shared, as its solves) for other measured figures and noise: what a
+        second diagnosis of the same pairs fits (:mod:`.basis`)."""
+        import copy
+
+        out = copy.copy(self)
+        out.log_meas, out.log_eff, out.noise = log_meas, log_eff, noise
+        return out
+
     def links_of(self, u: int) -> list[int]:
         return unit_links(int(u), self.n_links)
 

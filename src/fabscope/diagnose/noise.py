@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fabscope.arrays import median
+from fabscope.arrays import dot, median
 
 #: share of the uniform floor, and the half-width of the log range it covers
 FLOOR = 1e-4
@@ -202,16 +202,16 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
         n0, n1 = r0.sum(), r1.sum()
         # the nominal level stays where the nominal pairs put it: the centre within one spread of theirs,
         # the spread (EM's, the more efficient) at most 1.5 times the one above the centre
-        mu = mu0 if centre is not None else float(np.clip(r0 @ e / max(n0, 1e-300), mu0 - sig, mu0 + sig))
-        sigma = float(np.clip(np.sqrt(r0 @ (e - mu) ** 2 / max(n0, 1e-300)), min_sigma, 1.5 * sig))
+        mu = mu0 if centre is not None else float(np.clip(dot(r0, e) / max(n0, 1e-300), mu0 - sig, mu0 + sig))
+        sigma = float(np.clip(np.sqrt(dot(r0, (e - mu) ** 2) / max(n0, 1e-300)), min_sigma, 1.5 * sig))
         w = float(np.clip(n1 / wt.sum(), 1e-4, w_max))
         if n1 > 1e-9:
-            mu_j = min(float(r1 @ e / n1), mu - sigma)
-            sigma_j = max(float(np.sqrt(r1 @ (e - mu_j) ** 2 / n1)), 2 * sigma, sigma_j_min)
+            mu_j = min(dot(r1, e) / n1, mu - sigma)
+            sigma_j = max(float(np.sqrt(dot(r1, (e - mu_j) ** 2) / n1)), 2 * sigma, sigma_j_min)
         else:
             mu_j, sigma_j = nm.mu_j, nm.sigma_j
         nm = NoiseModel(mu, sigma, w, mu_j, sigma_j)
-        ll = float(wt @ np.log(tot))
+        ll = dot(wt, np.log(tot))
         if abs(ll - last) < 1e-9 * max(1.0, abs(ll)):
             break
         last = ll

@@ -96,14 +96,17 @@ class TimePrediction:
 
 def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None, engine: str, sharing: str,
               seed: int, start_offset: float, fast: bool, phases: str = "lockstep",
-              draws: int = 1, ports: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
-    """The concurrent sets ``sets`` of ``m``: bandwidth per pair (0 outside them) and what it took."""
+              draws: int = 1, ports: Any = None, reuse: dict | None = None
+              ) -> tuple[np.ndarray, dict[str, Any], list]:
+    """The concurrent sets ``sets`` of ``m``: bandwidth per pair (0 outside them), what it took, and
+    the components' figures it added to ``reuse`` (:func:`dynamic_bandwidth`)."""
     f = m.fabric
     batch = fast                                           # independent draws: one engine run (exact)
     fast = fast and (f.single_port or ports is None)       # the components' shortcut routes host pairs
     bw = np.zeros(m.n_pairs)
     router = make_routing(f, routing, seed=seed) if routing is None or isinstance(routing, str) else routing
-    cache: dict = {}
+    cache: dict = {} if reuse is None else reuse
+    known = len(cache)
     stats: dict[str, Any] = {"components": 0, "cached": 0, "events": 0, "engines": set(), "its": set(),
                              "warms": set()}
     later: list[_Drawn] = []                 # independent sets, run together at the end
@@ -164,7 +167,7 @@ def _run_sets(m: Measured, sets: list[int], routing: Any, iterations: int | None
             bw[sel] = m.bytes[sel] * it / t
     for job, t in zip(later, _drawn_together(f, later, router, engine, sharing, seed, draws, stats, ports)):
         bw[job.sel] = 2.0 * m.bytes[job.sel] * job.it / t
-    return bw, stats
+    return bw, stats, list(cache.items())[known:] if reuse is not None else []
 
 
 @dataclass
@@ -299,7 +302,8 @@ def default_workers() -> int:
 def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: int | None = None,
                       engine: str = "auto", sharing: str = "maxmin", seed: int = 0,
                       start_offset: float = 0.0, fast: bool = True, workers: int = 1,
-                      phases: str = "lockstep", phase_draws: int = PHASE_DRAWS, ports: Any = None) -> TimePrediction:
+                      phases: str = "lockstep", phase_draws: int = PHASE_DRAWS, ports: Any = None,
+                      reuse: dict | None = None) -> TimePrediction:
     """Every measured pair's bandwidth in the dynamic model of the program it ran (module docstring).
 
     ``iterations`` replaces the measured count of timed iterations (fewer is faster; the warm-up
@@ -323,6 +327,11 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
 
     ``ports``: how ranks use hosts with several ports (:mod:`fabscope.fabric.ports`; ``stripe``: a
     message over all of them, as Open MPI's TCP BTL over several interfaces).
+
+    ``reuse`` (``fast`` only): a dict of components' figures that this call reads and adds to.  Given
+    to a later call on the same pairs (diagnose's second model: the fabric with some capacities
+    changed), it runs only the components whose key changed: a key holds everything a component's
+    run depends on (:mod:`.components`), so the figures are those of a run without it, bit for bit.
     """
     t_start = time.perf_counter()
     m = measured
@@ -335,7 +344,7 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
         from fabscope.diagnose.measured import DiagnoseError
 
         raise DiagnoseError(f"phase draws must be at least 1, got {phase_draws}")
-    args = (routing, iterations, engine, sharing, seed, start_offset, fast, phases, int(phase_draws), ports)
+    args = (routing, iterations, engine, sharing, seed, start_offset, fast, phases, int(phase_draws), ports, reuse)
     workers = min(int(workers), len(sets))
     if workers > 1 and (routing is None or isinstance(routing, str)):
         from concurrent.futures import ProcessPoolExecutor
@@ -349,6 +358,9 @@ def dynamic_bandwidth(measured: Measured, routing: Any = None, *, iterations: in
             load[k] += size[s]
         with ProcessPoolExecutor(workers) as ex:
             parts = list(ex.map(_run_sets, [m] * workers, share, *[[x] * workers for x in args]))
+        if reuse is not None:           # each process filled a copy of it
+            for p in parts:
+                reuse.update(p[2])
     else:
         workers = 1
         parts = [_run_sets(m, sets, *args)]
@@ -416,10 +428,11 @@ def _workers(measured: Measured, workers: int | None) -> int:
 
 def nominal_model(measured: Measured, routing: Any = None, model: str = "dynamic", *,
                   iterations: int | None = None, engine: str = "auto", fast: bool = True,
-                  workers: int | None = None) -> tuple[np.ndarray | None, dict[str, Any]]:
+                  workers: int | None = None, reuse: dict | None = None) -> tuple[np.ndarray | None, dict[str, Any]]:
     """What diagnose takes as the healthy fabric's prediction: the program in time (the per-pair
     figures and how they were made), or ``None`` for the snapshot.  ``workers``: processes for the
-    sets (``None``: the usable cores from :data:`PARALLEL_PAIRS` pairs on, else 1)."""
+    sets (``None``: the usable cores from :data:`PARALLEL_PAIRS` pairs on, else 1).  ``reuse``: the
+    components' figures, kept for :func:`refined_nominal` (:func:`dynamic_bandwidth`)."""
     from fabscope.diagnose.measured import DiagnoseError
 
     if model not in MODELS:
@@ -428,7 +441,8 @@ def nominal_model(measured: Measured, routing: Any = None, model: str = "dynamic
         return None, {"model": "static", "sharing": "maxmin"}
     sel = measured.inter
     pred = dynamic_bandwidth(measured.subset(sel) if not sel.all() else measured, routing,
-                             iterations=iterations, engine=engine, fast=fast, workers=_workers(measured, workers))
+                             iterations=iterations, engine=engine, fast=fast, workers=_workers(measured, workers),
+                             reuse=reuse)
     bw = np.full(measured.n_pairs, np.nan)
     bw[sel] = pred.bandwidth
     return bw, pred.info
@@ -436,13 +450,15 @@ def nominal_model(measured: Measured, routing: Any = None, model: str = "dynamic
 
 def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None, *,
                     iterations: int | None = None, engine: str = "auto", fast: bool = True,
-                    workers: int | None = None) -> np.ndarray:
+                    workers: int | None = None, reuse: dict | None = None) -> np.ndarray:
     """The nominal prediction for a second fit: the snapshot of the healthy fabric times each pair's
     ratio in time / snapshot on the fabric with the first fit's capacity ``factor`` per directed link
     (or per cable, both directions alike).
 
     The first fit holds each pair's in-time ratio at its healthy value; a slow cable changes how
-    pairs crossing it overlap in time, so the ratio is taken again where the faults are.
+    pairs crossing it overlap in time, so the ratio is taken again where the faults are.  ``reuse``:
+    the dict :func:`nominal_model` filled; the components no changed capacity touches are not run
+    again (the same figures).
     """
     import dataclasses
 
@@ -455,7 +471,7 @@ def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None,
     cap = f.link_capacity * (factor if len(factor) == f.n_links else np.repeat(factor, 2))
     faulty = dataclasses.replace(m, fabric=dataclasses.replace(f, link_capacity=cap))
     dyn = dynamic_bandwidth(faulty, routing, iterations=iterations, engine=engine, fast=fast,
-                            workers=_workers(measured, workers)).bandwidth
+                            workers=_workers(measured, workers), reuse=reuse).bandwidth
     pm = PairModel(f, m.hs, m.hd, m.scenario, m.pingpong, m.bytes, routing)
     out = np.full(measured.n_pairs, np.nan)
     out[sel] = pm.bandwidth() * dyn / pm.bandwidth(cap)

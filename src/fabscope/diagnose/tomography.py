@@ -61,10 +61,10 @@ from typing import Any
 import numpy as np
 
 from fabscope.arrays import median, unique
-from fabscope.diagnose.cables import (cable_host, cable_name, direction_name, pair_cables, separating_pairs,
-                                      tie_group, tied_directions, ties)
-from fabscope.diagnose.calibration import detectable, null_calibration, null_effects
-from fabscope.diagnose.fit import GRID, Fit
+from fabscope.diagnose.basis import Basis
+from fabscope.diagnose.cables import cable_host, cable_name, direction_name, separating_pairs, tie_group
+from fabscope.diagnose.calibration import detectable, null_calibration
+from fabscope.diagnose.fit import GRID
 from fabscope.diagnose.greedy import free_units, search
 from fabscope.diagnose.measured import DiagnoseError, Measured
 from fabscope.diagnose.noise import PRIOR, fit_noise
@@ -146,7 +146,8 @@ class Diagnosis:
 def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, penalty: float | None = None,
              max_suspects: int = 40, calibrate: bool = True, screen: int = 256, min_sigma: float = 0.01,
              false_alarm: float = 0.01, null_draws: int = 30, figure: str = "robust",
-             meta: dict[str, Any] | None = None, nominal: np.ndarray | None = None) -> Diagnosis:
+             meta: dict[str, Any] | None = None, nominal: np.ndarray | None = None,
+             basis: Basis | None = None) -> Diagnosis:
     """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring).
 
     ``nominal``: each measured pair's prediction by another model of the healthy fabric (the
@@ -155,18 +156,19 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     ``figure``: ``robust`` (each pair's median iteration where the input has per-iteration figures,
     else its mean) or ``mean``.  ``penalty`` (nats) defaults to the level that noise alone, drawn
     from the noise model fitted to these pairs, exceeds with chance ``false_alarm`` per diagnosis
-    (``null_draws`` draws, :func:`null_calibration`).
+    (``null_draws`` draws, :func:`null_calibration`).  ``basis``: kept from an earlier diagnosis of the
+    same ``measured`` and ``routing`` (:class:`.basis.Basis`: the parts that do not depend on the
+    figures nor on ``nominal``), filled where it holds another's.
     """
     t0 = time.perf_counter()
     inter = measured.inter
     if not inter.any():
         raise DiagnoseError("no inter-node pairs: every measured pair sits on one host, so no cable is "
                             "measured; run the benchmark over several nodes")
-    m = measured.subset(inter) if not inter.all() else measured
+    base = (basis if basis is not None else Basis()).of(measured, routing)
+    m = base.m
     f = m.fabric
-    pm = PairModel(f, m.hs, m.hd, m.scenario, m.pingpong, m.bytes, routing)
-    rate0 = pm.flow_rates()
-    bw0 = pm.pair_bandwidth(rate0)
+    pm, rate0, bw0 = base.pm, base.rate0, base.bw0
     bw_used, spread, fig_name = m.robust() if figure == "robust" else (m.bandwidth, None, "mean over the iterations")
     # in-time correction of the snapshot, per pair (0 without another nominal model)
     adjust = np.zeros(pm.n_pairs) if nominal is None else np.log(np.asarray(nominal, float)[inter] / bw0)
@@ -175,8 +177,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     log_eff = float(median(y)) if calibrate else 0.0
     # the nominal level from the pairs no fault can speed: those the model puts at their path's rate
     # (a fault can speed a shared pair, its neighbours on the fault's path getting a larger share)
-    ideal = _ideal_bandwidth(pm)
-    unshared = bw0 >= 0.97 * ideal
+    unshared = bw0 >= 0.97 * base.ideal
     noise = fit_noise(y - log_eff, min_sigma, centre=None if calibrate else 0.0, unshared=unshared)
     if calibrate:       # the nominal pairs' centre, not the median of all, is the efficiency
         log_eff += noise.mu
@@ -184,13 +185,11 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     e0 = y - log_eff
     sigma = noise.sigma
     thr = sigmas * sigma
-    fit = Fit(pm, log_meas, log_eff, noise)
-    L, n_c = fit.n_links, fit.n_cables
+    fit = base.fit.for_figures(log_meas, log_eff, noise)
+    L = fit.n_links
     factor = np.ones(L)
     rate, bw = rate0, bw0
     pu = fit.pair_unit
-    crossing_count = np.asarray(pu.sum(axis=0)).ravel()
-    covered_u = np.flatnonzero(crossing_count > 0)
     # faults and jitter compete for the slow pairs.  Jitter fitted to the raw residuals takes the
     # faults' pairs in too (a tight cluster of pairs cut by one amount, where moving one of several
     # faults part of the way only costs), and a null drawn from it makes noise look as strong as
@@ -200,11 +199,8 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     # settles: coordinate ascent of the joint likelihood of faults and noise.
     fit.noise = replace(noise, w=PRIOR["w"], mu_j=PRIOR["mu_j"], sigma_j=max(PRIOR["sigma_j"], 2 * sigma))
     found = (factor, [], {}, 0)
-    # the null takes the units the search can name: not a direction crossed by the same pairs as its
-    # reverse (the search names its cable instead), a fifth of the null's work on a tree of hosts
-    tied = tied_directions(fit.pair_unit_csc, L)
-    null_u = covered_u[(covered_u >= L) | ~tied[np.minimum(covered_u, L - 1)]]
-    effects = null_effects(fit, null_u, factor, rate0, bw0) if penalty is None else None
+    null_u = base.null_u
+    effects = base.null_effects if penalty is None else None
     for k in range(JITTER_PASSES + 1):
         # the first pass, under the prior's jitter, only finds faults for the jitter to be fitted without:
         # a third of the draws calibrate it (the later passes re-estimate and drop what does not pay)
@@ -256,8 +252,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     label[slow0 & (e_after < -thr)] = 3
     label[e0 > thr] = 4
     limit = _limits(pm, rate0, limit_res)
-    pair_cable = pair_cables(pm, n_c)
-    groups, uncovered = ties(pair_cable)
+    pair_cable, groups, uncovered = base.pair_cable, base.groups, base.uncovered
     tie_of = {c: g for g in groups for c in g}
     suspects = []
     src_keys: dict[Any, int] = {}
@@ -318,15 +313,6 @@ def _tied_cables(f: Any, pu: Any, u: int, c: int) -> list[str]:
     """Other cables with a unit crossed by exactly the pairs that cross unit ``u``."""
     L = f.n_links
     return sorted({cable_name(f, v // 2 if v < L else v - L) for v in tie_group(pu, u)} - {cable_name(f, c)})
-
-
-def _ideal_bandwidth(pm: PairModel) -> np.ndarray:
-    """Each pair's bandwidth with its path to itself (the slowest link of each direction)."""
-    f = pm.fabric
-    cap = np.full(len(pm.flow_pair), np.inf)
-    np.minimum.at(cap, pm.routes.flow, f.link_capacity[pm.routes.link] / np.maximum(pm.routes.weight, 1e-12))
-    cap = np.minimum(cap, pm.flow_cap)
-    return pm.pair_bandwidth(cap)
 
 
 def _limits(pm: PairModel, rate: np.ndarray, res: np.ndarray) -> np.ndarray:
