@@ -116,8 +116,11 @@ def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects
             first = cand[np.argsort(-score, kind="stable")[:screen]]
             # ... and beside them, the units whose slow pairs stand out among the pairs they hold back
             z = binding_excess(fit, factor, rate, is_slow, len(slow) / pm.n_pairs)[cand]
-            more = cand[np.argsort(-z, kind="stable")[:max(screen // 4, 1)]]
-            cand = np.union1d(first, more[z[np.searchsorted(cand, more)] > 0])
+            top = np.argsort(-z, kind="stable")[:max(screen // 4, 1)]
+            more = cand[top[z[top] > 0]]
+            # appended after the first screen's order (a tie between units crossed by the same slow pairs
+            # goes as it did: the data cannot tell them apart, and the suspect lists them as tied)
+            cand = np.r_[first, more[~np.isin(more, first)]]
         stale, _ = fit.scan_best(cand, factor, rate, bw)
         full_scans += 1
         n_taken = 0
