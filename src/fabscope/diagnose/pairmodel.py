@@ -123,8 +123,17 @@ class PairModel:
         tot_t = np.bincount(self.flow_pair, weights=t, minlength=n)
         return tot_b / tot_t
 
-    def bottlenecks(self, rate: np.ndarray, link_capacity: np.ndarray | None = None) -> np.ndarray:
-        """Per flow, the fabric resource that limits it (full, and the flow is among its fastest); -1 none."""
+    def binding(self, rate: np.ndarray, link_capacity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Every (flow, fabric resource) where the resource limits the flow: full, and the flow among
+        its fastest (max-min's bottleneck condition; a flow alone on its path is held by every full
+        link of it).  Two arrays of equal length, flows and resources (link id, or n_links + host).
+
+        >>> from fabscope.fabric.generators import fat_tree
+        >>> m = PairModel(fat_tree(k=2, levels=2), np.array([0]), np.array([2]), routing="dmodk")
+        >>> fl, res = m.binding(m.flow_rates())
+        >>> sorted(set(fl.tolist())), bool(np.all(np.isin(res, m.path_links(0))))   # both ways, its own links
+        ([0, 1], True)
+        """
         f = self.fabric
         cap_all = np.r_[f.link_capacity if link_capacity is None else link_capacity, f.host_memory_bw]
         capacity = cap_all[self.res_kind]
@@ -136,6 +145,11 @@ class PairModel:
         rmax = np.zeros(C.shape[0])
         np.maximum.at(rmax, C.indices, fin[cols])
         ok = full[C.indices] & (fin[cols] >= rmax[C.indices] * (1 - 1e-6))
-        out = np.full(C.shape[1], -1, dtype=np.int64)
-        out[cols[ok]] = self.res_kind[C.indices[ok]]
+        return cols[ok], self.res_kind[C.indices[ok]]
+
+    def bottlenecks(self, rate: np.ndarray, link_capacity: np.ndarray | None = None) -> np.ndarray:
+        """Per flow, the fabric resource that limits it (full, and the flow is among its fastest); -1 none."""
+        flows, res = self.binding(rate, link_capacity)
+        out = np.full(self.A.shape[1], -1, dtype=np.int64)
+        out[flows] = res
         return out
