@@ -62,7 +62,7 @@ class Basis:
         self.covered_u = np.flatnonzero(np.asarray(fit.pair_unit.sum(axis=0)).ravel() > 0)
         # the null takes the units the search can name: not a direction crossed by the same pairs as its
         # reverse (the search names its cable instead), a fifth of the null's work on a tree of hosts
-        tied = tied_directions(fit.pair_unit_csc, L)
+        tied = self.tied = tied_directions(fit.pair_unit_csc, L)
         self.null_u = self.covered_u[(self.covered_u >= L) | ~tied[np.minimum(self.covered_u, L - 1)]]
         self.pair_cable = pair_cables(pm, fit.n_cables)
         self.groups, self.uncovered = ties(self.pair_cable)

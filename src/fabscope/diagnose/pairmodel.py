@@ -123,10 +123,12 @@ class PairModel:
         tot_t = np.bincount(self.flow_pair, weights=t, minlength=n)
         return tot_b / tot_t
 
-    def binding(self, rate: np.ndarray, link_capacity: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def binding(self, rate: np.ndarray, link_capacity: np.ndarray | None = None,
+                within: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
         """Every (flow, fabric resource) where the resource limits the flow: full, and the flow among
         its fastest (max-min's bottleneck condition; a flow alone on its path is held by every full
-        link of it).  Two arrays of equal length, flows and resources (link id, or n_links + host).
+        link of it), both ``within`` that share.  Two arrays of equal length, flows and resources (link
+        id, or n_links + host).
 
         >>> from fabscope.fabric.generators import fat_tree
         >>> m = PairModel(fat_tree(k=2, levels=2), np.array([0]), np.array([2]), routing="dmodk")
@@ -139,12 +141,12 @@ class PairModel:
         capacity = cap_all[self.res_kind]
         fin = np.where(np.isfinite(rate), rate, 0.0)
         load = self.A @ fin
-        full = load >= capacity * (1 - 1e-6)
+        full = load >= capacity * (1 - within)
         C = self.A.tocsc()
         cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
         rmax = np.zeros(C.shape[0])
         np.maximum.at(rmax, C.indices, fin[cols])
-        ok = full[C.indices] & (fin[cols] >= rmax[C.indices] * (1 - 1e-6))
+        ok = full[C.indices] & (fin[cols] >= rmax[C.indices] * (1 - within))
         return cols[ok], self.res_kind[C.indices[ok]]
 
     def bottlenecks(self, rate: np.ndarray, link_capacity: np.ndarray | None = None) -> np.ndarray:

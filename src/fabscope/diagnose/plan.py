@@ -204,32 +204,27 @@ def _saturated(pm: PairModel, n_c: int) -> tuple[np.ndarray, np.ndarray]:
     full = is_link & (load >= SATURATED * np.r_[f.link_capacity, f.host_memory_bw][kind])
     out = np.zeros(n_c, dtype=np.int64)
     np.add.at(out, kind[full] // 2, 1)
-    return out, limited_pairs(pm, fin, full)
+    return out, limited_pairs(pm, rate)
 
 
-def limited_pairs(pm: PairModel, rate: np.ndarray, full: np.ndarray) -> np.ndarray:
+def limited_pairs(pm: PairModel, rate: np.ndarray) -> np.ndarray:
     """Per directed link: the pairs it holds back, a flow of theirs crossing it in a round where it is
-    full and among its fastest flows there (within :data:`SATURATED`).  Only those pairs slow down when
-    the link loses capacity: a pair held back elsewhere crosses a link cut to x unharmed while its
-    rate there stays below x of the capacity, so a fault is seen by the pairs it limits, not by all
-    that cross it.  ``rate``: per flow (finite); ``full``: per row of ``pm.A``.
+    full and among its fastest flows there (:meth:`.pairmodel.PairModel.binding`, within
+    :data:`SATURATED`).  Only those pairs slow down when the link loses capacity: a pair held back
+    elsewhere crosses a link cut to x unharmed while its rate there stays below x of the capacity, so
+    a fault is seen by the pairs it limits, not by all that cross it.  ``rate``: per flow.
 
     >>> from fabscope.fabric.generators import fat_tree
     >>> f = fat_tree(k=2, levels=2)                        # 4 hosts, 2 leaves, 2 spines
     >>> pm = PairModel(f, np.array([0, 1]), np.array([2, 2]), routing="dmodk")   # two ping-pongs with host 2
-    >>> rate = pm.flow_rates()
-    >>> n = limited_pairs(pm, rate, pm.A @ rate >= 0.9 * f.link_capacity[pm.res_kind])
+    >>> n = limited_pairs(pm, pm.flow_rates())
     >>> [int(n[x]) for x in np.flatnonzero((f.link_src == 2) | (f.link_dst == 2))]    # host 2's cable, both ways
     [2, 2]
     """
     f = pm.fabric
-    C = pm.A.tocsc()
-    col = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
-    fastest = np.zeros(C.shape[0])
-    np.maximum.at(fastest, C.indices, rate[col])
-    row = C.indices
-    held = full[row] & (rate[col] >= SATURATED * fastest[row]) & (pm.res_kind[row] < f.n_links)
-    key = np.unique(pm.flow_pair[col[held]].astype(np.int64) * f.n_links + pm.res_kind[row[held]])
+    flows, res = pm.binding(rate, within=1.0 - SATURATED)
+    link = res < f.n_links
+    key = np.unique(pm.flow_pair[flows[link]].astype(np.int64) * f.n_links + res[link])
     return np.bincount(key % f.n_links, minlength=f.n_links)
 
 

@@ -233,7 +233,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         taken[fit.links_of(u)] = True
     # a direction crossed by the same pairs as its reverse is its cable, as in the search and the null: listed
     # one way at a time, the two would be two candidates at one confidence, one of them wrong whatever is degraded
-    left = left[free_units(taken, left) & ((left >= L) | ~tied[np.minimum(left, L - 1)])][:screen]
+    left = left[free_units(taken, left) & ((left >= L) | ~base.tied[np.minimum(left, L - 1)])][:screen]
     candidates = []
     if len(left):
         g_left, _ = fit.scan_best(left, factor, rate, bw)
