@@ -4,8 +4,8 @@ A unit's evidence g (nats: how much its degradation raises the likelihood of all
 against the null calibration of the same diagnosis (:mod:`.calibration`: loc and scale of the
 Gumbel law of the largest gain that noise alone gives), z = (g - loc) / scale.  The chance of being
 right is a logistic in z, 1 / (1 + exp(-(a + b z))), with a and b (:data:`LOGIT`) fitted by maximum
-likelihood to the suspects and candidates of the fault bench on two fabrics and checked, bin by bin,
-on two others (``bench/confidence_fit.py``; docs/diagnose.md, *Calibrated confidence*).
+likelihood to the suspects and candidates of the fault bench on one fabric (its 3:1 tree) and checked,
+bin by bin, on three others (``bench/confidence_fit.py``; docs/diagnose.md, *Calibrated confidence*).
 
 The Bayes form it replaces (noise at the Gumbel tail's density, a degraded cable's evidence equally
 likely anywhere up to 100 nats, one degraded cable as the prior) is a logistic in z too, of slope 1
