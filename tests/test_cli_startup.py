@@ -126,14 +126,14 @@ def _blas_threads(argv, env_extra=None):
 
 
 def test_simulate_asks_openblas_for_one_thread():
-    """fabscope simulate (and compare, diagnose, analyze) sets OPENBLAS_NUM_THREADS=1 before NumPy loads
+    """fabscope simulate (and compare, diagnose, analyze, history) sets OPENBLAS_NUM_THREADS=1 before NumPy loads
     OpenBLAS (whose workers, one per core, only spin in a command that calls no BLAS routine): the
     process has its main thread alone.  A thread count the user set is kept, and other commands are
     left as they were."""
     import os
 
     assert _blas_threads(["fabscope", "simulate", "--fabric", "torus:4x4x4"]) == ("1", 1)
-    for cmd in ("compare", "diagnose", "analyze"):
+    for cmd in ("compare", "diagnose", "analyze", "history"):
         assert _blas_threads(["fabscope", cmd]) == ("1", 1), cmd
     assert _blas_threads(["fabscope", "simulate"], {"OMP_NUM_THREADS": "2"})[0] == "None"
     assert _blas_threads(["fabscope", "simulate"], {"OPENBLAS_NUM_THREADS": "3"})[0] == "3"

@@ -29,9 +29,10 @@ if _as_program() and signal.getsignal(signal.SIGINT) is signal.default_int_handl
     signal.signal(signal.SIGINT, _interrupted_quietly)
 
 #: commands whose work has no dense linear algebra beyond short vectors (sparse and integer arrays, the
-#: compiled engine, diagnose's noise fit): OpenBLAS's idle workers cost compare, diagnose and analyze
-#: 0.03 CPU s of 0.17-0.25 on a small input (docs/startup.md); their results are the same bits
-ONE_BLAS_THREAD = ("simulate", "compare", "diagnose", "analyze")
+#: compiled engine, diagnose's noise fit, which history add runs on each night): OpenBLAS's idle workers
+#: cost compare, diagnose and analyze 0.03 CPU s of 0.17-0.25 on a small input (docs/startup.md); their
+#: results are the same bits
+ONE_BLAS_THREAD = ("simulate", "compare", "diagnose", "analyze", "history")
 #: what OpenBLAS (NumPy's wheels) reads for its thread count, in its order
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
