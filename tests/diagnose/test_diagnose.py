@@ -143,14 +143,16 @@ def test_diagnose_needs_measurements(capsys, tmp_path):
 def test_plans_of_the_docs_table(itasca_fabric):
     """docs/diagnose.md, "Planned": the 2-level k=4 tree's plan (budget 10 min, 1 MiB x 20) is 5 jobs,
     40 rounds, 224 pairs, about 21 s; Itasca's plan leaves out exactly the 72 cables no min-hop route
-    crosses (line switches 17 and 18 of each director) and otherwise covers every cable."""
+    crosses (line switches 17 and 18 of each director) and otherwise covers every cable.  Its plan
+    stops where 100 rounds brought no progress and leaves those rounds out (it was 488 rounds with
+    them: 64 directions inside the directors stay short of pairs they hold back either way)."""
     small = make_plan(load_fabric(SPEC), budget=600.0).summary()
     assert (small["jobs"], small["rounds"], small["pairs"]) == (5, 40, 224)
     assert 20 < small["estimated_seconds"] < 22
     big = make_plan(itasca_fabric, budget=600.0).summary()
     assert itasca_fabric.n_links // 2 == 2256 and big["unrouted_cables"] == 72
     assert big["uncovered"] == [] and big["never_at_line_rate"] == 0
-    assert (big["jobs"], big["rounds"], big["pairs"]) == (68, 488, 120064)
+    assert (big["jobs"], big["rounds"], big["pairs"]) == (68, 388, 66464)
 
 
 def test_second_diagnosis_from_the_firsts_basis_is_the_same(planned):

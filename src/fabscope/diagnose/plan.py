@@ -337,9 +337,16 @@ def make_plan(fabric: Fabric, routing: Any = None, *, budget: float = 600.0, siz
         if low == 0 and tied == 0:
             break
         state = (low, tied)
-        stale = stale + 1 if best is not None and state >= best else 0
-        best = state if best is None else min(best, state)
-        if stale * batch >= 100:          # 100 rounds without progress: what is left stays
+        if best is None or state < best:
+            best, stale = state, 0
+            kept = (rounds, spent, [a.copy() for a in (cover, full, sig, dcover, dsig, dheld)])
+        else:
+            stale += 1
+        if stale * batch >= 100:
+            # 100 rounds without progress: what is left stays, and those rounds are not planned
+            rounds, spent, saved = kept
+            for a, b in zip((cover, full, sig, dcover, dsig, dheld), saved):
+                a[...] = b
             break
     if rounds:
         jobs.append(Job("all", h, seed, rounds))
