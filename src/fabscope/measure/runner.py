@@ -409,26 +409,29 @@ def _execute(p: Plan, path: Path, timeout: float | None, progress: Progress | No
             raise MeasureError(f"cannot start {argv[0]}: not found, or not executable")
         # fabscope's death (SIGKILL too) closes `alive`'s write end: the supervisor then ends the job
         watch, alive = os.pipe()
-        try:
-            # Hydra reports a rank that died on standard output: read both, as one stream
-            proc = subprocess.Popen(supervised(argv, watch), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, stdin=subprocess.DEVNULL, env=_supervisor_env(p.env()),
-                                    start_new_session=True, pass_fds=(watch,))
-        except OSError as err:
-            os.close(alive)
-            raise MeasureError(f"cannot start {argv[0]}: {err.strerror}") from err
-        finally:
-            os.close(watch)
-        job = JobProcesses(proc)
+        proc: subprocess.Popen | None = None
+        job: JobProcesses | None = None
         err_lines: list[str] = []
-        reader = threading.Thread(target=lambda: err_lines.extend(proc.stdout or []), daemon=True)
-        start = time.monotonic()
         done = False
         order: ExitOrder | bool | None = None   # which local rank ends first, once the ranks line names them
         try:
-            # from the launch on, a Ctrl-C ends the job before fabscope leaves (starting the reader takes
-            # milliseconds on a busy machine: a Ctrl-C then left the job to the supervisor, ended after
-            # fabscope had said it was interrupted)
+            # from the launch on, a Ctrl-C ends the job before fabscope leaves: every statement from the
+            # launch to the loop is inside this try (a Ctrl-C between the launch and the try, or while
+            # the reader started, left the job to the supervisor, ended after fabscope had said it was
+            # interrupted; one during the launch itself closes `alive` below, and the supervisor, seeing
+            # fabscope gone, starts no launcher)
+            try:
+                # Hydra reports a rank that died on standard output: read both, as one stream
+                proc = subprocess.Popen(supervised(argv, watch), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, stdin=subprocess.DEVNULL, env=_supervisor_env(p.env()),
+                                        start_new_session=True, pass_fds=(watch,))
+            except OSError as err:
+                raise MeasureError(f"cannot start {argv[0]}: {err.strerror}") from err
+            finally:
+                os.close(watch)
+            job = JobProcesses(proc)
+            reader = threading.Thread(target=lambda: err_lines.extend(proc.stdout or []), daemon=True)
+            start = time.monotonic()
             reader.start()
             while proc.poll() is None:
                 job.refresh()
@@ -443,12 +446,16 @@ def _execute(p: Plan, path: Path, timeout: float | None, progress: Progress | No
                 time.sleep(0.1)
             done = True
         except Stopped as err:
-            job.stop(GRACE)
+            if job is not None:
+                job.stop(GRACE)
             _keep_whole_lines(path)
             raise Stopped(f"{err}: stopped the job{_kept(p, path)}") from None
         finally:
             if not done:  # Ctrl-C, or anything else: the job ends with fabscope
-                job.stop(GRACE)
+                if job is None and proc is not None:        # interrupted right after the launch
+                    job = JobProcesses(proc)
+                if job is not None:
+                    job.stop(GRACE)
                 _keep_whole_lines(path)
                 os.close(alive)
         left = job.stop(GRACE)  # ranks a launcher left running after it exited

@@ -12,7 +12,8 @@ in a session of its own.  The supervisor
 * holds the read end of a pipe whose only write end is fabscope's: when
   fabscope dies, however (SIGKILL included), the pipe reads end-of-file and
   the supervisor ends every process below it: SIGTERM, then SIGKILL after
-  :data:`GRACE` seconds;
+  :data:`GRACE` seconds; if fabscope is gone before the launcher starts (a
+  Ctrl-C while fabscope started the supervisor), it starts none;
 * does the same on SIGTERM, SIGHUP or SIGINT, and when the launcher exits
   (what a launcher leaves running goes too), then exits with the launcher's
   status (128 + N for a signal N), so fabscope reads it as the launcher's.
@@ -137,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, _on_signal)
     status = 0
     try:
+        ready, _, _ = select.select([fd], [], [], 0)
+        if ready and not os.read(fd, 4096):      # fabscope was gone before the job started: start none
+            return 128 + signal.SIGKILL
         try:
             launcher = subprocess.Popen(cmd, preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL)
         except OSError as err:
