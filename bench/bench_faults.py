@@ -55,7 +55,7 @@ FABRICS = {
     "dragonfly": "dragonfly:a=4,p=2,h=2,g=9",    # 72 hosts
     "torus": "torus:6x6x4",                      # 144 hosts, DOR
     "itasca20": "itasca:leaves=20",              # Itasca's design, 20 leaves (320 hosts)
-    "itasca": "itasca",                          # Itasca, 1,072 hosts (slow: minutes a trial)
+    "itasca": "itasca",                          # Itasca, 1,072 hosts (19-24 CPU s a trial)
 }
 SETTINGS = {"oneway": (1, 0), "host": (0, 1), "two": (2, None), "three": (3, None), "mild": (1, None),
             "none": (0, 0)}
