@@ -63,6 +63,8 @@ def test_the_budget_models_fewer_iterations_within_it_and_says_so():
     assert its == 10 and why["events_estimated"] > budget and why["iterations_measured"] == [ITERS]
     cut, how = nominal_model(m, events=budget)
     assert how["iterations"] == [10] and how["events"] <= budget == how["events_budget"]
+    # each set whole, one process: the events are the estimate's, 8 a pair and iteration
+    assert "components" not in how and how["workers"] == 1 and how["events"] == budget
     assert "10 timed iterations of the measured 100, to keep within" in model_line({"model": "dynamic",
                                                                                      "model_info": how})
     # fewer iterations move a pair's figure, within what the docs give for 10 of 100 (0.042 rms on the

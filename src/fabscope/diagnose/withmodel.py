@@ -54,8 +54,9 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
     reuse: dict = {}        # the components' figures: the second model runs only those the suspects touch
     nominal, how = step("the nominal model", lambda: nominal_model(measured, routing, model, iterations=iterations,
                                                                    reuse=reuse, events=events))
-    if iterations is None and how.get("events_budget"):
-        iterations = how["iterations"][0]
+    workers, fast = None, True
+    if iterations is None and how.get("events_budget"):     # the second model runs as the first ran
+        iterations, workers, fast = how["iterations"][0], how["workers"], False
     basis = Basis()         # what the second fit takes from the first: all but the figures and the nominal
     d = step("the fit", lambda: diagnose(measured, routing, nominal=nominal,
                                          meta={"model": how["model"], "model_info": how}, basis=basis, **kw))
@@ -63,7 +64,7 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
         return d
     again = step("the model on the fabric with the suspects",
                  lambda: refined_nominal(measured, d.factor, routing, iterations=iterations, reuse=reuse,
-                                         pm=basis.pm, healthy=basis.bw0))
+                                         pm=basis.pm, healthy=basis.bw0, workers=workers, fast=fast))
     first = d
     d = step("the suspects estimated again", lambda: diagnose(
         measured, routing, nominal=again, meta={"model": how["model"], "model_info": {**how, "refined": True}},
