@@ -6,6 +6,7 @@
     .venv/bin/python bench/nightly_in_time.py --rounds 10 --against /tmp/old/src
     .venv/bin/python bench/nightly_in_time.py --rounds 10 --parts              # where the time goes
     .venv/bin/python bench/nightly_in_time.py --night NIGHT.json --full        # beside --model-events 0
+    .venv/bin/python bench/nightly_in_time.py --night NIGHT.json --confirm     # and the confirmation round
 
 ``bench_diagnose.py --parts nightly`` "measures" its pairs with the snapshot and so diagnoses with
 ``--model static``.  Here the pairs are "measured" by the program in time itself
@@ -53,20 +54,61 @@ def measured_in_time(spec: str, rounds: int, seed: int, noise: float):
     s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, rounds)
     hs, hd, rr = np.r_[s, s2], np.r_[d, d2], np.r_[r, r2 + rounds]
     faults = random_faults(f, 3, 1, seed=seed)
-    shape = synthetic(f, hs, hd, rr, {}, 0.0)          # the pairs as a Measured (its figures replaced below)
+    return f, faults, in_time(f, faults, hs, hd, rr, noise, seed)
+
+
+def in_time(f, faults, hs, hd, rr, noise: float, seed: int, size: float = 1 << 20, iters: int = 100):
+    """Pairs as the program in time gives them on ``f`` with ``faults``, times lognormal noise."""
+    shape = synthetic(f, hs, hd, rr, {}, 0.0, size=size)
+    shape = dataclasses.replace(shape, iters=np.full(shape.n_pairs, iters), warmup=np.full(shape.n_pairs, 2))
     cap = f.link_capacity.copy()
     for c, x in faults.items():
         cap[[2 * c, 2 * c + 1]] *= x
     faulty = dataclasses.replace(shape, fabric=dataclasses.replace(f, link_capacity=cap))
     bw = dynamic_bandwidth(faulty).bandwidth * np.exp(np.random.default_rng(seed).normal(0.0, noise, shape.n_pairs))
-    return f, faults, dataclasses.replace(shape, bandwidth=bw, time=shape.bytes * 2 / bw)
+    return dataclasses.replace(shape, bandwidth=bw, time=shape.bytes * 2 / bw)
 
 
-def _diagnose(src: str, run: str, fabric: str, out: str, extra: list[str]) -> tuple[int, float, float]:
+def _confirmation(run: str, diag: str, f, faults, spec: str, work: str, noise: float, seed: int) -> None:
+    """The confirmation round end to end: ``diagnose --plan --confirm``, its jobs' pairs "measured" in time
+    on the fabric with the faults (this bench's part, not timed), and the script's last line (the joint
+    diagnosis with the default model), each as the command runs it."""
+    from fabscope.diagnose.confirm import confirm_plan
+    from fabscope.result import Result
+
+    script = os.path.join(work, "confirm.sh")
+    c0, w0 = _cpu(), time.perf_counter()
+    rc = subprocess.run([sys.executable, "-m", "fabscope.cli", "diagnose", "--plan", "--confirm", diag, "--fabric",
+                         spec, "-o", script], stdout=subprocess.DEVNULL).returncode
+    plan_cpu = _cpu() - c0
+    plan = confirm_plan(Result.read_json(diag), f)
+    a_, b_, sc_ = [], [], []
+    for k, job in enumerate(plan.jobs):
+        js, jd, _ = job.pairs()
+        a_ += js.tolist(); b_ += jd.tolist(); sc_ += [k] * len(js)
+    mc = in_time(f, faults, np.array(a_), np.array(b_), np.array(sc_), noise, seed + 100, plan.size, plan.iterations)
+    new = os.path.join(work, "confirm-r000.json")
+    res = as_result(mc)
+    res.meta["argv"] = ["fabscope-bench", "random-pairs", "--iterations", str(plan.iterations)]
+    res.write_json(new)
+    joint = os.path.join(work, "joint.json")
+    rc2, cpu, wall = _diagnose(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"), [diag, new],
+                               spec, joint, [])
+    d = json.load(open(joint))
+    found = {x["link"] // 2 for x in d["extra"]["suspects"]}
+    print(f"confirmation: --plan --confirm rc {rc}, {plan_cpu:.1f} CPU s ({len(a_)} pairs in {len(plan.jobs)} "
+          f"rounds, {plan.iterations} iterations of {plan.size} B); the script's last line rc {rc2}: "
+          f"{len(found & set(faults))} of {len(faults)} confirmed, {len(found - set(faults))} false; "
+          f"CPU {cpu:.1f} s, wall {wall:.1f} s; end to end {plan_cpu + cpu:.1f} CPU s (goal under 30: "
+          f"{'met' if plan_cpu + cpu < 30 else 'NOT met'})", flush=True)
+
+
+def _diagnose(src: str, run, fabric: str, out: str, extra: list[str]) -> tuple[int, float, float]:
     """``fabscope diagnose`` run by the fabscope at ``src`` in a process of its own, as the ``fabscope``
     command runs (``python -m fabscope.cli``: one BLAS thread, cli/__init__.py): (rc, CPU, wall)."""
     c0, w0 = _cpu(), time.perf_counter()
-    rc = subprocess.run([sys.executable, "-m", "fabscope.cli", "diagnose", run, "--fabric", fabric, "-o", out, "--top", "0", *extra],
+    runs = [run] if isinstance(run, str) else list(run)
+    rc = subprocess.run([sys.executable, "-m", "fabscope.cli", "diagnose", *runs, "--fabric", fabric, "-o", out, "--top", "0", *extra],
                         env=dict(os.environ, PYTHONPATH=os.path.abspath(src)), stdout=subprocess.DEVNULL).returncode
     return rc, _cpu() - c0, time.perf_counter() - w0
 
@@ -108,6 +150,8 @@ def main() -> int:
     ap.add_argument("--noise", type=float, default=0.05)
     ap.add_argument("--against", metavar="SRC", help="another fabscope's source folder (its src), run as a peer")
     ap.add_argument("--parts", action="store_true", help="the diagnosis's steps in this process, CPU each")
+    ap.add_argument("--confirm", action="store_true",
+                    help="then the confirmation round end to end on this fabscope's diagnosis")
     ap.add_argument("--full", action="store_true",
                     help="also diagnose with --model-events 0 (every measured iteration modeled), a peer run")
     ap.add_argument("--model-events", type=int, default=None, metavar="N",
@@ -158,6 +202,8 @@ def main() -> int:
               f"{len(set(found) - set(faults))} false, noise sigma {d['meta']['noise_sigma']:.3f}; "
               f"CPU {cpu:.1f} s, wall {wall:.1f} s (load average {os.getloadavg()[0]:.1f}); goal under 30 CPU s: "
               f"{'met' if cpu < 30 else 'NOT met'}", flush=True)
+    if a.confirm:
+        _confirmation(run, out, f, faults, a.fabric, work, a.noise, a.seed)
     if len(runs) > 1:
         same = len(set(map(str, got.values()))) == 1
         print(f"they name {'the same suspects, directions and factors (4 digits)' if same else 'different suspects'}"

@@ -65,7 +65,7 @@ from fabscope.diagnose.basis import Basis
 from fabscope.diagnose.cables import cable_host, cable_name, direction_name, separating_pairs, tie_group
 from fabscope.diagnose.calibration import detectable, null_calibration
 from fabscope.diagnose.fit import GRID
-from fabscope.diagnose.greedy import free_units, search
+from fabscope.diagnose.greedy import free_units, reestimate, search
 from fabscope.diagnose.measured import DiagnoseError, Measured
 from fabscope.diagnose.noise import PRIOR, fit_noise
 from fabscope.diagnose.pairmodel import PairModel
@@ -165,9 +165,9 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
 
     ``refit``: a diagnosis of the same pairs under another ``nominal`` (the program in time rerun on
     the fabric with its suspects, cli/diagnose.py).  Its suspects are re-estimated under this nominal,
-    each kept only where it still pays that diagnosis's penalty, and no new one is looked for: the
-    search, its null calibration and its noise passes are that diagnosis's (the noise is fitted again
-    to the residuals under its estimates).
+    the weakest dropped while it does not pay that diagnosis's penalty (:func:`.greedy.reestimate`), and
+    no new one is looked for: the search, its null calibration and its noise passes are that
+    diagnosis's (the noise is fitted again to the residuals under its estimates).
     """
     t0 = time.perf_counter()
     inter = measured.inter
@@ -215,8 +215,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         null, lam = refit.search["null"], refit.search["lam"]
         start = list(refit.search["chosen"])
         fit.noise = fit_noise(fit.resid(fit.solve(refit.factor)[1]), min_sigma, centre=0.0)
-        found = search(fit, refit.factor, lam, sigmas * fit.noise.sigma, max_suspects=len(start), screen=screen,
-                       start=start)
+        found = reestimate(fit, refit.factor, start, lam)
         passes = 0
     for k in range(passes):
         # the first pass, under the prior's jitter, only finds faults for the jitter to be fitted without:
