@@ -11,14 +11,19 @@
 ``bench_diagnose.py --parts nightly`` "measures" its pairs with the snapshot and so diagnoses with
 ``--model static``.  Here the pairs are "measured" by the program in time itself
 (:func:`fabscope.diagnose.timemodel.dynamic_bandwidth` on the fabric with the faults: 3 cables and 1
-host at x0.25..0.6, fixed seed), times 5% lognormal noise, and ``fabscope diagnose`` runs as a user
-runs it, with its default model: the nominal program in time, the fit, and where it finds suspects
-the program in time again on the fabric with them and a second fit.  CPU (the ``fabscope diagnose``
-process and its worker processes) beside wall, against the goal of under 30 CPU s.  ``--against
+host at x0.25..0.6, fixed seed; fabscope-bench's 100 timed iterations), times 5% lognormal noise, and
+``fabscope diagnose`` runs as a user runs it, with its default model: the nominal program in time
+(within ``--model-events``: 4 of the 100 iterations at 109,800 pairs), the fit, and where it finds
+suspects the program in time again on the fabric with them and the suspects estimated again.  CPU (the
+``fabscope diagnose`` process and its worker processes) beside wall, against the goal of under 30 CPU
+s, and each fault's estimate beside its true factor.  ``--full``: the same file diagnosed with
+``--model-events 0`` too (every measured iteration modeled), a peer in the same run.  ``--confirm``:
+the confirmation round end to end (the plan, its pairs "measured" in time here, the script's last
+line).  ``--against
 SRC``: the same command run by the fabscope at SRC too, one after the other on the same file (its
 CPU beside this one's, and whether the two name the same suspects with the same factors).
 ``--parts``: the diagnosis's four steps in this process, as the CLI runs them (the nominal model, the
-fit, the model on the fabric with the first fit's suspects, the second fit), CPU each.
+fit, the model on the fabric with the first fit's suspects, the suspects estimated again), CPU each.
 """
 
 from __future__ import annotations
