@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -55,8 +56,10 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
     dll, why = load_library(SOURCE, "maxmin")
     if dll is not None:
         dll.mm_solve.restype = ctypes.c_int64
-        dll.mm_solve.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 9 + [ctypes.c_int64, ctypes.c_double,
-                                                                                 ctypes.c_void_p]
+        dll.mm_solve.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 9 + [ctypes.c_int64, ctypes.c_double] + \
+            [ctypes.c_void_p] * 2
+        dll.mm_work_bytes.restype = ctypes.c_int64
+        dll.mm_work_bytes.argtypes = [ctypes.c_int64] * 2
     return dll, why
 
 
@@ -67,7 +70,8 @@ def available() -> bool:
 
 class MaxMinMatrix:
     """A resource-by-flow matrix in the forms both solvers read, converted once: the CSR (rows'
-    flows), the CSC (flows' rows and weights) and each row's weight sum.
+    flows), the CSC (flows' rows and weights) and each row's weight sum.  It also keeps the C
+    solver's scratch between solves (about 75 bytes a resource), lent to one solve at a time.
 
     >>> m = prepare(csr_matrix(np.array([[1.0, 0.5], [0.0, 2.0]])))
     >>> m.shape, m.live_w.tolist(), m.C.indices.tolist()
@@ -80,6 +84,8 @@ class MaxMinMatrix:
         self.C: csc_matrix = self.A.tocsc()
         self.live_w = np.asarray(self.A.sum(axis=1)).ravel()     # numpy's summation order: the C code takes it
         self.live_w.flags.writeable = False
+        self._work: np.ndarray | None = None
+        self._work_lock = threading.Lock()
 
     @cached_property
     def arrays(self) -> tuple[np.ndarray, ...]:
@@ -125,8 +131,16 @@ def maxmin(A: csr_matrix | MaxMinMatrix, capacity: np.ndarray, flow_cap: np.ndar
     capped = np.ascontiguousarray(capped[np.argsort(cap[capped], kind="stable")], np.int64)
     rate = np.empty(m.shape[1])
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-    err = dll.mm_solve(m.shape[0], m.shape[1], ptr(rptr), ptr(rind), ptr(cptr), ptr(cind), ptr(cdat),
-                       ptr(live_w), ptr(capacity), ptr(cap), ptr(capped), len(capped), 1 + REL_TOL, ptr(rate))
+    mine = m._work_lock.acquire(blocking=False)      # another thread solving: it allocates its own
+    try:
+        if mine and m._work is None:
+            m._work = np.empty(dll.mm_work_bytes(*m.shape), np.uint8)
+        err = dll.mm_solve(m.shape[0], m.shape[1], ptr(rptr), ptr(rind), ptr(cptr), ptr(cind), ptr(cdat),
+                           ptr(live_w), ptr(capacity), ptr(cap), ptr(capped), len(capped), 1 + REL_TOL, ptr(rate),
+                           ptr(m._work) if mine else None)
+    finally:
+        if mine:
+            m._work_lock.release()
     if err:                                          # out of memory in C: numpy may still manage
         return maxmin_reference(m, capacity, cap)
     return rate
