@@ -1,6 +1,7 @@
 /* Max-min fair rates by progressive filling (fabscope.model.maxmin): the numpy reference's steps and
- * float operations, in its order, with the resources' fill levels in a binary heap so that a step
- * touches only the resources it fills and the rows its frozen flows cross, never all of them.
+ * float operations, in its order, with the resources' fill levels in a tournament tree (each node the least of its
+ * two children, the rows in index order as leaves) so that a step touches only the resources it
+ * fills and the rows its frozen flows cross, not all of them, and finds the full rows in index order.
  *
  * Resources are rows, flows columns: rptr/rind hold each row's flows (CSR), cptr/cind/cdat each
  * flow's rows and weights (CSC).  live_w0: each row's weight sum as the reference computes it (numpy's
@@ -31,164 +32,46 @@
 typedef struct {
     double lw;          /* weight of the live flows */
     double frozen;      /* load of the frozen flows */
-    double fill;        /* the level at which it fills: (cap - frozen) / lw, inf where lw <= 1e-9 */
     double cap;
 } row_t;
 
-/* rows with a finite fill, least on top; keys beside the rows so a sift reads one line per level */
-typedef struct {
-    double k;
-    int64_t r;
-} node_t;
-
-typedef struct {
-    node_t *h;
-    int64_t *pos;       /* each row's place in h, -1 when out (its fill is not finite) */
-    int64_t n;
-} heap_t;
-
-static inline void hput(heap_t *H, int64_t i, node_t x)
+/* the tree: t[1] the root, t[i]'s children t[2i] and t[2i + 1], row r's fill at leaf t[P + r]
+   (P a power of two, leaves past the last row inf) */
+static inline double least(double a, double b)
 {
-    H->h[i] = x;
-    H->pos[x.r] = i;
+    return b < a ? b : a;
 }
 
-static void sift_up(heap_t *H, int64_t i)
+/* leaf i changed: its ancestors, up to the first that keeps its value */
+static inline void tree_up(double *t, int64_t i)
 {
-    node_t x = H->h[i];
-    while (i > 0) {
-        int64_t p = (i - 1) / 2;
-        if (!(x.k < H->h[p].k))
+    for (i >>= 1; i >= 1; i >>= 1) {
+        double v = least(t[2 * i], t[2 * i + 1]);
+        if (v == t[i])
             break;
-        hput(H, i, H->h[p]);
-        i = p;
-    }
-    hput(H, i, x);
-}
-
-static void sift_down(heap_t *H, int64_t i)
-{
-    node_t x = H->h[i];
-    for (;;) {
-        int64_t c = 2 * i + 1;
-        if (c >= H->n)
-            break;
-        if (c + 1 < H->n && H->h[c + 1].k < H->h[c].k)
-            c++;
-        if (!(H->h[c].k < x.k))
-            break;
-        hput(H, i, H->h[c]);
-        i = c;
-    }
-    hput(H, i, x);
-}
-
-/* every row of [0, n_res) with a finite fill, in one linear build */
-static void heap_build(heap_t *H, const row_t *row, int64_t n_res)
-{
-    H->n = 0;
-    for (int64_t r = 0; r < n_res; r++) {
-        H->pos[r] = -1;
-        if (isfinite(row[r].fill))
-            hput(H, H->n++, (node_t){row[r].fill, r});
-    }
-    for (int64_t i = H->n / 2 - 1; i >= 0; i--)
-        sift_down(H, i);
-}
-
-/* many rows' fills changed (rows[0..m), the others unchanged): the heap's rows with their new fills,
-   those now not finite dropped, rows out that came back added, then one linear build */
-static void heap_rebuild(heap_t *H, const row_t *row, const int64_t *rows, int64_t m)
-{
-    int64_t n = 0;
-    for (int64_t i = 0; i < H->n; i++) {
-        int64_t r = H->h[i].r;
-        if (isfinite(row[r].fill))
-            hput(H, n++, (node_t){row[r].fill, r});
-        else
-            H->pos[r] = -1;
-    }
-    for (int64_t i = 0; i < m; i++)
-        if (H->pos[rows[i]] < 0 && isfinite(row[rows[i]].fill))
-            hput(H, n++, (node_t){row[rows[i]].fill, rows[i]});
-    H->n = n;
-    for (int64_t i = n / 2 - 1; i >= 0; i--)
-        sift_down(H, i);
-}
-
-/* row r's fill changed: move, insert or remove it */
-static void heap_set(heap_t *H, int64_t r, double v)
-{
-    int64_t i = H->pos[r];
-    if (isfinite(v)) {
-        if (i < 0) {
-            i = H->n++;
-            hput(H, i, (node_t){v, r});
-            sift_up(H, i);
-            return;
-        }
-        double old = H->h[i].k;
-        H->h[i].k = v;
-        if (v < old)
-            sift_up(H, i);
-        else
-            sift_down(H, i);
-    } else if (i >= 0) {
-        H->pos[r] = -1;
-        node_t last = H->h[--H->n];
-        if (i == H->n)
-            return;
-        double old = H->h[i].k;
-        hput(H, i, last);
-        if (last.k < old)
-            sift_up(H, i);
-        else
-            sift_down(H, i);
+        t[i] = v;
     }
 }
 
-/* rows[0..n) ascending: insertion sort when few, else LSD radix (11-bit digits) through tmp */
-static void sort_rows(int64_t *rows, int64_t n, int64_t n_res, int64_t *tmp)
+static void tree_build(double *t, int64_t P)
 {
-    if (n < 256) {
-        for (int64_t i = 1; i < n; i++) {
-            int64_t x = rows[i], j = i;
-            while (j > 0 && rows[j - 1] > x) {
-                rows[j] = rows[j - 1];
-                j--;
-            }
-            rows[j] = x;
-        }
-        return;
-    }
-    int64_t count[2048];
-    int64_t *src = rows, *dst = tmp;
-    for (int shift = 0; shift == 0 || (shift < 64 && (n_res - 1) >> shift); shift += 11) {
-        for (int d = 0; d < 2048; d++)
-            count[d] = 0;
-        for (int64_t i = 0; i < n; i++)
-            count[(src[i] >> shift) & 2047]++;
-        int64_t sum = 0;
-        for (int d = 0; d < 2048; d++) {
-            int64_t c = count[d];
-            count[d] = sum;
-            sum += c;
-        }
-        for (int64_t i = 0; i < n; i++)
-            dst[count[(src[i] >> shift) & 2047]++] = src[i];
-        int64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != rows)
-        for (int64_t i = 0; i < n; i++)
-            rows[i] = src[i];
+    for (int64_t i = P - 1; i >= 1; i--)
+        t[i] = least(t[2 * i], t[2 * i + 1]);
+}
+
+static int64_t leaves(int64_t n_res)
+{
+    int64_t P = 1;
+    while (P < n_res)
+        P <<= 1;
+    return P;
 }
 
 int64_t mm_work_bytes(int64_t n_res, int64_t n_flows)
 {
     int64_t R = n_res > 0 ? n_res : 1, F = n_flows > 0 ? n_flows : 1;
-    return R * (int64_t)(sizeof(row_t) + sizeof(node_t) + 3 * sizeof(int64_t) + 1) + F * (int64_t)(sizeof(int64_t) + 1);
+    return 2 * leaves(n_res) * (int64_t)sizeof(double) + R * (int64_t)(sizeof(row_t) + sizeof(int64_t) + 1) +
+           F * (int64_t)(sizeof(int64_t) + 1);
 }
 
 int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int64_t *rind,
@@ -196,19 +79,18 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
                  const double *capacity, const double *cap, const int64_t *capped, int64_t n_capped,
                  double grow, double *rate, void *work)
 {
-    size_t R = (size_t)(n_res > 0 ? n_res : 1), F = (size_t)(n_flows > 0 ? n_flows : 1);
+    int64_t R = n_res > 0 ? n_res : 1, F = n_flows > 0 ? n_flows : 1, P = leaves(n_res);
     void *own = NULL;
     if (!work) {
         work = own = malloc((size_t)mm_work_bytes(n_res, n_flows));
         if (!work)
             return -1;
     }
-    row_t *row = work;
-    node_t *h = (node_t *)(row + R);
-    int64_t *pos = (int64_t *)(h + R);
-    int64_t *rows = pos + R;            /* the full rows of a step, then the touched ones */
-    int64_t *stack = rows + R;          /* the heap walk's stack, then the sort's scratch */
-    int64_t *newf = stack + R;
+    double *t = work;
+    double *fill = t + P;               /* the leaves */
+    row_t *row = (row_t *)(t + 2 * P);
+    int64_t *rows = (int64_t *)(row + R);   /* the full rows of a step, then the touched ones */
+    int64_t *newf = rows + R;
     unsigned char *active = (unsigned char *)(newf + F), *mark = active + F;
     int64_t n_active = 0;
     for (int64_t f = 0; f < n_flows; f++) {
@@ -222,33 +104,39 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
         x->lw = live_w0[r];
         x->frozen = 0.0;
         x->cap = capacity[r];
-        x->fill = x->lw > 0 ? x->cap / x->lw : INFINITY;
+        fill[r] = x->lw > 0 ? x->cap / x->lw : INFINITY;
         mark[r] = 0;
     }
-    heap_t H = {h, pos, 0};
-    heap_build(&H, row, n_res);
+    for (int64_t r = n_res; r < P; r++)
+        fill[r] = INFINITY;
+    tree_build(t, P);                   /* P = 1: the root is row 0's leaf itself */
     int64_t ptr = 0;
     while (n_active) {
         while (ptr < n_capped && !active[capped[ptr]])
             ptr++;
         double next_cap = ptr < n_capped ? cap[capped[ptr]] : INFINITY;
-        double least = H.n ? h[0].k : INFINITY;      /* fill.min(): rows out of the heap are inf */
-        double level = next_cap < least ? next_cap : least;   /* Python's min(least, next_cap) */
+        double lo = n_res ? t[1] : INFINITY;
+        double level = next_cap < lo ? next_cap : lo;   /* Python's min(fill.min(), next_cap) */
         if (!isfinite(level))
             break;
         double thresh = level * grow;
-        /* every row with fill <= thresh: the heap's top subtree of them */
-        int64_t n_full = 0, sp = 0;
-        if (H.n && h[0].k <= thresh)
-            stack[sp++] = 0;
-        while (sp) {
-            int64_t i = stack[--sp];
-            rows[n_full++] = h[i].r;
-            for (int64_t c = 2 * i + 1; c <= 2 * i + 2 && c < H.n; c++)
-                if (h[c].k <= thresh)
-                    stack[sp++] = c;
+        /* every row with fill <= thresh, in index order: the subtrees whose least is at most thresh */
+        int64_t n_full = 0;
+        if (n_res) {
+            int64_t stack[130], sp = 0;     /* at most two a level */
+            stack[sp++] = 1;
+            while (sp) {
+                int64_t i = stack[--sp];
+                if (!(t[i] <= thresh))
+                    continue;
+                if (i >= P)
+                    rows[n_full++] = i - P;
+                else {
+                    stack[sp++] = 2 * i + 1;
+                    stack[sp++] = 2 * i;
+                }
+            }
         }
-        sort_rows(rows, n_full, n_res, stack);
         int64_t n_new = 0;
         for (int64_t i = 0; i < n_full; i++) {
             int64_t r = rows[i];
@@ -269,8 +157,8 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
         }
         if (!n_new) {
             for (int64_t i = 0; i < n_full; i++) {
-                row[rows[i]].fill = INFINITY;
-                heap_set(&H, rows[i], INFINITY);
+                fill[rows[i]] = INFINITY;
+                tree_up(t, P + rows[i]);
             }
             continue;
         }
@@ -287,23 +175,21 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
                 x->frozen += w * level;
                 /* the fill from the loads so far, while the row is in cache: the last update's is the
                    reference's value, computed from the final loads */
-                x->fill = x->lw > 1e-9 ? (x->cap - x->frozen) / x->lw : INFINITY;
+                fill[r] = x->lw > 1e-9 ? (x->cap - x->frozen) / x->lw : INFINITY;
                 if (!mark[r]) {
                     mark[r] = 1;
                     rows[n_touched++] = r;
                 }
             }
         }
-        for (int64_t i = 0; i < n_touched; i++)
+        int bulk = n_touched > P / 16;      /* many leaves changed: the whole tree in one pass */
+        for (int64_t i = 0; i < n_touched; i++) {
+            if (!bulk)
+                tree_up(t, P + rows[i]);
             mark[rows[i]] = 0;
-        /* a large share changed: one linear build (in row order when the heap holds most rows) */
-        if (n_touched > H.n / 8 && H.n > n_res / 4)
-            heap_build(&H, row, n_res);
-        else if (n_touched > H.n / 8)
-            heap_rebuild(&H, row, rows, n_touched);
-        else
-            for (int64_t i = 0; i < n_touched; i++)
-                heap_set(&H, rows[i], row[rows[i]].fill);
+        }
+        if (bulk)
+            tree_build(t, P);
     }
     free(own);
     return 0;
