@@ -1,7 +1,8 @@
 /* Max-min fair rates by progressive filling (fabscope.model.maxmin): the numpy reference's steps and
- * float operations, in its order, with the resources' fill levels in a tournament tree (each node the least of its
- * two children, the rows in index order as leaves) so that a step touches only the resources it
- * fills and the rows its frozen flows cross, not all of them, and finds the full rows in index order.
+ * float operations, in its order, with the resources' fill levels under a tournament tree (each
+ * node the least of its two children; the leaves blocks of 8 rows in index order, one cache line of
+ * fills) so that a step touches only the resources it fills and the rows its frozen flows cross,
+ * not all of them, and finds the full rows in index order.
  *
  * Resources are rows, flows columns: rptr/rind hold each row's flows (CSR), cptr/cind/cdat each
  * flow's rows and weights (CSC).  live_w0: each row's weight sum as the reference computes it (numpy's
@@ -15,7 +16,8 @@
  *   else  each new flow's rate is the level; on its rows, in order, live_w -= w, frozen += w * level;
  *         then each touched row's fill = (capacity - frozen) / live_w, inf where live_w <= 1e-9.
  * work: mm_work_bytes(n_res, n_flows) bytes of scratch the caller keeps between solves (its pages
- * then fault in once), or NULL to allocate here.  Returns 0, or -1 when memory runs out.
+ * then fault in once), or NULL to allocate here.  Returns 0; -1 when memory runs out; -2 when a
+ * capacity is NaN (the tree needs an order: the caller solves with the reference).
  */
 #include <math.h>
 #include <stdint.h>
@@ -35,26 +37,44 @@ typedef struct {
     double cap;
 } row_t;
 
-/* the tree: t[1] the root, t[i]'s children t[2i] and t[2i + 1], row r's fill at leaf t[P + r]
-   (P a power of two, leaves past the last row inf) */
+#define BLOCK 8         /* rows per leaf */
+
+/* the tree: t[1] the root, t[i]'s children t[2i] and t[2i + 1], leaf t[P + b] the least fill of
+   rows BLOCK*b .. BLOCK*b + BLOCK - 1 (P a power of two; fills past the last row inf) */
 static inline double least(double a, double b)
 {
     return b < a ? b : a;
 }
 
-/* leaf i changed: its ancestors, up to the first that keeps its value */
-static inline void tree_up(double *t, int64_t i)
+static inline double block_least(const double *fill, int64_t b)
 {
+    const double *x = fill + BLOCK * b;
+    double m = x[0];
+    for (int j = 1; j < BLOCK; j++)
+        m = least(m, x[j]);
+    return m;
+}
+
+/* block b's fills changed: its leaf, then its ancestors up to the first that keeps its value */
+static inline void tree_up(double *t, const double *fill, int64_t P, int64_t b)
+{
+    int64_t i = P + b;
+    double v = block_least(fill, b);
+    if (v == t[i])
+        return;
+    t[i] = v;
     for (i >>= 1; i >= 1; i >>= 1) {
-        double v = least(t[2 * i], t[2 * i + 1]);
+        v = least(t[2 * i], t[2 * i + 1]);
         if (v == t[i])
             break;
         t[i] = v;
     }
 }
 
-static void tree_build(double *t, int64_t P)
+static void tree_build(double *t, const double *fill, int64_t P)
 {
+    for (int64_t b = 0; b < P; b++)
+        t[P + b] = block_least(fill, b);
     for (int64_t i = P - 1; i >= 1; i--)
         t[i] = least(t[2 * i], t[2 * i + 1]);
 }
@@ -62,16 +82,16 @@ static void tree_build(double *t, int64_t P)
 static int64_t leaves(int64_t n_res)
 {
     int64_t P = 1;
-    while (P < n_res)
+    while (P * BLOCK < n_res)
         P <<= 1;
     return P;
 }
 
 int64_t mm_work_bytes(int64_t n_res, int64_t n_flows)
 {
-    int64_t R = n_res > 0 ? n_res : 1, F = n_flows > 0 ? n_flows : 1;
-    return 2 * leaves(n_res) * (int64_t)sizeof(double) + R * (int64_t)(sizeof(row_t) + sizeof(int64_t) + 1) +
-           F * (int64_t)(sizeof(int64_t) + 1);
+    int64_t R = n_res > 0 ? n_res : 1, F = n_flows > 0 ? n_flows : 1, P = leaves(n_res);
+    return (2 * P + BLOCK * P) * (int64_t)sizeof(double) + R * (int64_t)(sizeof(row_t) + sizeof(int64_t)) +
+           P * (int64_t)(sizeof(int64_t) + 1) + F * (int64_t)(sizeof(int64_t) + 1);
 }
 
 int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int64_t *rind,
@@ -80,6 +100,9 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
                  double grow, double *rate, void *work)
 {
     int64_t R = n_res > 0 ? n_res : 1, F = n_flows > 0 ? n_flows : 1, P = leaves(n_res);
+    for (int64_t r = 0; r < n_res; r++)
+        if (isnan(capacity[r]))
+            return -2;
     void *own = NULL;
     if (!work) {
         work = own = malloc((size_t)mm_work_bytes(n_res, n_flows));
@@ -87,10 +110,11 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
             return -1;
     }
     double *t = work;
-    double *fill = t + P;               /* the leaves */
-    row_t *row = (row_t *)(t + 2 * P);
-    int64_t *rows = (int64_t *)(row + R);   /* the full rows of a step, then the touched ones */
-    int64_t *newf = rows + R;
+    double *fill = t + 2 * P;               /* BLOCK * P of them */
+    row_t *row = (row_t *)(fill + BLOCK * P);
+    int64_t *rows = (int64_t *)(row + R);   /* the full rows of a step */
+    int64_t *blocks = rows + R;             /* the blocks a step's updates touched */
+    int64_t *newf = blocks + P;
     unsigned char *active = (unsigned char *)(newf + F), *mark = active + F;
     int64_t n_active = 0;
     for (int64_t f = 0; f < n_flows; f++) {
@@ -105,36 +129,37 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
         x->frozen = 0.0;
         x->cap = capacity[r];
         fill[r] = x->lw > 0 ? x->cap / x->lw : INFINITY;
-        mark[r] = 0;
     }
-    for (int64_t r = n_res; r < P; r++)
+    for (int64_t r = n_res; r < BLOCK * P; r++)
         fill[r] = INFINITY;
-    tree_build(t, P);                   /* P = 1: the root is row 0's leaf itself */
+    for (int64_t b = 0; b < P; b++)
+        mark[b] = 0;
+    tree_build(t, fill, P);
     int64_t ptr = 0;
     while (n_active) {
         while (ptr < n_capped && !active[capped[ptr]])
             ptr++;
         double next_cap = ptr < n_capped ? cap[capped[ptr]] : INFINITY;
-        double lo = n_res ? t[1] : INFINITY;
+        double lo = t[1];                   /* fill.min() (inf without rows) */
         double level = next_cap < lo ? next_cap : lo;   /* Python's min(fill.min(), next_cap) */
         if (!isfinite(level))
             break;
         double thresh = level * grow;
         /* every row with fill <= thresh, in index order: the subtrees whose least is at most thresh */
-        int64_t n_full = 0;
-        if (n_res) {
-            int64_t stack[130], sp = 0;     /* at most two a level */
-            stack[sp++] = 1;
-            while (sp) {
-                int64_t i = stack[--sp];
-                if (!(t[i] <= thresh))
-                    continue;
-                if (i >= P)
-                    rows[n_full++] = i - P;
-                else {
-                    stack[sp++] = 2 * i + 1;
-                    stack[sp++] = 2 * i;
-                }
+        int64_t n_full = 0, stack[130], sp = 0;     /* at most two a level */
+        stack[sp++] = 1;
+        while (sp) {
+            int64_t i = stack[--sp];
+            if (!(t[i] <= thresh))
+                continue;
+            if (i >= P) {
+                int64_t r0 = BLOCK * (i - P);
+                for (int j = 0; j < BLOCK; j++)
+                    if (fill[r0 + j] <= thresh)
+                        rows[n_full++] = r0 + j;
+            } else {
+                stack[sp++] = 2 * i + 1;
+                stack[sp++] = 2 * i;
             }
         }
         int64_t n_new = 0;
@@ -156,16 +181,24 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
             }
         }
         if (!n_new) {
-            for (int64_t i = 0; i < n_full; i++) {
+            for (int64_t i = 0; i < n_full; i++)
                 fill[rows[i]] = INFINITY;
-                tree_up(t, P + rows[i]);
-            }
+            for (int64_t i = 0; i < n_full; i++)
+                tree_up(t, fill, P, rows[i] / BLOCK);
             continue;
         }
         n_active -= n_new;
         int64_t n_touched = 0;
         for (int64_t i = 0; i < n_new; i++) {
             int64_t f = newf[i];
+            if (i + 8 < n_new) {            /* the loads a few flows ahead, to overlap their misses */
+                int64_t k8 = cptr[newf[i + 8]];
+                __builtin_prefetch(cind + k8);
+                __builtin_prefetch(cdat + k8);
+            }
+            if (i + 4 < n_new)
+                for (int64_t k = cptr[newf[i + 4]]; k < cptr[newf[i + 4] + 1]; k++)
+                    __builtin_prefetch(row + cind[k], 1);
             rate[f] = level;
             for (int64_t k = cptr[f]; k < cptr[f + 1]; k++) {
                 int64_t r = cind[k];
@@ -176,20 +209,21 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
                 /* the fill from the loads so far, while the row is in cache: the last update's is the
                    reference's value, computed from the final loads */
                 fill[r] = x->lw > 1e-9 ? (x->cap - x->frozen) / x->lw : INFINITY;
-                if (!mark[r]) {
-                    mark[r] = 1;
-                    rows[n_touched++] = r;
+                int64_t b = r / BLOCK;
+                if (!mark[b]) {
+                    mark[b] = 1;
+                    blocks[n_touched++] = b;
                 }
             }
         }
         int bulk = n_touched > P / 16;      /* many leaves changed: the whole tree in one pass */
         for (int64_t i = 0; i < n_touched; i++) {
             if (!bulk)
-                tree_up(t, P + rows[i]);
-            mark[rows[i]] = 0;
+                tree_up(t, fill, P, blocks[i]);
+            mark[blocks[i]] = 0;
         }
         if (bulk)
-            tree_build(t, P);
+            tree_build(t, fill, P);
     }
     free(own);
     return 0;

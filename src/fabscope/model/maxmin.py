@@ -118,13 +118,13 @@ def maxmin(A: csr_matrix | MaxMinMatrix, capacity: np.ndarray, flow_cap: np.ndar
     ``flow_cap`` bounds each flow's rate (``inf`` for none).  Flows that
     cross no resource and have no cap get ``inf``.  Runs ``maxmin.c`` where it
     loads and ``compiled`` is true, else :func:`maxmin_reference`; the rates are
-    the same bits.  A capacity that is NaN goes to the reference (the heap needs
-    an order).
+    the same bits.  A capacity that is NaN goes to the reference (the C code's
+    tree needs an order).
     """
     m = prepare(A)
     capacity, cap = _inputs(m, capacity, flow_cap)
     dll = _load()[0] if compiled else None
-    if dll is None or np.isnan(capacity).any():
+    if dll is None:
         return maxmin_reference(m, capacity, cap)
     rptr, rind, cptr, cind, cdat, live_w = m.arrays
     capped = np.flatnonzero(np.isfinite(cap))
@@ -141,7 +141,7 @@ def maxmin(A: csr_matrix | MaxMinMatrix, capacity: np.ndarray, flow_cap: np.ndar
     finally:
         if mine:
             m._work_lock.release()
-    if err:                                          # out of memory in C: numpy may still manage
+    if err:                       # -1: out of memory in C (numpy may still manage); -2: a capacity is NaN
         return maxmin_reference(m, capacity, cap)
     return rate
 
