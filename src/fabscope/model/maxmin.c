@@ -216,14 +216,17 @@ int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int6
                 }
             }
         }
-        int bulk = n_touched > P / 16;      /* many leaves changed: the whole tree in one pass */
+        int bulk = n_touched > P / 16;      /* many leaves changed: their leaves, then the nodes in one pass */
         for (int64_t i = 0; i < n_touched; i++) {
-            if (!bulk)
+            if (bulk)
+                t[P + blocks[i]] = block_least(fill, blocks[i]);
+            else
                 tree_up(t, fill, P, blocks[i]);
             mark[blocks[i]] = 0;
         }
         if (bulk)
-            tree_build(t, fill, P);
+            for (int64_t i = P - 1; i >= 1; i--)
+                t[i] = least(t[2 * i], t[2 * i + 1]);
     }
     free(own);
     return 0;
