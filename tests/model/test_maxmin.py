@@ -1,12 +1,19 @@
-"""Flow-model cases solved by hand, and max-min properties on random fabrics and traffic."""
+"""Flow-model cases solved by hand, max-min properties on random fabrics and traffic, and the compiled
+solver (maxmin.c) held to the numpy reference bit for bit."""
+
+import shutil
+import threading
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
+from fabscope.diagnose.pairmodel import PairModel
 from fabscope.fabric import Placement
-from fabscope.fabric.generators import fat_tree, torus, xgft
+from fabscope.fabric.generators import dragonfly, fat_tree, torus, xgft
+from fabscope.model import maxmin as mm
 from fabscope.model.maxmin import congestion_count, maxmin
 from fabscope.model.simulate import simulate
 from fabscope.routing import make_routing
@@ -166,16 +173,6 @@ def test_oversubscribed_leaf_gives_half_rate():
 
 # --- the compiled solver (maxmin.c) against the numpy reference -------------------------------------
 
-import shutil  # noqa: E402
-import threading  # noqa: E402
-
-import pytest  # noqa: E402
-
-from fabscope.diagnose.pairmodel import PairModel  # noqa: E402
-from fabscope.fabric.generators import dragonfly  # noqa: E402
-from fabscope.model import maxmin as mm  # noqa: E402
-
-
 def _same_bits(a, b):
     return a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
 
@@ -239,7 +236,7 @@ def test_nan_capacity_is_solved_by_the_reference():
     assert np.array_equal(mm.maxmin(A, cap), mm.maxmin_reference(A, cap), equal_nan=True)
 
 
-def test_the_compiled_path_is_taken_where_a_compiler_is():
+def test_the_compiled_path_is_taken_where_a_compiler_is(monkeypatch):
     if shutil.which("gcc") or shutil.which("cc"):
         assert mm.available(), mm._load()[1]
     if not mm.available():
@@ -250,10 +247,8 @@ def test_the_compiled_path_is_taken_where_a_compiler_is():
     def boom(*a, **k):
         raise AssertionError("the numpy reference ran where the library loads")
 
-    mp = pytest.MonkeyPatch()
-    with mp.context() as m:
-        m.setattr(mm, "maxmin_reference", boom)
-        assert _same_bits(mm.maxmin(A, capacity, flow_cap), ref)
+    monkeypatch.setattr(mm, "maxmin_reference", boom)
+    assert _same_bits(mm.maxmin(A, capacity, flow_cap), ref)
 
 
 def test_with_the_compiled_path_off_the_reference_answers(monkeypatch):
