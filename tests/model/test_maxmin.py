@@ -305,6 +305,16 @@ def test_pair_model_converts_its_matrix_once(monkeypatch):
     b = pm.flow_rates(f.link_capacity * 0.5)
     assert len(made) == 1 and made[0] is pm.A
     assert np.allclose(b, a * 0.5)
+    # nor do the bottlenecks, which read the solver's CSC
+    from fabscope import sparse
+
+    turned = []
+    real_tocsc = sparse._Compressed.tocsc
+    monkeypatch.setattr(sparse._Compressed, "tocsc", lambda self: turned.append(self) or real_tocsc(self))
+    half = f.link_capacity * 0.5
+    flows, res = pm.binding(b, half)
+    assert not turned and len(flows)
+    assert np.array_equal(pm.bottlenecks(b, half) >= 0, np.isin(np.arange(len(b)), flows))
 
 
 def test_threads_solving_one_matrix_at_once_each_get_their_rates():

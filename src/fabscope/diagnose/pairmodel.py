@@ -148,7 +148,7 @@ class PairModel:
         fin = np.where(np.isfinite(rate), rate, 0.0)
         load = self.A @ fin
         full = load >= capacity * (1 - within)
-        C = self.A.tocsc()
+        C = self.solver_matrix.C                         # the solver's CSC, converted once
         cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
         rmax = np.zeros(C.shape[0])
         np.maximum.at(rmax, C.indices, fin[cols])
