@@ -370,7 +370,7 @@ def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3, variants: str = 
         if v.startswith("fast-it"):
             kw["iterations"] = int(v[len("fast-it"):])
         t0 = time.perf_counter()
-        nom, info = nominal_model(m, **kw)
+        nom, info = nominal_model(m, events=0, **kw)   # the measured iterations: what each variant costs
         t1 = time.perf_counter()
         d = diagnose(m, nominal=nom)
         t2 = time.perf_counter()

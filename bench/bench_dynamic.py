@@ -175,7 +175,7 @@ def diagnose_child() -> None:
     from fabscope.diagnose.timemodel import nominal_model
 
     m = _diagnose_case()
-    nominal_model(m.subset(np.flatnonzero(m.scenario == 0)), workers=1)
+    nominal_model(m.subset(np.flatnonzero(m.scenario == 0)), workers=1, events=0)
     engine = [0.0]
     run = fast.run_program
 
@@ -188,7 +188,7 @@ def diagnose_child() -> None:
 
     fast.run_program = timed
     w0, c0 = time.perf_counter(), time.process_time()
-    bw, info = nominal_model(m, workers=1)
+    bw, info = nominal_model(m, workers=1, events=0)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     print(json.dumps({"cpu": cpu, "wall": wall, "engine": engine[0], "events": info["events"],
                       "modeled": hashlib.sha256(np.ascontiguousarray(bw).tobytes()).hexdigest()[:16]}))
@@ -237,7 +237,7 @@ def diagnose_model(source: str, repeat: int) -> None:
         for name, src in (("this tree", fast.SOURCE), ("other", source)):
             with engine_from(src):
                 w0, c0 = time.perf_counter(), time.process_time()
-                noms[name], info = nominal_model(m, workers=1)
+                noms[name], info = nominal_model(m, workers=1, events=0)
                 got[name].append((time.perf_counter() - w0, time.process_time() - c0))
             print(f"  run {i + 1} {name:9}: wall {got[name][-1][0]:7.2f} s  cpu {got[name][-1][1]:7.2f} s  "
                   f"{info['events']:,} events (load {os.getloadavg()[0]:.1f})", flush=True)

@@ -5,6 +5,8 @@
     mkdir -p /tmp/old && git archive 680dcbf src | tar -x -C /tmp/old        # a peer: another fabscope's source, same pairs
     .venv/bin/python bench/nightly_in_time.py --rounds 10 --against /tmp/old/src
     .venv/bin/python bench/nightly_in_time.py --rounds 10 --parts              # where the time goes
+    .venv/bin/python bench/nightly_in_time.py --night NIGHT.json --full        # beside --model-events 0
+    .venv/bin/python bench/nightly_in_time.py --night NIGHT.json --confirm     # and the confirmation round
 
 ``bench_diagnose.py --parts nightly`` "measures" its pairs with the snapshot and so diagnoses with
 ``--model static``.  Here the pairs are "measured" by the program in time itself
@@ -52,20 +54,61 @@ def measured_in_time(spec: str, rounds: int, seed: int, noise: float):
     s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, rounds)
     hs, hd, rr = np.r_[s, s2], np.r_[d, d2], np.r_[r, r2 + rounds]
     faults = random_faults(f, 3, 1, seed=seed)
-    shape = synthetic(f, hs, hd, rr, {}, 0.0)          # the pairs as a Measured (its figures replaced below)
+    return f, faults, in_time(f, faults, hs, hd, rr, noise, seed)
+
+
+def in_time(f, faults, hs, hd, rr, noise: float, seed: int, size: float = 1 << 20, iters: int = 100):
+    """Pairs as the program in time gives them on ``f`` with ``faults``, times lognormal noise."""
+    shape = synthetic(f, hs, hd, rr, {}, 0.0, size=size)
+    shape = dataclasses.replace(shape, iters=np.full(shape.n_pairs, iters), warmup=np.full(shape.n_pairs, 2))
     cap = f.link_capacity.copy()
     for c, x in faults.items():
         cap[[2 * c, 2 * c + 1]] *= x
     faulty = dataclasses.replace(shape, fabric=dataclasses.replace(f, link_capacity=cap))
     bw = dynamic_bandwidth(faulty).bandwidth * np.exp(np.random.default_rng(seed).normal(0.0, noise, shape.n_pairs))
-    return f, faults, dataclasses.replace(shape, bandwidth=bw, time=shape.bytes * 2 / bw)
+    return dataclasses.replace(shape, bandwidth=bw, time=shape.bytes * 2 / bw)
 
 
-def _diagnose(src: str, run: str, fabric: str, out: str) -> tuple[int, float, float]:
+def _confirmation(run: str, diag: str, f, faults, spec: str, work: str, noise: float, seed: int) -> None:
+    """The confirmation round end to end: ``diagnose --plan --confirm``, its jobs' pairs "measured" in time
+    on the fabric with the faults (this bench's part, not timed), and the script's last line (the joint
+    diagnosis with the default model), each as the command runs it."""
+    from fabscope.diagnose.confirm import confirm_plan
+    from fabscope.result import Result
+
+    script = os.path.join(work, "confirm.sh")
+    c0, w0 = _cpu(), time.perf_counter()
+    rc = subprocess.run([sys.executable, "-m", "fabscope.cli", "diagnose", "--plan", "--confirm", diag, "--fabric",
+                         spec, "-o", script], stdout=subprocess.DEVNULL).returncode
+    plan_cpu = _cpu() - c0
+    plan = confirm_plan(Result.read_json(diag), f)
+    a_, b_, sc_ = [], [], []
+    for k, job in enumerate(plan.jobs):
+        js, jd, _ = job.pairs()
+        a_ += js.tolist(); b_ += jd.tolist(); sc_ += [k] * len(js)
+    mc = in_time(f, faults, np.array(a_), np.array(b_), np.array(sc_), noise, seed + 100, plan.size, plan.iterations)
+    new = os.path.join(work, "confirm-r000.json")
+    res = as_result(mc)
+    res.meta["argv"] = ["fabscope-bench", "random-pairs", "--iterations", str(plan.iterations)]
+    res.write_json(new)
+    joint = os.path.join(work, "joint.json")
+    rc2, cpu, wall = _diagnose(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src"), [diag, new],
+                               spec, joint, [])
+    d = json.load(open(joint))
+    found = {x["link"] // 2 for x in d["extra"]["suspects"]}
+    print(f"confirmation: --plan --confirm rc {rc}, {plan_cpu:.1f} CPU s ({len(a_)} pairs in {len(plan.jobs)} "
+          f"rounds, {plan.iterations} iterations of {plan.size} B); the script's last line rc {rc2}: "
+          f"{len(found & set(faults))} of {len(faults)} confirmed, {len(found - set(faults))} false; "
+          f"CPU {cpu:.1f} s, wall {wall:.1f} s; end to end {plan_cpu + cpu:.1f} CPU s (goal under 30: "
+          f"{'met' if plan_cpu + cpu < 30 else 'NOT met'})", flush=True)
+
+
+def _diagnose(src: str, run, fabric: str, out: str, extra: list[str]) -> tuple[int, float, float]:
     """``fabscope diagnose`` run by the fabscope at ``src`` in a process of its own, as the ``fabscope``
     command runs (``python -m fabscope.cli``: one BLAS thread, cli/__init__.py): (rc, CPU, wall)."""
     c0, w0 = _cpu(), time.perf_counter()
-    rc = subprocess.run([sys.executable, "-m", "fabscope.cli", "diagnose", run, "--fabric", fabric, "-o", out, "--top", "0"],
+    runs = [run] if isinstance(run, str) else list(run)
+    rc = subprocess.run([sys.executable, "-m", "fabscope.cli", "diagnose", *runs, "--fabric", fabric, "-o", out, "--top", "0", *extra],
                         env=dict(os.environ, PYTHONPATH=os.path.abspath(src)), stdout=subprocess.DEVNULL).returncode
     return rc, _cpu() - c0, time.perf_counter() - w0
 
@@ -79,27 +122,24 @@ def _untimed(doc) -> str:
     return json.dumps(strip(doc), sort_keys=True)
 
 
-def _parts(m) -> None:
-    """The CLI's four steps in this process (diagnose's default, cli/diagnose.py), CPU and wall each."""
-    from fabscope.diagnose.basis import Basis
-    from fabscope.diagnose.timemodel import nominal_model, refined_nominal
-    from fabscope.diagnose.tomography import diagnose
+def _parts(m, events) -> None:
+    """The CLI's four steps in this process (``diagnose_with_model``, as cli/diagnose.py runs it), CPU and
+    wall each."""
+    from fabscope.diagnose.withmodel import diagnose_with_model
 
     def step(name, fn):
         c0, w0 = _cpu(), time.perf_counter()
         out = fn()
         print(f"  {name}: CPU {_cpu() - c0:.1f} s, wall {time.perf_counter() - w0:.1f} s", flush=True)
+        if isinstance(out, tuple) and isinstance(out[1], dict) and "events" in out[1]:
+            how = out[1]
+            print(f"    {how['iterations']} timed iterations, {how['events']:,} engine events, "
+                  f"{how.get('components', 0):,} components ({how.get('components_reused', 0):,} reused)")
         return out
 
-    reuse, basis = {}, Basis()
-    nominal, how = step("the nominal model in time", lambda: nominal_model(m, reuse=reuse))
-    print(f"    {how['events']:,} engine events, {how.get('components', 0):,} components "
-          f"({how.get('components_reused', 0):,} reused)")
-    d = step("the fit", lambda: diagnose(m, nominal=nominal, basis=basis))
-    if d.suspects:
-        again = step("the model in time on the fabric with the suspects",
-                     lambda: refined_nominal(m, d.factor, reuse=reuse))
-        step("the second fit", lambda: diagnose(m, nominal=again, basis=basis))
+    c0 = _cpu()
+    d = diagnose_with_model(m, events=events, step=step)
+    print(f"  all: CPU {_cpu() - c0:.1f} s; suspects {[(s['link'], s['direction'], round(s['factor'], 3)) for s in d.suspects]}")
 
 
 def main() -> int:
@@ -110,6 +150,12 @@ def main() -> int:
     ap.add_argument("--noise", type=float, default=0.05)
     ap.add_argument("--against", metavar="SRC", help="another fabscope's source folder (its src), run as a peer")
     ap.add_argument("--parts", action="store_true", help="the diagnosis's steps in this process, CPU each")
+    ap.add_argument("--confirm", action="store_true",
+                    help="then the confirmation round end to end on this fabscope's diagnosis")
+    ap.add_argument("--full", action="store_true",
+                    help="also diagnose with --model-events 0 (every measured iteration modeled), a peer run")
+    ap.add_argument("--model-events", type=int, default=None, metavar="N",
+                    help="diagnose's --model-events (default: its own)")
     ap.add_argument("--night", metavar="FILE", help="the night.json an earlier run made with the same --fabric, "
                     "--rounds, --seed and --noise (its faults are drawn again from the seed)")
     a = ap.parse_args()
@@ -130,23 +176,37 @@ def main() -> int:
           + (f"read from {a.night}" if a.night else
              f"made in time in {_cpu() - c0:.1f} CPU s, {time.perf_counter() - w0:.1f} s wall"), flush=True)
     if a.parts:
-        _parts(m)
+        from fabscope.diagnose.budget import MODEL_EVENTS
+
+        _parts(m, MODEL_EVENTS if a.model_events is None else a.model_events)
         return 0
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+    mine = [] if a.model_events is None else ["--model-events", str(a.model_events)]
+    runs = [("this fabscope", here, mine)]
+    if a.full:
+        runs.append(("this fabscope, --model-events 0 (every measured iteration)", here, ["--model-events", "0"]))
+    if a.against:
+        runs.append(("peer " + a.against, a.against, []))
     got, files = {}, {}
-    for who, src in [("this fabscope", here)] + ([("peer " + a.against, a.against)] if a.against else []):
-        out_k = out if who == "this fabscope" else os.path.join(work, "diag-peer.json")
-        rc, cpu, wall = _diagnose(src, run, a.fabric, out_k)
+    for k, (who, src, extra) in enumerate(runs):
+        out_k = out if not k else os.path.join(work, f"diag-{k}.json")
+        rc, cpu, wall = _diagnose(src, run, a.fabric, out_k, extra)
         d = files[who] = json.load(open(out_k))
         got[who] = sorted((x["link"], x["direction"], round(x["factor"], 4)) for x in d["extra"]["suspects"])
-        found = {x["link"] // 2 for x in d["extra"]["suspects"]}
-        print(f"{who}: diagnose (default model: {d['meta'].get('model', '?')}): rc {rc}, "
-              f"{len(found & set(faults))} of {len(faults)} faults named, {len(found - set(faults))} false; "
+        found = {x["link"] // 2: x["factor"] for x in d["extra"]["suspects"]}
+        est = ", ".join(f"{c}: x{found[c]:.2f} (true x{faults[c]:.2f})" for c in faults if c in found)
+        info = d["meta"].get("model_info") or {}
+        print(f"{who}: diagnose (model {d['meta'].get('model', '?')}, {info.get('iterations')} timed iterations, "
+              f"{info.get('events', 0):,} events a model): rc {rc}, "
+              f"{len(set(found) & set(faults))} of {len(faults)} faults named ({est}), "
+              f"{len(set(found) - set(faults))} false, noise sigma {d['meta']['noise_sigma']:.3f}; "
               f"CPU {cpu:.1f} s, wall {wall:.1f} s (load average {os.getloadavg()[0]:.1f}); goal under 30 CPU s: "
               f"{'met' if cpu < 30 else 'NOT met'}", flush=True)
-    if a.against:
+    if a.confirm:
+        _confirmation(run, out, f, faults, a.fabric, work, a.noise, a.seed)
+    if len(runs) > 1:
         same = len(set(map(str, got.values()))) == 1
-        print(f"the two name {'the same suspects, directions and factors (4 digits)' if same else 'different suspects'}"
+        print(f"they name {'the same suspects, directions and factors (4 digits)' if same else 'different suspects'}"
               f": {got}; the result files are {'the same' if len(set(map(_untimed, files.values()))) == 1 else 'NOT the same'}"
               f" but for the seconds they record")
     print(f"files in {work}")

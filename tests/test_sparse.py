@@ -92,3 +92,21 @@ def test_components_are_scipys(seed):
     n1, lab1 = sparse.connected_components(g_ours, directed=False)
     n2, lab2 = sp_components(g_sp, directed=False)
     assert n1 == n2 and np.array_equal(lab1, lab2)
+
+
+@pytest.mark.parametrize("n_major,n_minor", [(50, 40), (1 << 40, 1 << 22)])
+def test_line_order_is_lexsorts(n_major, n_minor):
+    # packed into one integer where the three fit in 63 bits, else lexsort itself: the same order, duplicates
+    # (equal major and minor) in input order
+    rng = np.random.default_rng(3)
+    major = rng.integers(0, min(n_major, 50), 4000)
+    minor = rng.integers(0, min(n_minor, 40), 4000)
+    np.testing.assert_array_equal(sparse._line_order(major, minor, n_major, n_minor), np.lexsort((minor, major)))
+    # a compressed matrix turned the other way: the same arrays as scipy's
+    a = sp.random(300, 200, density=0.05, random_state=4, format="csr")
+    c = sparse.csr_matrix(a.toarray()).tocsc()
+    ref = a.tocsc()
+    ref.sort_indices()
+    np.testing.assert_array_equal(c.indptr, ref.indptr)
+    np.testing.assert_array_equal(c.indices, ref.indices)
+    np.testing.assert_array_equal(c.data, ref.data)

@@ -8,6 +8,7 @@ import re
 from fabscope.cli.compare import check_outputs, load_hostmap
 from fabscope.cli.files import database_file, existing, not_a_file, reads, reads_and_writes, writes
 from fabscope.cli.options import DEFAULT_SIZE, add_size, examples
+from fabscope.diagnose.budget import MIN_BUDGET_ITERATIONS, MODEL_EVENTS
 from fabscope.names import plain, shell_word
 from fabscope.cli.options import resolve_fabric
 from fabscope.units import plural
@@ -32,9 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "time; static, the snapshot (the capacities are fitted on the snapshot either way)")
     p.add_argument("--model-iterations", type=int, metavar="N",
                    help="dynamic: model N timed iterations instead of the measured count (faster)")
+    p.add_argument("--model-events", type=int, metavar="N", default=MODEL_EVENTS,
+                   help=f"dynamic: where the measured iterations would take more engine events than N, model "
+                        f"the timed iterations that fit, at least {MIN_BUDGET_ITERATIONS} (default {MODEL_EVENTS:,}, "
+                        f"about 5 CPU s; 0: the measured count whatever it costs)")
     p.add_argument("--no-refine", action="store_true",
                    help="dynamic: fit once (default: where suspects are found, run the program in time again "
-                        "with their estimated capacities and fit a second time)")
+                        "with their estimated capacities and estimate them a second time)")
     reads(p.add_argument("--host-map", help="lines 'measured-name fabric-host' for hosts named otherwise"))
     p.add_argument("--sigmas", type=float, default=3.0, help="a pair is slow below this many noise sigmas")
     p.add_argument("--penalty", type=float, help="evidence a suspect must bring, in nats of log-likelihood "
@@ -130,31 +135,18 @@ def run(args: argparse.Namespace) -> int:
         raise FabscopeError("diagnose needs measured runs (MEASURED files), or --plan")
     from fabscope.diagnose.measured import load_measured
     from fabscope.diagnose.report import diagnosis_lines
-    from fabscope.diagnose.timemodel import nominal_model
-    from fabscope.diagnose.tomography import diagnose
+    from fabscope.diagnose.withmodel import diagnose_with_model
 
     if args.model_iterations is not None and args.model_iterations < 1:
         raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
+    if args.model_events < 0:
+        raise FabscopeError(f"--model-events must be 0 (no limit) or more, got {args.model_events}")
     fabric = resolve_fabric(args.fabric)
     measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
-    reuse: dict = {}        # the components' figures: the second model runs only those the suspects touch
-    nominal, how = nominal_model(measured, args.routing, args.model, iterations=args.model_iterations, reuse=reuse)
-    kw = dict(sigmas=args.sigmas, penalty=args.penalty, calibrate=not args.no_calibrate,
-              false_alarm=args.false_alarm, figure=args.figure)
-    from fabscope.diagnose.basis import Basis
-
-    basis = Basis()         # what the second fit takes from the first: all but the figures and the nominal
-    d = diagnose(measured, args.routing, nominal=nominal, meta={"model": how["model"], "model_info": how},
-                 basis=basis, **kw)
-    if nominal is not None and d.suspects and not args.no_refine:
-        from fabscope.diagnose.timemodel import refined_nominal
-
-        again = refined_nominal(measured, d.factor, args.routing, iterations=args.model_iterations, reuse=reuse)
-        first = d
-        d = diagnose(measured, args.routing, nominal=again,
-                     meta={"model": how["model"], "model_info": {**how, "refined": True}}, basis=basis, **kw)
-        # the healthy fabric's prediction stays the model of record
-        d.modeled, d.rms_before = first.modeled, first.rms_before
+    d = diagnose_with_model(measured, args.routing, args.model, iterations=args.model_iterations,
+                            events=args.model_events, refine=not args.no_refine, sigmas=args.sigmas,
+                            penalty=args.penalty, calibrate=not args.no_calibrate, false_alarm=args.false_alarm,
+                            figure=args.figure)
     first = _confirmed(args.files)
     if first is not None:     # a diagnosis and its confirmation round: clear, keep, never add
         from fabscope.diagnose.settle import settle

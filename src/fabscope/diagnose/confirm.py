@@ -214,11 +214,15 @@ def pack_rounds(pairs: list[tuple[int, int, str, str]]) -> list[list[int]]:
 
 def run_size(result: Result) -> tuple[int, int]:
     """(message size, timed iterations) of the run a diagnosis read: the median pair's bytes and
-    iterations (its ``iters`` column, else the iterations its model ran), 1 MiB and 20 where unknown.
+    iterations (its ``iters`` column, else the iterations measured as its model read them: not the fewer
+    a model within its budget of events ran), 1 MiB and 20 where unknown.
 
     >>> run_size(Result(meta={"kind": "diagnose"}, class_labels=(), pairs={"bytes": np.array([65536.0] * 3),
     ...                                                                    "iters": np.array([5, 5, 7])}))
     (65536, 5)
+    >>> run_size(Result(meta={"kind": "diagnose", "model_info": {"iterations": [4], "iterations_measured": [100]}},
+    ...                 class_labels=(), pairs={"bytes": np.array([65536.0])}))
+    (65536, 100)
     """
     p, info = result.pairs, result.meta.get("model_info") or {}
     b = np.asarray(p.get("bytes", []), dtype=float)
@@ -226,7 +230,7 @@ def run_size(result: Result) -> tuple[int, int]:
     size = int(np.median(b)) if len(b) else 1 << 20
     it = np.asarray(p.get("iters", []), dtype=float)
     it = it[np.isfinite(it) & (it > 0)]
-    its = [i for i in (info.get("iterations") or []) if isinstance(i, int) and i > 0]
+    its = [i for i in (info.get("iterations_measured") or info.get("iterations") or []) if isinstance(i, int) and i > 0]
     iterations = int(np.median(it)) if len(it) else (max(its) if its else 20)
     return size, iterations
 

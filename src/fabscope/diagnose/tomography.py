@@ -65,7 +65,7 @@ from fabscope.diagnose.basis import Basis
 from fabscope.diagnose.cables import cable_host, cable_name, direction_name, separating_pairs, tie_group
 from fabscope.diagnose.calibration import detectable, null_calibration
 from fabscope.diagnose.fit import GRID
-from fabscope.diagnose.greedy import free_units, search
+from fabscope.diagnose.greedy import free_units, reestimate, search
 from fabscope.diagnose.measured import DiagnoseError, Measured
 from fabscope.diagnose.noise import PRIOR, fit_noise
 from fabscope.diagnose.pairmodel import PairModel
@@ -100,6 +100,9 @@ class Diagnosis:
     meta: dict[str, Any] = field(default_factory=dict)
     used: np.ndarray | None = None     # the per-pair figure diagnosed (bytes/s): robust or mean
     spread: np.ndarray | None = None   # (worst - best) / median iteration, NaN where unknown
+    #: what a second fit of the same pairs takes from this one (``diagnose(refit=)``): the suspects
+    #: chosen (units), the penalty, the null and the noise model the search ended under
+    search: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -147,7 +150,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
              max_suspects: int = 40, calibrate: bool = True, screen: int = 256, min_sigma: float = 0.01,
              false_alarm: float = 0.01, null_draws: int = 30, figure: str = "robust",
              meta: dict[str, Any] | None = None, nominal: np.ndarray | None = None,
-             basis: Basis | None = None) -> Diagnosis:
+             basis: Basis | None = None, refit: Diagnosis | None = None) -> Diagnosis:
     """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring).
 
     ``nominal``: each measured pair's prediction by another model of the healthy fabric (the
@@ -159,6 +162,12 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     (``null_draws`` draws, :func:`null_calibration`).  ``basis``: kept from an earlier diagnosis of the
     same ``measured`` and ``routing`` (:class:`.basis.Basis`: the parts that do not depend on the
     figures nor on ``nominal``), filled where it holds another's.
+
+    ``refit``: a diagnosis of the same pairs under another ``nominal`` (the program in time rerun on
+    the fabric with its suspects, cli/diagnose.py).  Its suspects are re-estimated under this nominal,
+    the weakest dropped while it does not pay that diagnosis's penalty (:func:`.greedy.reestimate`), and
+    no new one is looked for: the search, its null calibration and its noise passes are that
+    diagnosis's (the noise is fitted again to the residuals under its estimates).
     """
     t0 = time.perf_counter()
     inter = measured.inter
@@ -201,7 +210,14 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     found = (factor, [], {}, 0)
     null_u = base.null_u
     effects = base.null_effects if penalty is None else None
-    for k in range(JITTER_PASSES + 1):
+    passes = JITTER_PASSES + 1
+    if refit is not None:
+        null, lam = refit.search["null"], refit.search["lam"]
+        start = list(refit.search["chosen"])
+        fit.noise = fit_noise(fit.resid(fit.solve(refit.factor)[1]), min_sigma, centre=0.0)
+        found = reestimate(fit, refit.factor, start, lam)
+        passes = 0
+    for k in range(passes):
         # the first pass, under the prior's jitter, only finds faults for the jitter to be fitted without:
         # a third of the draws calibrate it (the later passes re-estimate and drop what does not pay)
         draws = null_draws if k else max(10, null_draws // 3)
@@ -308,7 +324,8 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         extra_meta["iteration_spread_median"] = round(float(np.nanmedian(spread)), 4)
     return Diagnosis(m, pm, bw0 * np.exp(adjust), bw * np.exp(adjust), float(np.exp(log_eff)), sigma, thr, factor, label, limit, suspects,
                      groups, uncovered, rms(e0), rms(e_after), time.perf_counter() - t0,
-                     {**extra_meta, **(meta or {})}, bw_used, spread)
+                     {**extra_meta, **(meta or {})}, bw_used, spread,
+                     {"chosen": list(chosen), "lam": lam, "null": null, "noise": noise})
 
 
 def _tied_cables(f: Any, pu: Any, u: int, c: int) -> list[str]:

@@ -1,0 +1,20 @@
+"""How much of the measured program the model in time runs at most (no imports: the command line's
+help reads it).  :func:`fabscope.diagnose.timemodel.budget_iterations` applies it.
+
+The program in time costs engine events in proportion to pairs x iterations: 85 million for fabscope-bench's
+100 timed iterations on 109,800 pairs, about a minute of CPU (docs/diagnose.md, *Speed at a real machine's
+size*).  Beyond :data:`MODEL_EVENTS` the model runs fewer timed iterations, so that the nightly diagnosis of a
+machine of 2,000 hosts stays within seconds; what that costs in accuracy is measured there too.
+
+>>> MODEL_EVENTS // (EVENTS_PER_PAIR_ITERATION * 109_800) - 2      # timed iterations at 109,800 pairs
+4
+"""
+
+#: engine events the nominal model in time may take before it models fewer timed iterations than measured
+#: (about 5 CPU s of the compiled engine here: ``bench/nightly_in_time.py``)
+MODEL_EVENTS = 6_000_000
+#: engine events per pair and iteration (warm-up included) of a lock-step ping-pong set: two messages,
+#: each with a few events (its start, its latency, its data's end); 7.59 measured on the 3-level tree
+EVENTS_PER_PAIR_ITERATION = 8
+#: the fewest timed iterations a budget leaves: below it a pair's figure is the lock-step start's
+MIN_BUDGET_ITERATIONS = 3

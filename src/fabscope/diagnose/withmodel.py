@@ -1,0 +1,74 @@
+"""A diagnosis with its nominal model, as ``fabscope diagnose`` makes it: the model, the fit, and where the
+fit finds suspects the model again on the fabric with their estimates and the suspects estimated again.
+
+The default model is the program the benchmark ran, in time (:mod:`.timemodel`); the fit runs on the
+snapshot with each pair's in-time ratio held (:mod:`.tomography`).  The second model reruns only the
+components the suspects touch, the second fit takes the first's figure-independent part (:mod:`.basis`) and
+its search: it re-estimates the first's suspects and looks for no new one.
+
+>>> import dataclasses
+>>> from fabscope.fabric.generators import fat_tree
+>>> from fabscope.diagnose.synthetic import synthetic
+>>> from fabscope.diagnose.timemodel import dynamic_bandwidth
+>>> f = fat_tree(k=4, levels=2, up=2)
+>>> rng = np.random.default_rng(1)
+>>> hs, hd, sc = [], [], []
+>>> for r in range(16):
+...     p = rng.permutation(f.n_hosts); hs += p[0::2].tolist(); hd += p[1::2].tolist(); sc += [r] * (f.n_hosts // 2)
+>>> shape = synthetic(f, np.array(hs), np.array(hd), np.array(sc), {}, 0.0)
+>>> cap = f.link_capacity.copy(); cap[[40, 41]] *= 0.4                 # one leaf-spine cable at x0.4
+>>> faulty = dataclasses.replace(shape, fabric=dataclasses.replace(f, link_capacity=cap))
+>>> bw = dynamic_bandwidth(faulty, "dmodk").bandwidth * np.exp(rng.normal(0, 0.03, shape.n_pairs))
+>>> d = diagnose_with_model(dataclasses.replace(shape, bandwidth=bw), "dmodk")    # "measured" in time
+>>> [(s["link"], round(s["factor"], 1)) for s in d.suspects], d.meta["model_info"]["refined"]
+([(40, 0.4)], True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fabscope.diagnose.basis import Basis
+from fabscope.diagnose.budget import MODEL_EVENTS
+from fabscope.diagnose.measured import Measured
+from fabscope.diagnose.timemodel import nominal_model, refined_nominal
+from fabscope.diagnose.tomography import Diagnosis, diagnose
+
+__all__ = ["diagnose_with_model"]
+
+
+def _call(name: str, fn: Callable[[], Any]) -> Any:
+    return fn()
+
+
+def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "dynamic", *,
+                        iterations: int | None = None, events: float | None = MODEL_EVENTS, refine: bool = True,
+                        step: Callable[[str, Callable[[], Any]], Any] = _call, **kw: Any) -> Diagnosis:
+    """The diagnosis of ``measured`` against ``model`` (``dynamic`` or ``static``; the module docstring).
+    ``iterations`` and ``events``: :func:`.timemodel.nominal_model`'s; the second model runs the iterations
+    the first ran.  ``refine=False``: one fit.  ``step(name, fn)`` runs each of the four steps (a bench
+    times them).  ``kw``: :func:`.tomography.diagnose`'s."""
+    reuse: dict = {}        # the components' figures: the second model runs only those the suspects touch
+    nominal, how = step("the nominal model", lambda: nominal_model(measured, routing, model, iterations=iterations,
+                                                                   reuse=reuse, events=events))
+    workers, fast = None, True
+    if iterations is None and how.get("events_budget"):     # the second model runs as the first ran
+        iterations, workers, fast = how["iterations"][0], how["workers"], False
+    basis = Basis()         # what the second fit takes from the first: all but the figures and the nominal
+    d = step("the fit", lambda: diagnose(measured, routing, nominal=nominal,
+                                         meta={"model": how["model"], "model_info": how}, basis=basis, **kw))
+    if nominal is None or not d.suspects or not refine:
+        return d
+    again = step("the model on the fabric with the suspects",
+                 lambda: refined_nominal(measured, d.factor, routing, iterations=iterations, reuse=reuse,
+                                         pm=basis.pm, healthy=basis.bw0, workers=workers, fast=fast))
+    first = d
+    d = step("the suspects estimated again", lambda: diagnose(
+        measured, routing, nominal=again, meta={"model": how["model"], "model_info": {**how, "refined": True}},
+        basis=basis, refit=first, **kw))
+    # the healthy fabric's prediction stays the model of record
+    d.modeled, d.rms_before = first.modeled, first.rms_before
+    return d
