@@ -19,7 +19,7 @@ that).  :func:`maxmin` takes the C path where the library loads
 under many capacities passes :func:`prepare`'s :class:`MaxMinMatrix` instead
 of the matrix, so no call converts it again (``PairModel.flow_rates`` does).
 At the diagnosis's size (109,800 pairs, 219,600 flows, 1.1 million resources)
-a solve took 0.22 CPU s in numpy and 0.07 in C, 0.36 before with the
+a solve took 0.27 CPU s in numpy and 0.08 in C, 0.36 before with the
 conversion (``python bench/bench_maxmin.py``; docs/diagnose.md).
 
 >>> import numpy as np
