@@ -5,7 +5,8 @@
  * not all of them, and finds the full rows in index order.
  *
  * Resources are rows, flows columns: rptr/rind hold each row's flows (CSR), cptr/cind/cdat each
- * flow's rows and weights (CSC).  live_w0: each row's weight sum as the reference computes it (numpy's
+ * flow's rows and weights (CSC); pointers int64, indices int32 (the caller keeps matrices of 2**31
+ * rows or flows and more to the reference).  live_w0: each row's weight sum as the reference computes it (numpy's
  * summation order, so it is passed in).  capacity: per row; cap: per flow (inf for none); capped: the
  * flows with a finite cap, by cap (stable).  grow = 1 + REL_TOL: a row is full when its fill is at
  * most level * grow.  Per step:
@@ -94,8 +95,8 @@ int64_t mm_work_bytes(int64_t n_res, int64_t n_flows)
            P * (int64_t)(sizeof(int64_t) + 1) + F * (int64_t)(sizeof(int64_t) + 1);
 }
 
-int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int64_t *rind,
-                 const int64_t *cptr, const int64_t *cind, const double *cdat, const double *live_w0,
+int64_t mm_solve(int64_t n_res, int64_t n_flows, const int64_t *rptr, const int32_t *rind,
+                 const int64_t *cptr, const int32_t *cind, const double *cdat, const double *live_w0,
                  const double *capacity, const double *cap, const int64_t *capped, int64_t n_capped,
                  double grow, double *rate, void *work)
 {

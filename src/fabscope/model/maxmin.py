@@ -83,7 +83,9 @@ class MaxMinMatrix:
     """
 
     def __init__(self, A: Any) -> None:
-        self.A = csr_matrix(A, dtype=np.float64)
+        # a float CSR is kept as it is (not copied): the solvers only read it
+        is_f64 = isinstance(A, csr_matrix) and A.data.dtype == np.float64
+        self.A = A if is_f64 else csr_matrix(A, dtype=np.float64)
         self.shape = self.A.shape
         self.C: csc_matrix = self.A.tocsc()
         self.live_w = np.asarray(self.A.sum(axis=1)).ravel()     # numpy's summation order: the C code takes it
@@ -92,10 +94,14 @@ class MaxMinMatrix:
         self._work_lock = threading.Lock()
 
     @cached_property
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        """What ``mm_solve`` reads: rptr, rind (int64), cptr, cind (int64), cdat (float64), live_w."""
+    def arrays(self) -> tuple[np.ndarray, ...] | None:
+        """What ``mm_solve`` reads: rptr (int64), rind (int32), cptr (int64), cind (int32), cdat, live_w;
+        None for a matrix of 2**31 rows or flows or more (the C code's indices are 32-bit)."""
+        if max(self.shape) >= 2**31:
+            return None
         i64 = lambda a: np.ascontiguousarray(a, np.int64)  # noqa: E731
-        return (i64(self.A.indptr), i64(self.A.indices), i64(self.C.indptr), i64(self.C.indices),
+        i32 = lambda a: np.ascontiguousarray(a, np.int32)  # noqa: E731   (no copy where already int32)
+        return (i64(self.A.indptr), i32(self.A.indices), i64(self.C.indptr), i32(self.C.indices),
                 np.ascontiguousarray(self.C.data, np.float64), np.ascontiguousarray(self.live_w))
 
 
@@ -128,7 +134,7 @@ def maxmin(A: csr_matrix | MaxMinMatrix, capacity: np.ndarray, flow_cap: np.ndar
     m = prepare(A)
     capacity, cap = _inputs(m, capacity, flow_cap)
     dll = _load()[0] if compiled else None
-    if dll is None:
+    if dll is None or m.arrays is None:
         return maxmin_reference(m, capacity, cap)
     rptr, rind, cptr, cind, cdat, live_w = m.arrays
     capped = np.flatnonzero(np.isfinite(cap))
