@@ -149,6 +149,18 @@ def hostile_file() -> Row:
     return Row(wall, cpu, peer, "read whole and split", "s")
 
 
+def maxmin_solve() -> Row:
+    """One max-min solve of the diagnosis's flow model at 2,197 hosts and 109,800 pairs (1 to 4 cables
+    cut, as a fit's trial): ``maxmin.c`` against the numpy reference on the same prepared matrix."""
+    from bench_maxmin import compare
+
+    r = compare(solves=3)
+    same = "same bits" if r["same_bits"] else f"RATES DIFFER by {r['diff']:.0e}"
+    if not r["compiled"]:
+        return Row(r["c_wall"] / 3, r["c_cpu"] / 3, None, "maxmin.c not built: both runs are numpy", "s")
+    return Row(r["c_wall"] / 3, r["c_cpu"] / 3, r["ref_wall"] / 3, f"the numpy reference ({same})", "s")
+
+
 def help_startup() -> Row:
     """``fabscope --help`` as a process (Python's start-up included), against ``python -c pass``."""
     import subprocess
@@ -181,6 +193,8 @@ CASES: dict[str, tuple[str, Callable[[], Row], str]] = {
                      "python bench/bench_result_write.py"),
     "hostile-file": ("16 MB of random bytes as an ibnetdiscover file", hostile_file,
                      "python bench/bench_junk_input.py"),
+    "maxmin-diagnose": ("one max-min solve of the diagnosis's flow model, 109,800 pairs on 2,197 hosts",
+                        maxmin_solve, "python bench/bench_maxmin.py"),
     "help": ("fabscope --help, a whole process", help_startup, "python bench/bench_whole.py --case help"),
 }
 

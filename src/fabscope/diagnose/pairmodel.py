@@ -6,7 +6,8 @@ matrix the max-min solver takes (directed links, then each host's memory
 for on-node copies; a resource is separate per concurrent set, so pairs of
 different rounds never share it) and then answers "what would every pair
 get under these link capacities" with one call to
-:func:`fabscope.model.maxmin.maxmin`.  Its figures are those of
+:func:`fabscope.model.maxmin.maxmin` on the matrix converted once
+(:attr:`PairModel.solver_matrix`), so a call costs the solve only.  Its figures are those of
 :func:`fabscope.model.simulate.simulate` for the same flows: a pair's
 bandwidth is its data over its time, the time adding, per direction, the
 software overhead, the links' latencies and size over rate.
@@ -31,7 +32,7 @@ import numpy as np
 
 from fabscope.fabric.model import Fabric
 from fabscope.model.latency import DEFAULT_ALPHA
-from fabscope.model.maxmin import maxmin
+from fabscope.model.maxmin import MaxMinMatrix, maxmin, prepare
 from fabscope.routing import Routing, make_routing
 from fabscope.sparse import csr_matrix
 
@@ -91,6 +92,11 @@ class PairModel:
         return np.unique(self.routes.link[np.isin(self.routes.flow, flows)])
 
     @cached_property
+    def solver_matrix(self) -> MaxMinMatrix:
+        """``A`` in the forms the max-min solver reads, converted on the first solve and kept."""
+        return prepare(self.A)
+
+    @cached_property
     def pair_links(self) -> csr_matrix:
         """Pairs x directed links: 1 where the pair (either direction) crosses the link."""
         f = self.flow_pair[self.routes.flow]
@@ -106,7 +112,7 @@ class PairModel:
         f = self.fabric
         cap_all = np.r_[f.link_capacity if link_capacity is None else link_capacity,
                         f.host_memory_bw if host_memory is None else host_memory]
-        return maxmin(self.A, cap_all[self.res_kind], self.flow_cap)
+        return maxmin(self.solver_matrix, cap_all[self.res_kind], self.flow_cap)
 
     def bandwidth(self, link_capacity: np.ndarray | None = None, host_memory: np.ndarray | None = None,
                   rates: np.ndarray | None = None) -> np.ndarray:
@@ -142,7 +148,7 @@ class PairModel:
         fin = np.where(np.isfinite(rate), rate, 0.0)
         load = self.A @ fin
         full = load >= capacity * (1 - within)
-        C = self.A.tocsc()
+        C = self.solver_matrix.C                         # the solver's CSC, converted once
         cols = np.repeat(np.arange(C.shape[1]), np.diff(C.indptr))
         rmax = np.zeros(C.shape[0])
         np.maximum.at(rmax, C.indices, fin[cols])
