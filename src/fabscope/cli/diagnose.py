@@ -142,12 +142,13 @@ def run(args: argparse.Namespace) -> int:
     if args.model_events < 0:
         raise FabscopeError(f"--model-events must be 0 (no limit) or more, got {args.model_events}")
     fabric = resolve_fabric(args.fabric)
-    measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map))
+    read: dict = {}         # the result files read, by path: a diagnosis among them is not read twice
+    measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map), results=read)
     d = diagnose_with_model(measured, args.routing, args.model, iterations=args.model_iterations,
                             events=args.model_events, refine=not args.no_refine, sigmas=args.sigmas,
                             penalty=args.penalty, calibrate=not args.no_calibrate, false_alarm=args.false_alarm,
                             figure=args.figure)
-    first = _confirmed(args.files)
+    first = _confirmed(args.files, read)
     if first is not None:     # a diagnosis and its confirmation round: clear, keep, never add
         from fabscope.diagnose.settle import settle
 
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _confirmed(files: list[str]) -> tuple[int, list] | None:
+def _confirmed(files: list[str], read: dict | None = None) -> tuple[int, list] | None:
     """(input index, suspects) of the diagnosis among several inputs (the first one with suspects), which
     the others confirm; None where no input is a diagnosis."""
     from fabscope.errors import FabscopeError
@@ -174,7 +175,7 @@ def _confirmed(files: list[str]) -> tuple[int, list] | None:
         return None
     for i, path in enumerate(files):
         try:
-            res = Result.read_json(path)
+            res = (read or {}).get(path) or Result.read_json(path)
         except (FabscopeError, OSError, ValueError, KeyError, TypeError):
             continue
         if res.meta.get("kind") == "diagnose" and res.extra.get("suspects"):

@@ -290,8 +290,12 @@ def _from_result(res: Result, origin: str) -> list[tuple[str, dict[str, np.ndarr
     return [(test, cols, res.meta.get("fabric"))]
 
 
-def read_source(src: str | Result) -> list[tuple[str, dict[str, np.ndarray], str | None]]:
-    """One measured input (a fabscope-bench JSON-lines file, a measured result JSON, or a Result)."""
+def read_source(src: str | Result, results: dict[str, Result] | None = None
+                ) -> list[tuple[str, dict[str, np.ndarray], str | None]]:
+    """One measured input (a fabscope-bench JSON-lines file, a measured result JSON, or a Result).
+    ``results``: where given, a result file read here is kept in it by path (a caller that looks at
+    the same files again, as ``diagnose`` does for a diagnosis among its inputs, need not parse a
+    result of tens of megabytes twice)."""
     if isinstance(src, Result):
         return _from_result(src, "result")
     from fabscope.textio import first_line
@@ -306,11 +310,16 @@ def read_source(src: str | Result) -> list[tuple[str, dict[str, np.ndarray], str
         doc = None
     if isinstance(doc, dict) and doc.get("type") == "header":
         return _from_bench(path)
-    return _from_result(Result.read_json(path), path)
+    res = Result.read_json(path)
+    if results is not None:
+        results[path] = res
+    return _from_result(res, path)
 
 
-def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any = None) -> Measured:
+def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any = None,
+                  results: dict[str, Result] | None = None) -> Measured:
     """Every pair test of every source, hosts matched to ``fabric`` (see the module docstring).
+    ``results``: :func:`read_source`'s.
 
     Raises :class:`DiagnoseError` naming the fault: no pairs, a host the fabric
     lacks, inputs measured on different fabrics.
@@ -322,7 +331,7 @@ def load_measured(sources: Sequence[str | Result], fabric: Fabric, hostmap: Any 
     for i, s in enumerate(sources):
         origin = s if isinstance(s, str) else f"input {i + 1}"
         names.append(str(origin))
-        for test, cols, fab in read_source(s):
+        for test, cols, fab in read_source(s, results):
             if fab:
                 named.setdefault(str(fab), str(origin))
             blocks.append((i, test, cols))
