@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from fabscope.diagnose.cables import pair_cables, tied_directions, ties
-from fabscope.diagnose.calibration import null_effects
+from fabscope.diagnose.calibration import detect_effects, null_effects
 from fabscope.diagnose.fit import Fit
 from fabscope.diagnose.measured import Measured
 from fabscope.diagnose.pairmodel import PairModel
@@ -45,12 +45,14 @@ class Basis:
         self.measured: Measured | None = None
         self.routing: Any = None
         self._effects: list | None = None
+        self._detect: list | None = None
 
     def of(self, measured: Measured, routing: Any) -> Basis:
         if self.measured is measured and (self.routing is routing or
                                           (isinstance(routing, str) and self.routing == routing)):
             return self
-        self.measured, self.routing, self._effects = measured, routing, None
+        self.measured, self.routing, self._effects, self._detect = measured, routing, None, None
+        self.tied_names: dict[int, list[str]] = {}      # per unit: the cables crossed by the same pairs
         inter = measured.inter
         m = self.m = measured.subset(inter) if not inter.all() else measured
         pm = self.pm = PairModel(m.fabric, m.hs, m.hd, m.scenario, m.pingpong, m.bytes, routing)
@@ -75,6 +77,16 @@ class Basis:
         if self._effects is None:
             self._effects = null_effects(self.fit, self.null_u, np.ones(self.fit.n_links), self.rate0, self.bw0)
         return self._effects
+
+
+    @property
+    def detect_effects(self) -> list:
+        """:func:`~fabscope.diagnose.calibration.detect_effects` of every covered cable on the healthy
+        fabric (made at the first call)."""
+        if self._detect is None:
+            covered = np.flatnonzero(np.asarray(self.pair_cable.sum(axis=0)).ravel() > 0)
+            self._detect = detect_effects(self.fit, self.fit.n_links + covered, self.rate0, self.bw0)
+        return self._detect
 
 
 def _ideal_bandwidth(pm: PairModel) -> np.ndarray:

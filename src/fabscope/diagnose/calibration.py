@@ -128,8 +128,14 @@ def null_calibration(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.
     return NullCalibration(maxima, loc, scale, pen, time.perf_counter() - t0)
 
 
-def detectable(fit: Any, cables: np.ndarray, rate: np.ndarray, bw: np.ndarray, penalty: float
-               ) -> dict[str, Any]:
+def detect_effects(fit: Any, cables: np.ndarray, rate: np.ndarray, bw: np.ndarray) -> list:
+    """What each :data:`DETECT_GRID` factor of each of ``cables`` does to its pairs (figure- and
+    noise-independent: :func:`detectable` reads it, and a second diagnosis of the same pairs keeps it)."""
+    return list(fit.effects(cables, np.ones(fit.n_links), rate, bw, DETECT_GRID))
+
+
+def detectable(fit: Any, cables: np.ndarray, rate: np.ndarray, bw: np.ndarray, penalty: float,
+               effects: list | None = None) -> dict[str, Any]:
     """Which degradations these measurements see at the noise measured: a cable at factor x is seen
     when the evidence it would bring, less two of its standard deviations (sqrt(2 E), the Gaussian
     approximation), still clears the penalty.  Share of the covered cables per factor of
@@ -137,7 +143,7 @@ def detectable(fit: Any, cables: np.ndarray, rate: np.ndarray, bw: np.ndarray, p
     noise = fit.noise
     E = np.zeros((len(cables), len(DETECT_GRID)))
     base = float(noise.nll(np.zeros(1))[0])
-    for c, p, D in fit.effects(cables, np.ones(fit.n_links), rate, bw, DETECT_GRID):
+    for c, p, D in effects if effects is not None else detect_effects(fit, cables, rate, bw):
         add_rows(E, c, noise.nll(-D) - base)
     seen = E - 2 * np.sqrt(2 * np.maximum(E, 0)) >= penalty
     share = seen.mean(axis=0) if len(cables) else np.zeros(len(DETECT_GRID))

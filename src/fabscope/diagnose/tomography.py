@@ -256,11 +256,13 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         for i in np.argsort(-g_left)[:5]:
             u = int(left[i])
             c = fit.links_of(u)[0] // 2
+            if u not in base.tied_names:        # the pairs' structure: the same for a second fit
+                base.tied_names[u] = _tied_cables(f, pu, u, c)
             candidates.append({"cable": cable_name(f, c), "link": fit.links_of(u)[0],
                                "direction": "both" if u >= L else direction_name(f, u),
                                "evidence": round(float(g_left[i]), 1),
                                "confidence": round(null.confidence(float(g_left[i])), 4),
-                               "tied": _tied_cables(f, pu, u, c)})
+                               "tied": base.tied_names[u]})
     # labels
     limit_res = pm.bottlenecks(rate0)
     label = np.zeros(pm.n_pairs, dtype=np.int16)
@@ -316,7 +318,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         # what the fit explains is no longer noise: the noise left, for what else these pairs could see
         fit.noise = fit_noise(e_after, min_sigma, centre=0.0)
     covered_c = np.flatnonzero(np.asarray(pair_cable.sum(axis=0)).ravel() > 0)
-    seen = detectable(fit, L + covered_c, rate0, bw0, lam)
+    seen = detectable(fit, L + covered_c, rate0, bw0, lam, effects=base.detect_effects)
     extra_meta = {"candidates": candidates, "penalty": round(float(lam), 2), "figure": fig_name, "false_alarm": false_alarm,
                   "noise_model": noise.as_dict(), "noise_left": fit.noise.as_dict(), "null": null.as_dict(),
                   "detectable": seen}
