@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-events", type=int, metavar="N", default=MODEL_EVENTS,
                    help=f"dynamic: where the measured iterations would take more engine events than N, model "
                         f"the timed iterations that fit, at least {MIN_BUDGET_ITERATIONS} (default {MODEL_EVENTS:,}, "
-                        f"about 5 CPU s; 0: the measured count whatever it costs)")
+                        f"a few CPU s; 0: the measured count whatever it costs)")
     p.add_argument("--no-refine", action="store_true",
                    help="dynamic: fit once (default: where suspects are found, run the program in time again "
                         "with their estimated capacities and estimate them a second time)")

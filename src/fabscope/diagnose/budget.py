@@ -11,10 +11,12 @@ machine of 2,000 hosts stays within seconds; what that costs in accuracy is meas
 """
 
 #: engine events the nominal model in time may take before it models fewer timed iterations than measured
-#: (about 5 CPU s of the compiled engine here: ``bench/nightly_in_time.py``)
+#: (2.5 CPU s of the compiled engine on the 3-level tree's 109,800 pairs here, 5.6 on a torus's, whose
+#: paths are twice as long: ``bench/nightly_in_time.py --parts``)
 MODEL_EVENTS = 6_000_000
-#: engine events per pair and iteration (warm-up included) of a lock-step ping-pong set: two messages,
-#: each with a few events (its start, its latency, its data's end); 7.59 measured on the 3-level tree
+#: engine events per pair and iteration (warm-up included) of a lock-step ping-pong set run whole: two
+#: messages, each with a few events (its start, its latency, its data's end); 8.00 measured on the 3-level
+#: tree, a torus, a dragonfly and Itasca (the components' shortcut, which reuses shapes, 6.7-7.9)
 EVENTS_PER_PAIR_ITERATION = 8
 #: the fewest timed iterations a budget leaves: below it a pair's figure is the lock-step start's
 MIN_BUDGET_ITERATIONS = 3

@@ -2,9 +2,10 @@
 fit finds suspects the model again on the fabric with their estimates and the suspects estimated again.
 
 The default model is the program the benchmark ran, in time (:mod:`.timemodel`); the fit runs on the
-snapshot with each pair's in-time ratio held (:mod:`.tomography`).  The second model reruns only the
-components the suspects touch, the second fit takes the first's figure-independent part (:mod:`.basis`) and
-its search: it re-estimates the first's suspects and looks for no new one.
+snapshot with each pair's in-time ratio held (:mod:`.tomography`).  The second model runs as the first
+ran (within the budget: the same iterations, each set whole; else only the components the suspects touch
+run again), and the second fit takes the first's figure-independent part (:mod:`.basis`) and its search:
+it re-estimates the first's suspects and looks for no new one (:func:`.greedy.reestimate`).
 
 >>> import dataclasses
 >>> from fabscope.fabric.generators import fat_tree
