@@ -419,7 +419,7 @@ def model_line(meta: dict[str, Any]) -> str:
                    f"{info['phase_spread']} (median {info['phase_spread_s'][1] * 1e3:.3g} ms), mean of "
                    f"{info['phase_draws']} draws, seed {info['phase_seed']}"
                    if info.get("phases") == "independent" else "")
-                + ("; fitted again with it rerun under the suspects' estimates" if info.get("refined") else "")
+                + ("; the suspects estimated again with it rerun under their estimates" if info.get("refined") else "")
                 + ")")
     return f"static: the snapshot, every pair of a concurrent set sharing links all the time ({share})"
 
