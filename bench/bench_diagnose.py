@@ -352,7 +352,8 @@ def nominal(n_rounds: int = 50, iters: int = 20, seed: int = 3, variants: str = 
     """
     import os
 
-    from fabscope.diagnose.timemodel import default_workers, nominal_model
+    from fabscope.diagnose.nominal import nominal_model
+    from fabscope.diagnose.timemodel import default_workers
 
     f = load_fabric("fat-tree:k=13,levels=3")
     s, dd, r = bench_random_pairs(f.n_hosts, 1, n_rounds)

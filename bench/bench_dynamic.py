@@ -172,7 +172,7 @@ def diagnose_child() -> None:
     import hashlib
     import json
 
-    from fabscope.diagnose.timemodel import nominal_model
+    from fabscope.diagnose.nominal import nominal_model
 
     m = _diagnose_case()
     nominal_model(m.subset(np.flatnonzero(m.scenario == 0)), workers=1, events=0)
@@ -226,7 +226,7 @@ def diagnose_trees(other: str, repeat: int) -> None:
 
 def diagnose_model(source: str, repeat: int) -> None:
     """diagnose's time model (bench_diagnose's nominal case, fast1) with this tree's engine and ``source``'s."""
-    from fabscope.diagnose.timemodel import nominal_model
+    from fabscope.diagnose.nominal import nominal_model
 
     m = _diagnose_case()
     print(f"diagnose's time model: {m.n_pairs:,} pairs in {m.n_scenarios} rounds on {m.fabric.name}, 20 + 2 "

@@ -12,7 +12,8 @@ from fabscope.diagnose.basis import Basis
 from fabscope.diagnose.budget import EVENTS_PER_PAIR_ITERATION, MIN_BUDGET_ITERATIONS
 from fabscope.diagnose.measured import Measured
 from fabscope.diagnose.synthetic import as_result
-from fabscope.diagnose.timemodel import budget_iterations, dynamic_bandwidth, model_line, nominal_model, refined_nominal
+from fabscope.diagnose.nominal import budget_iterations, nominal_model, refined_nominal
+from fabscope.diagnose.timemodel import dynamic_bandwidth, model_line
 from fabscope.diagnose.tomography import cable_name, diagnose
 from fabscope.diagnose.withmodel import diagnose_with_model
 from fabscope.fabric.io import load_fabric

@@ -9,7 +9,8 @@ import numpy as np
 
 from fabscope.cli import main
 from fabscope.diagnose.measured import Measured
-from fabscope.diagnose.timemodel import dynamic_bandwidth, nominal_model, refined_nominal
+from fabscope.diagnose.nominal import nominal_model, refined_nominal
+from fabscope.diagnose.timemodel import dynamic_bandwidth
 from fabscope.diagnose.tomography import cable_name, diagnose
 from fabscope.fabric.io import load_fabric
 from fabscope.result import Result

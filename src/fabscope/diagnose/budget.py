@@ -1,5 +1,5 @@
 """How much of the measured program the model in time runs at most (no imports: the command line's
-help reads it).  :func:`fabscope.diagnose.timemodel.budget_iterations` applies it.
+help reads it).  :func:`fabscope.diagnose.nominal.budget_iterations` applies it.
 
 The program in time costs engine events in proportion to pairs x iterations: 85 million for fabscope-bench's
 100 timed iterations on 109,800 pairs, about a minute of CPU (docs/diagnose.md, *Speed at a real machine's

@@ -35,7 +35,7 @@ import numpy as np
 from fabscope.diagnose.basis import Basis
 from fabscope.diagnose.budget import MODEL_EVENTS
 from fabscope.diagnose.measured import Measured
-from fabscope.diagnose.timemodel import nominal_model, refined_nominal
+from fabscope.diagnose.nominal import nominal_model, refined_nominal
 from fabscope.diagnose.tomography import Diagnosis, diagnose
 
 __all__ = ["diagnose_with_model"]
@@ -49,7 +49,7 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
                         iterations: int | None = None, events: float | None = MODEL_EVENTS, refine: bool = True,
                         step: Callable[[str, Callable[[], Any]], Any] = _call, **kw: Any) -> Diagnosis:
     """The diagnosis of ``measured`` against ``model`` (``dynamic`` or ``static``; the module docstring).
-    ``iterations`` and ``events``: :func:`.timemodel.nominal_model`'s; the second model runs the iterations
+    ``iterations`` and ``events``: :func:`.nominal.nominal_model`'s; the second model runs the iterations
     the first ran.  ``refine=False``: one fit.  ``step(name, fn)`` runs each of the four steps (a bench
     times them).  ``kw``: :func:`.tomography.diagnose`'s."""
     reuse: dict = {}        # the components' figures: the second model runs only those the suspects touch
