@@ -206,32 +206,30 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     # wide); then the jitter is fitted to what the faults found leave unexplained and the search goes
     # on under it from the faults found (each kept only where it still pays), until the jitter
     # settles: coordinate ascent of the joint likelihood of faults and noise.
-    fit.noise = replace(noise, w=PRIOR["w"], mu_j=PRIOR["mu_j"], sigma_j=max(PRIOR["sigma_j"], 2 * sigma))
-    found = (factor, [], {}, 0)
-    null_u = base.null_u
-    effects = base.null_effects if penalty is None else None
-    passes = JITTER_PASSES + 1
-    if refit is not None:
+    if refit is not None:     # a second fit: the first's suspects re-estimated, its penalty and null kept
         null, lam = refit.search["null"], refit.search["lam"]
-        start = list(refit.search["chosen"])
         fit.noise = fit_noise(fit.resid(fit.solve(refit.factor)[1]), min_sigma, centre=0.0)
-        found = reestimate(fit, refit.factor, start, lam)
-        passes = 0
-    for k in range(passes):
-        # the first pass, under the prior's jitter, only finds faults for the jitter to be fitted without:
-        # a third of the draws calibrate it (the later passes re-estimate and drop what does not pay)
-        draws = null_draws if k else max(10, null_draws // 3)
-        null = null_calibration(fit, null_u, factor, rate0, bw0, draws=draws, false_alarm=false_alarm,
-                                seed=pm.n_pairs, effects=effects)
-        lam = penalty if penalty is not None else null.penalty
-        found = search(fit, found[0], lam, thr, max_suspects=max_suspects, screen=screen, start=found[1])
-        if k == JITTER_PASSES:
-            break
-        again = fit_noise(fit.resid(fit.solve(found[0])[1]), min_sigma, centre=0.0)
-        settled = abs(again.w - fit.noise.w) < 0.01 and abs(again.mu_j - fit.noise.mu_j) < 0.05
-        if settled and k:
-            break
-        fit.noise = again
+        found = reestimate(fit, refit.factor, list(refit.search["chosen"]), lam)
+    else:
+        fit.noise = replace(noise, w=PRIOR["w"], mu_j=PRIOR["mu_j"], sigma_j=max(PRIOR["sigma_j"], 2 * sigma))
+        found = (factor, [], {}, 0)
+        null_u = base.null_u
+        effects = base.null_effects if penalty is None else None
+        for k in range(JITTER_PASSES + 1):
+            # the first pass, under the prior's jitter, only finds faults for the jitter to be fitted without:
+            # a third of the draws calibrate it (the later passes re-estimate and drop what does not pay)
+            draws = null_draws if k else max(10, null_draws // 3)
+            null = null_calibration(fit, null_u, factor, rate0, bw0, draws=draws, false_alarm=false_alarm,
+                                    seed=pm.n_pairs, effects=effects)
+            lam = penalty if penalty is not None else null.penalty
+            found = search(fit, found[0], lam, thr, max_suspects=max_suspects, screen=screen, start=found[1])
+            if k == JITTER_PASSES:
+                break
+            again = fit_noise(fit.resid(fit.solve(found[0])[1]), min_sigma, centre=0.0)
+            settled = abs(again.w - fit.noise.w) < 0.01 and abs(again.mu_j - fit.noise.mu_j) < 0.05
+            if settled and k:
+                break
+            fit.noise = again
     noise = fit.noise
     # a pair is slow by the noise the search ended under (measured once the faults found explain their
     # pairs, and the neighbours they speed), not by the first estimate's
