@@ -101,9 +101,9 @@ def nominal_model(measured: Measured, routing: Any = None, model: str = "dynamic
     if iterations is None:
         iterations, budget = budget_iterations(measured, events)
         if budget:
-            # a few iterations: each set whole (the components' bookkeeping costs more than the shapes it
-            # saves: 3.2 against 3.8 CPU s on the 3-level tree, 0.37 against 0.87 on a dragonfly), and
-            # seconds of model, where a second process costs more CPU than it saves
+            # a few iterations: each set whole (the components' shortcut saves little or costs more: 3.2
+            # against 3.8 CPU s on the 3-level tree, 0.37 against 0.87 on a dragonfly, 1.37 against 1.32 on
+            # a torus), and seconds of model, where a second process costs more CPU than it saves
             fast = False
             workers = 1 if workers is None else workers
     sel = measured.inter
