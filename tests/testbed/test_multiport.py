@@ -123,10 +123,6 @@ def _stripe_run(tmp_path, max_rate: float):
     return rate, f, link, (counters.snapshot("mp3") - c0).bytes, run
 
 
-#: below this share of idle CPU time over a run, its CPUs may have set the pace
-CPU_IDLE_MIN = 0.1
-
-
 def _paced_by_cpu(rec: list, stripe) -> str | None:
     """Why a striped run says nothing of the links, or None.  The testbed's record judges its
     uncontended pairs against the one-port model (it does not know the MPI striped), which striping
@@ -138,7 +134,7 @@ def _paced_by_cpu(rec: list, stripe) -> str | None:
         return rec[-1]["why"]
     med = float(np.median(stripe.pairs["ratio"]))
     idle = rec[-1].get("cpu_idle", 1.0) if rec else 1.0
-    if med < linkbound.UNCONTENDED_MIN and idle < CPU_IDLE_MIN:   # with idle CPUs, short of the model fails
+    if med < linkbound.UNCONTENDED_MIN and idle < linkbound.CPU_IDLE_MIN:   # with idle CPUs, short of the model fails
         return (f"its uncontended pairs measured {med:.2f} of the striped model (median) with the CPUs "
                 f"{100 * idle:.1f}% idle: the CPUs, not the links, set the pace")
     return None

@@ -348,6 +348,19 @@ def _kept(p: Plan, path: Path) -> str:
     return f"; {p.out} keeps what finished ({n} lines)"
 
 
+def _last_words(lines: list[str]) -> str:
+    """The job's last line of output (its launcher's, or a rank's standard error), as the end of a message
+    on a job that was stopped: where a hung job waited, when it says.
+
+    >>> _last_words(["srun: step created\\n", "srun: error: fab-h2: task 1: timed out\\n", "\\n"])
+    '; its last output: srun: error: fab-h2: task 1: timed out'
+    >>> _last_words([])
+    ''
+    """
+    last = next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
+    return f"; its last output: {last[:300]}" if last else ""
+
+
 def _start_file(p: Plan) -> Path:
     """The temporary file the program writes, beside ``--out``, created as open() would (umask);
     with the program's ``--append``, it starts as a copy of ``--out``."""
@@ -440,7 +453,9 @@ def _execute(p: Plan, path: Path, timeout: float | None, progress: Progress | No
                 if timeout is not None and time.monotonic() - start > timeout:
                     job.stop(GRACE)
                     _keep_whole_lines(path)
-                    raise MeasureError(f"the job ran over {timeout:g} s and was stopped{_kept(p, path)}")
+                    reader.join(2)
+                    raise MeasureError(f"the job ran over {timeout:g} s and was stopped{_kept(p, path)}"
+                                       f"{_last_words(err_lines)}")
                 if progress:
                     progress(*_count_lines(path))
                 time.sleep(0.1)

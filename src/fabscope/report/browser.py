@@ -59,7 +59,7 @@ class DevTools:
     def __init__(self, ws_url: str) -> None:
         import websocket
 
-        self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
+        self.ws = websocket.create_connection(ws_url, timeout=120, suppress_origin=True)
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
 
@@ -85,14 +85,14 @@ class DevTools:
             try:
                 msg = json.loads(self.ws.recv())
             except Exception:
-                self.ws.settimeout(60)
+                self.ws.settimeout(120)
                 return False
             if "method" in msg:
                 self.events.append(msg)
                 if msg["method"] == method:
-                    self.ws.settimeout(60)
+                    self.ws.settimeout(120)
                     return True
-        self.ws.settimeout(60)
+        self.ws.settimeout(120)
         return False
 
     def evaluate(self, expr: str) -> Any:
@@ -124,7 +124,7 @@ def chromium(width: int = 1600, height: int = 1000) -> Iterator[DevTools]:
     tools = None
     try:
         port_file = os.path.join(profile, "DevToolsActivePort")
-        end = time.monotonic() + 30
+        end = time.monotonic() + 120                     # a busy machine's Chromium can take long to start
         while not (os.path.exists(port_file) and open(port_file).read().count("\n") >= 1):
             if proc.poll() is not None or time.monotonic() > end:
                 raise FabscopeError(f"chromium did not start (exit {proc.poll()})")
@@ -151,8 +151,9 @@ def chromium(width: int = 1600, height: int = 1000) -> Iterator[DevTools]:
 
 
 def open_report(path: str | os.PathLike[str], width: int = 1600, screenshot: bool = True,
-                timeout: float = 60.0) -> PageReport:
-    """Load a report, wait until every picture is drawn, and say what happened."""
+                timeout: float = 300.0) -> PageReport:
+    """Load a report, wait until every picture is drawn (up to ``timeout`` seconds: on 2 cores beside a test
+    suite's other lane, Chromium took over 60 s to load a 4 MB report), and say what happened."""
     url = "file://" + os.path.abspath(os.fspath(path))
     rep = PageReport(url)
     with chromium(width) as dt:
@@ -199,16 +200,16 @@ def open_report(path: str | os.PathLike[str], width: int = 1600, screenshot: boo
     return rep
 
 
-def picture_shots(path: str | os.PathLike[str], width: int = 1400) -> dict[str, bytes]:
+def picture_shots(path: str | os.PathLike[str], width: int = 1400, timeout: float = 300.0) -> dict[str, bytes]:
     """PNG of each picture as the browser draws it, by picture name (the first of each name)."""
     url = "file://" + os.path.abspath(os.fspath(path))
     out: dict[str, bytes] = {}
     with chromium(width) as dt:
         dt.call("Page.enable")
         dt.call("Page.navigate", url=url)
-        dt.wait_event("Page.loadEventFired", 60)
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 60:
+        dt.wait_event("Page.loadEventFired", timeout)
+        while time.monotonic() - t0 < timeout:
             st = dt.evaluate(JS_DRAWN) or {}
             if st.get("total") and st.get("drawn", 0) >= st["total"]:
                 break

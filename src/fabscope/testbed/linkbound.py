@@ -45,6 +45,9 @@ SENT_BYTES = 256 * 1024
 HELD_SHARE = 0.9
 #: median measured/modeled of uncontended pairs a link-bound run reaches at least
 UNCONTENDED_MIN = 0.93
+#: below this share of idle CPU time over a run (its record's ``cpu_idle``), its CPUs may have set the pace of
+#: a pair even where the shapers held packets back: a starved rank is late to post its next message
+CPU_IDLE_MIN = 0.1
 #: a run that dropped more than this share of its packets at the shapers is not a clean link-bound run
 DROP_SHARE = 0.01
 
