@@ -37,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"dynamic: where the measured iterations would take more engine events than N, model "
                         f"the timed iterations that fit, at least {MIN_BUDGET_ITERATIONS} (default {MODEL_EVENTS:,}, "
                         f"a few CPU s; 0: the measured count whatever it costs)")
+    reads(p.add_argument("--model-from", metavar="DIAGNOSIS",
+                         help="dynamic: take the healthy fabric's model from an earlier diagnosis of the same "
+                              "pairs (diagnose -o; a nightly job's last night) instead of running it: made once "
+                              "with --model-events 0, every measured iteration, and carried from night to night; "
+                              "the program runs again, within --model-events, only where suspects are found"))
     p.add_argument("--no-refine", action="store_true",
                    help="dynamic: fit once (default: where suspects are found, run the program in time again "
                         "with their estimated capacities and estimate them a second time)")
@@ -141,10 +146,13 @@ def run(args: argparse.Namespace) -> int:
         raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
     if args.model_events < 0:
         raise FabscopeError(f"--model-events must be 0 (no limit) or more, got {args.model_events}")
+    if args.model_from and args.model != "dynamic":
+        raise FabscopeError("--model-from takes the model in time of an earlier diagnosis: not with --model static")
     fabric = resolve_fabric(args.fabric)
     read: dict = {}         # the result files read, by path: a diagnosis among them is not read twice
     measured = load_measured(list(args.files), fabric, load_hostmap(args.host_map), results=read)
-    d = diagnose_with_model(measured, args.routing, args.model, iterations=args.model_iterations,
+    taken = _taken_model(args.model_from, measured, args.routing, read) if args.model_from else None
+    d = diagnose_with_model(measured, args.routing, args.model, iterations=args.model_iterations, taken=taken,
                             events=args.model_events, refine=not args.no_refine, sigmas=args.sigmas,
                             penalty=args.penalty, calibrate=not args.no_calibrate, false_alarm=args.false_alarm,
                             figure=args.figure)
@@ -163,6 +171,17 @@ def run(args: argparse.Namespace) -> int:
     if args.exit_status and res.extra.get("suspects"):
         return 3
     return 0
+
+
+def _taken_model(path: str, measured, routing: str | None, read: dict):
+    """The healthy model :func:`fabscope.diagnose.nominal.nominal_from` takes from the diagnosis at ``path``
+    (read once, where it is also an input), checked against these pairs before any work."""
+    from fabscope.diagnose.nominal import nominal_from
+    from fabscope.result import Result
+    from fabscope.routing import make_routing
+
+    earlier = read.get(path) or Result.read_json(path)
+    return nominal_from(earlier, measured, make_routing(measured.fabric, routing).name, path)
 
 
 def _confirmed(files: list[str], read: dict | None = None) -> tuple[int, list] | None:

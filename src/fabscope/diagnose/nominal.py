@@ -23,7 +23,7 @@ from fabscope.diagnose.budget import EVENTS_PER_PAIR_ITERATION, MIN_BUDGET_ITERA
 from fabscope.diagnose.measured import Measured, run_iterations
 from fabscope.diagnose.timemodel import MODELS, default_workers, dynamic_bandwidth
 
-__all__ = ["PARALLEL_PAIRS", "budget_iterations", "nominal_model", "refined_nominal"]
+__all__ = ["PARALLEL_PAIRS", "budget_iterations", "nominal_from", "nominal_model", "refined_nominal"]
 
 
 #: below this many measured pairs the sets run in this process (starting workers costs ~0.1 s)
@@ -147,3 +147,84 @@ def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None,
     out = np.full(measured.n_pairs, np.nan)
     out[sel] = (pm.bandwidth() if healthy is None else healthy) * dyn / pm.bandwidth(cap)
     return out
+
+
+def nominal_from(earlier: Any, measured: Measured, routing_name: str, origin: str = "the earlier diagnosis"
+                 ) -> tuple[np.ndarray, dict[str, Any]]:
+    """The healthy fabric's model of ``measured`` taken from ``earlier``, a diagnosis (a
+    :class:`fabscope.result.Result` of kind ``diagnose``) of the same pairs with the model in time: each
+    pair's ``modeled`` figure, which a diagnosis keeps as the healthy fabric's prediction whatever it
+    found (a nightly job's last night, made with ``--model-events 0`` once and carried from night to
+    night).  Its info is the earlier model's, with ``taken_from``.
+
+    Refused, naming what differs (:class:`.measured.DiagnoseError`): another kind of result, the
+    snapshot's model, another fabric or routing, other pairs (hosts, sizes, concurrent sets, tests,
+    iterations, in the same order), a figure that is not a positive number.
+
+    >>> from fabscope.fabric.generators import fat_tree
+    >>> from fabscope.diagnose.synthetic import synthetic
+    >>> from fabscope.diagnose.tomography import diagnose
+    >>> m = synthetic(fat_tree(k=4, levels=2), np.arange(8), np.arange(8, 16), np.zeros(8, np.int64), {}, 0.0)
+    >>> bw, how = nominal_model(m)
+    >>> res = diagnose(m, nominal=bw, meta={"model": "dynamic", "model_info": how}).to_result()
+    >>> bw2, how2 = nominal_from(res, m, res.meta["routing"], "night1.json")
+    >>> bool(np.allclose(bw2, bw, rtol=1e-12)), how2["taken_from"], how2["iterations"]
+    (True, 'night1.json', [100])
+    >>> other = synthetic(m.fabric, np.arange(8), np.arange(8, 16)[::-1], np.zeros(8, np.int64), {}, 0.0)
+    >>> nominal_from(res, other, res.meta["routing"], "night1.json")
+    Traceback (most recent call last):
+    ...
+    fabscope.diagnose.measured.DiagnoseError: --model-from night1.json: its pairs are not these (pair 0: h0000 -> h0008 there, h0000 -> h0015 here)
+    """
+    from fabscope.diagnose.measured import DiagnoseError
+
+    meta, pairs = earlier.meta, earlier.pairs
+    say = f"--model-from {origin}"
+    if meta.get("kind") != "diagnose":
+        raise DiagnoseError(f"{say}: not a diagnosis (a result of kind {str(meta.get('kind'))[:40]!r}); give "
+                            "what diagnose -o wrote")
+    if meta.get("model") != "dynamic":
+        raise DiagnoseError(f"{say}: made with the {str(meta.get('model'))[:40]!r} model; only the model in time "
+                            "is taken (the snapshot costs little to make again)")
+    f = measured.fabric
+    if meta.get("fabric") != f.name or dict(meta.get("fabric_params") or {}) != dict(f.params):
+        raise DiagnoseError(f"{say}: a diagnosis on fabric {str(meta.get('fabric'))[:80]!r}, not {f.name!r}")
+    if meta.get("routing") != routing_name:
+        raise DiagnoseError(f"{say}: routed by {str(meta.get('routing'))[:40]!r}, not {routing_name!r}")
+    sel = measured.inter
+    m = measured.subset(sel) if not sel.all() else measured
+    names = np.array(f.host_names, dtype=object)
+    here = {"src_host": names[m.hs].astype(str), "dst_host": names[m.hd].astype(str), "bytes": m.bytes,
+            "scenario": m.scenario, "test": m.test}
+    if m.iters is not None or "iters" in pairs:
+        here["iters"] = m.iters
+    n = len(pairs.get("src_host", ()))
+    if n != m.n_pairs:
+        raise DiagnoseError(f"{say}: its pairs are not these ({n:,} pairs there, {m.n_pairs:,} here)")
+    for col, mine in here.items():
+        theirs = pairs.get(col)
+        if theirs is None or mine is None:
+            raise DiagnoseError(f"{say}: its pairs are not these (the {col} of each pair is known on one side only)")
+        same = np.asarray(theirs) == np.asarray(mine)
+        if not np.all(same):
+            k = int(np.flatnonzero(~same)[0])
+            there = f"{pairs['src_host'][k]} -> {pairs['dst_host'][k]}"
+            mine_k = f"{here['src_host'][k]} -> {here['dst_host'][k]}"
+            what = (f"{there} there, {mine_k} here" if there != mine_k else
+                    f"{there}: its {col} {str(np.asarray(theirs)[k])[:40]} there, {str(np.asarray(mine)[k])[:40]} here")
+            raise DiagnoseError(f"{say}: its pairs are not these (pair {k}: {what})")
+    try:
+        modeled = np.asarray(pairs["modeled"], dtype=float)
+    except (KeyError, TypeError, ValueError):
+        raise DiagnoseError(f"{say}: no modeled figure for each pair") from None
+    bad = ~(np.isfinite(modeled) & (modeled > 0))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise DiagnoseError(f"{say}: pair {k}'s modeled figure is {str(pairs['modeled'][k])[:40]}, not a positive "
+                            "number of bytes/s")
+    bw = np.full(measured.n_pairs, np.nan)
+    bw[sel] = modeled
+    info = meta.get("model_info") if isinstance(meta.get("model_info"), dict) else {}
+    keep = ("model", "sharing", "engine", "iterations", "iterations_measured", "events", "events_budget",
+            "events_estimated", "ports", "phases")
+    return bw, {**{k: info[k] for k in keep if k in info}, "model": "dynamic", "taken_from": origin}

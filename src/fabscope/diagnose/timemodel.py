@@ -388,6 +388,10 @@ def _phase_info(m: Measured, seed: int, draws: int) -> dict[str, Any]:
             "phase_spread_s": [float(spread.min()), median(spread), float(spread.max())]}
 
 
+def _its(v: Any) -> str:
+    return "/".join(str(i) for i in v if i is not None) if isinstance(v, list) else str(v)[:20]
+
+
 def model_line(meta: dict[str, Any]) -> str:
     """Which model the modeled figures come from, in words.
 
@@ -396,6 +400,9 @@ def model_line(meta: dict[str, Any]) -> str:
     >>> model_line({"model": "dynamic", "model_info": {"iterations": [4], "iterations_measured": [100],
     ...             "events_budget": 6_000_000, "events_estimated": 89_596_800, "engine": "c"}})[66:]
     '4 timed iterations of the measured 100, to keep within 6,000,000 engine events (the measured count: about 89,596,800; --model-events 0 models them all), engine c)'
+    >>> model_line({"model": "dynamic", "model_info": {"iterations": [100], "taken_from": "night1.json",
+    ...             "refined": True, "rerun_iterations": [4]}})[66:]
+    '100 timed iterations; taken from night1.json, not run again; the suspects estimated again with the program rerun at 4 timed iterations, healthy and under their estimates, the model taken times the ratio)'
     >>> model_line({"model": "static"})
     'static: the snapshot, every pair of a concurrent set sharing links all the time (max-min sharing)'
     """
@@ -418,6 +425,11 @@ def model_line(meta: dict[str, Any]) -> str:
                    f"{info['phase_spread']} (median {info['phase_spread_s'][1] * 1e3:.3g} ms), mean of "
                    f"{info['phase_draws']} draws, seed {info['phase_seed']}"
                    if info.get("phases") == "independent" else "")
-                + ("; the suspects estimated again with it rerun under their estimates" if info.get("refined") else "")
+                + (f"; taken from {str(info['taken_from'])[:200]}, not run again" if info.get("taken_from") else "")
+                + ("; the suspects estimated again with it rerun under their estimates" if info.get("refined")
+                   and not info.get("rerun_iterations") else "")
+                + (f"; the suspects estimated again with the program rerun at {_its(info['rerun_iterations'])} "
+                   "timed iterations, healthy and under their estimates, the model taken times the ratio"
+                   if info.get("refined") and info.get("rerun_iterations") else "")
                 + ")")
     return f"static: the snapshot, every pair of a concurrent set sharing links all the time ({share})"

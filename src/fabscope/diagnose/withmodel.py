@@ -47,25 +47,43 @@ def _call(name: str, fn: Callable[[], Any]) -> Any:
 
 def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "dynamic", *,
                         iterations: int | None = None, events: float | None = MODEL_EVENTS, refine: bool = True,
+                        taken: tuple[np.ndarray, dict[str, Any]] | None = None,
                         step: Callable[[str, Callable[[], Any]], Any] = _call, **kw: Any) -> Diagnosis:
     """The diagnosis of ``measured`` against ``model`` (``dynamic`` or ``static``; the module docstring).
     ``iterations`` and ``events``: :func:`.nominal.nominal_model`'s; the second model runs the iterations
     the first ran.  ``refine=False``: one fit.  ``step(name, fn)`` runs each of the four steps (a bench
-    times them).  ``kw``: :func:`.tomography.diagnose`'s."""
+    times them).  ``kw``: :func:`.tomography.diagnose`'s.
+
+    ``taken``: the healthy fabric's model of these pairs made before (:func:`.nominal.nominal_from`), for
+    the first fit; no model runs unless it finds suspects.  Then the program in time runs twice within
+    ``events``, on the healthy fabric and with the suspects, and the second fit takes the model taken
+    times their ratio (what the suspects change in time, the budget's error on the two runs cancelling
+    where they do not)."""
     reuse: dict = {}        # the components' figures: the second model runs only those the suspects touch
-    nominal, how = step("the nominal model", lambda: nominal_model(measured, routing, model, iterations=iterations,
-                                                                   reuse=reuse, events=events))
-    workers, fast = None, True
-    if iterations is None and how.get("events_budget"):     # the second model runs as the first ran
-        iterations, workers, fast = how["iterations"][0], how["workers"], False
+    if taken is None:
+        nominal, how = step("the nominal model", lambda: nominal_model(measured, routing, model, iterations=iterations,
+                                                                       reuse=reuse, events=events))
+    else:
+        nominal, how = taken
     basis = Basis()         # what the second fit takes from the first: all but the figures and the nominal
     d = step("the fit", lambda: diagnose(measured, routing, nominal=nominal,
                                          meta={"model": how["model"], "model_info": how}, basis=basis, **kw))
     if nominal is None or not d.suspects or not refine:
         return d
+    ran, ran_how = nominal, how
+    if taken is not None:
+        ran, ran_how = step("the healthy model at the budget",
+                            lambda: nominal_model(measured, routing, model, iterations=iterations, reuse=reuse,
+                                                  events=events))
+        how = {**how, "rerun_iterations": ran_how.get("iterations")}
+    workers, fast = None, True
+    if iterations is None and ran_how.get("events_budget"):     # the second model runs as the first ran
+        iterations, workers, fast = ran_how["iterations"][0], ran_how["workers"], False
     again = step("the model on the fabric with the suspects",
                  lambda: refined_nominal(measured, d.factor, routing, iterations=iterations, reuse=reuse,
                                          pm=basis.pm, healthy=basis.bw0, workers=workers, fast=fast))
+    if taken is not None:
+        again = again * (nominal / ran)
     first = d
     d = step("the suspects estimated again", lambda: diagnose(
         measured, routing, nominal=again, meta={"model": how["model"], "model_info": {**how, "refined": True}},
