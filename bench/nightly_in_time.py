@@ -7,6 +7,8 @@
     .venv/bin/python bench/nightly_in_time.py --rounds 10 --parts              # where the time goes
     .venv/bin/python bench/nightly_in_time.py --night NIGHT.json --full        # beside --model-events 0
     .venv/bin/python bench/nightly_in_time.py --night NIGHT.json --confirm     # and the confirmation round
+    .venv/bin/python bench/nightly_in_time.py --noise-seed 4 --model-from DIAG-1.json   # night 2, model taken
+    .venv/bin/python bench/nightly_in_time.py --healthy --noise-seed 5 --model-from DIAG-1.json
 
 ``bench_diagnose.py --parts nightly`` "measures" its pairs with the snapshot and so diagnoses with
 ``--model static``.  Here the pairs are "measured" by the program in time itself
@@ -22,6 +24,9 @@ the confirmation round end to end (the plan, its pairs "measured" in time here, 
 line).  ``--against
 SRC``: the same command run by the fabscope at SRC too, one after the other on the same file (its
 CPU beside this one's, and whether the two name the same suspects with the same factors).
+``--model-from DIAG``: the same file diagnosed with the healthy model taken from DIAG too (``--full``'s
+``diag-1.json`` of another night of the same pairs: ``--noise-seed`` draws another night's noise, ``--healthy``
+one with no fault).
 ``--parts``: the diagnosis's four steps in this process, as the CLI runs them (the nominal model, the
 fit, the model on the fabric with the first fit's suspects, the suspects estimated again), CPU each.
 """
@@ -51,15 +56,17 @@ def _cpu() -> float:
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
-def measured_in_time(spec: str, rounds: int, seed: int, noise: float):
+def measured_in_time(spec: str, rounds: int, seed: int, noise: float, healthy: bool = False,
+                     noise_seed: int | None = None):
     """(fabric, faults, Measured): fabscope-bench's random pairs (seeds 1 and 2, ``rounds`` rounds each)
-    as the program in time gives them on the fabric with the faults, times lognormal noise."""
+    as the program in time gives them on the fabric with the faults (none where ``healthy``), times
+    lognormal noise (drawn from ``noise_seed``, default ``seed``)."""
     f = load_fabric(spec)
     s, d, r = bench_random_pairs(f.n_hosts, 1, rounds)
     s2, d2, r2 = bench_random_pairs(f.n_hosts, 2, rounds)
     hs, hd, rr = np.r_[s, s2], np.r_[d, d2], np.r_[r, r2 + rounds]
-    faults = random_faults(f, 3, 1, seed=seed)
-    return f, faults, in_time(f, faults, hs, hd, rr, noise, seed)
+    faults = {} if healthy else random_faults(f, 3, 1, seed=seed)
+    return f, faults, in_time(f, faults, hs, hd, rr, noise, seed if noise_seed is None else noise_seed)
 
 
 def in_time(f, faults, hs, hd, rr, noise: float, seed: int, size: float = 1 << 20, iters: int = 100):
@@ -161,6 +168,11 @@ def main() -> int:
                     help="also diagnose with --model-events 0 (every measured iteration modeled), a peer run")
     ap.add_argument("--model-events", type=int, default=None, metavar="N",
                     help="diagnose's --model-events (default: its own)")
+    ap.add_argument("--model-from", metavar="DIAG", help="also diagnose with --model-from DIAG (an earlier "
+                    "diagnosis of the same pairs, e.g. --full's diag-1.json), a peer run")
+    ap.add_argument("--healthy", action="store_true", help="a night with no fault (the same pairs)")
+    ap.add_argument("--noise-seed", type=int, help="the noise's seed (default: --seed): another night of the "
+                    "same pairs and faults")
     ap.add_argument("--night", metavar="FILE", help="the night.json an earlier run made with the same --fabric, "
                     "--rounds, --seed and --noise (its faults are drawn again from the seed)")
     a = ap.parse_args()
@@ -172,9 +184,9 @@ def main() -> int:
         from fabscope.diagnose.measured import load_measured
 
         f = load_fabric(a.fabric)
-        faults, m = random_faults(f, 3, 1, seed=a.seed), load_measured([a.night], f)
+        faults, m = {} if a.healthy else random_faults(f, 3, 1, seed=a.seed), load_measured([a.night], f)
     else:
-        f, faults, m = measured_in_time(a.fabric, a.rounds, a.seed, a.noise)
+        f, faults, m = measured_in_time(a.fabric, a.rounds, a.seed, a.noise, a.healthy, a.noise_seed)
         as_result(m).write_json(run)
     print(f"{m.n_pairs} pairs on {f.n_hosts} hosts ({a.fabric}), faults "
           f"{', '.join(f'{c}: x{x:.2f}' for c, x in faults.items())}; "
@@ -190,6 +202,8 @@ def main() -> int:
     runs = [("this fabscope", here, mine)]
     if a.full:
         runs.append(("this fabscope, --model-events 0 (every measured iteration)", here, ["--model-events", "0"]))
+    if a.model_from:
+        runs.append((f"this fabscope, --model-from {a.model_from}", here, [*mine, "--model-from", a.model_from]))
     if a.against:
         runs.append(("peer " + a.against, a.against, []))
     got, files = {}, {}
@@ -202,7 +216,9 @@ def main() -> int:
         est = ", ".join(f"{c}: x{found[c]:.2f} (true x{faults[c]:.2f})" for c in faults if c in found)
         info = d["meta"].get("model_info") or {}
         print(f"{who}: diagnose (model {d['meta'].get('model', '?')}, {info.get('iterations')} timed iterations, "
-              f"{info.get('events', 0):,} events a model): rc {rc}, "
+              f"{info.get('events', 0):,} events a model"
+              + (f"; taken, the program rerun at {info['rerun_iterations']} iterations" if info.get("rerun_iterations")
+                 else "; taken, no program run" if info.get("taken_from") else "") + f"): rc {rc}, "
               f"{len(set(found) & set(faults))} of {len(faults)} faults named ({est}), "
               f"{len(set(found) - set(faults))} false, noise sigma {d['meta']['noise_sigma']:.3f}; "
               f"CPU {cpu:.1f} s, wall {wall:.1f} s (load average {os.getloadavg()[0]:.1f}); goal under 30 CPU s: "

@@ -59,6 +59,8 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
     ``events``, on the healthy fabric and with the suspects, and the second fit takes the model taken
     times their ratio (what the suspects change in time, the budget's error on the two runs cancelling
     where they do not)."""
+    if taken is not None and model != "dynamic":
+        raise ValueError("a model taken from an earlier diagnosis is the model in time: model='dynamic'")
     reuse: dict = {}        # the components' figures: the second model runs only those the suspects touch
     if taken is None:
         nominal, how = step("the nominal model", lambda: nominal_model(measured, routing, model, iterations=iterations,
