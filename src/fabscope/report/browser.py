@@ -153,7 +153,8 @@ def chromium(width: int = 1600, height: int = 1000) -> Iterator[DevTools]:
 def open_report(path: str | os.PathLike[str], width: int = 1600, screenshot: bool = True,
                 timeout: float = 300.0) -> PageReport:
     """Load a report, wait until every picture is drawn (up to ``timeout`` seconds: on 2 cores beside a test
-    suite's other lane, Chromium took over 60 s to load a 4 MB report), and say what happened."""
+    suite's other lane and a busy loop, Chromium had drawn none of a test report's pictures after 60 s), and
+    say what happened."""
     url = "file://" + os.path.abspath(os.fspath(path))
     rep = PageReport(url)
     with chromium(width) as dt:
