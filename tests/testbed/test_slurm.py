@@ -194,7 +194,7 @@ def test_open_mpi_job_under_srun_pmix(work, sl1):
         f"--launcher srun --testbed {name} --np 4 --ppn 1 --timeout 300 pingpong --min-size 1MiB --max-size 1MiB "
         f"--iterations 3 --out {out} -o {res}\n")
     job = sl(name, "sbatch", "--parsable", str(script)).strip()
-    # about 16 s on a quiet machine; a bound of 300 s for a machine the suite's other lane loads (a run at load
+    # about 16 s beside two busy loops; a bound of 300 s for a machine the suite's other lane loads (a run at load
     # 8 ran over 120 s), and the nodes' logs said beside a failure
     wait_done(name, job, 420)
     log = (work / "ompi.out").read_text()
