@@ -208,7 +208,7 @@ def nominal_from(earlier: Any, measured: Measured, routing_name: str, origin: st
         same = np.asarray(theirs) == np.asarray(mine)
         if not np.all(same):
             k = int(np.flatnonzero(~same)[0])
-            there = f"{pairs['src_host'][k]} -> {pairs['dst_host'][k]}"
+            there = f"{str(pairs['src_host'][k])[:80]} -> {str(pairs['dst_host'][k])[:80]}"     # the file's names
             mine_k = f"{here['src_host'][k]} -> {here['dst_host'][k]}"
             what = (f"{there} there, {mine_k} here" if there != mine_k else
                     f"{there}: its {col} {str(np.asarray(theirs)[k])[:40]} there, {str(np.asarray(mine)[k])[:40]} here")
