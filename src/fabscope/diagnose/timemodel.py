@@ -389,6 +389,7 @@ def _phase_info(m: Measured, seed: int, draws: int) -> dict[str, Any]:
 
 
 def _its(v: Any) -> str:
+    """A model's iteration counts (one per test) as ``100`` or ``20/100``."""
     return "/".join(str(i) for i in v if i is not None) if isinstance(v, list) else str(v)[:20]
 
 
@@ -410,10 +411,9 @@ def model_line(meta: dict[str, Any]) -> str:
     share = {"count": "congestion-count sharing", "congestion": "congestion-count sharing"}.get(
         str(info.get("sharing")), "max-min sharing")
     if meta.get("model") == "dynamic":
-        its = [str(i) for i in info.get("iterations") or [] if i is not None]
-        was = "/".join(str(i) for i in info.get("iterations_measured") or [])
+        its, was = _its(info.get("iterations") or []), _its(info.get("iterations_measured") or [])
         return (f"dynamic: the program the benchmark ran, in time ({share}"
-                + (f", {'/'.join(its)} timed iterations" if its else "")
+                + (f", {its} timed iterations" if its else "")
                 + (f" of the measured {was}, to keep within {info['events_budget']:,} engine events (the "
                    f"measured count: about {info['events_estimated']:,}; --model-events 0 models them all)"
                    if was and info.get("events_budget") else "")
