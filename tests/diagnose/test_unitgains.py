@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fabscope.diagnose import calibration as cal
 from fabscope.diagnose import unitgains
+from fabscope.diagnose.cables import tied_directions
 from fabscope.diagnose.calibration import NULL_GRID, add_rows
 from fabscope.diagnose.fit import Fit
 from fabscope.diagnose.noise import NoiseModel
@@ -28,38 +30,77 @@ def fitted():
     fit = Fit(pm, np.log(bw), 0.0, noise)
     units = np.flatnonzero(np.asarray(fit.pair_unit.sum(axis=0)).ravel() > 0)
     rate = pm.flow_rates()
-    eff = [(c, p, D.astype(np.float32)) for c, p, D in fit.effects(units, np.ones(fit.n_links), rate, bw, NULL_GRID)]
     E = np.stack([noise.sample(pm.n_pairs, rng) for _ in range(4)], axis=1)
-    return fit, units, eff, E
+    return fit, units, None, E
 
 
-def test_compiled_loop_equals_reference(fitted):
+@pytest.fixture(scope="module", params=["every unit", "the null's"])
+def null_effects(fitted, request):
+    """The null's effects of every covered unit (every cable is its directions plus the pairs crossing both
+    ways), or of the units the diagnosis's null takes (a host's tied directions left out: its cable's own
+    entries)."""
+    fit, units, _, _ = fitted
+    if request.param == "the null's":
+        tied = tied_directions(fit.pair_unit_csc, fit.n_links)
+        units = units[(units >= fit.n_links) | ~tied[np.minimum(units, fit.n_links - 1)]]
+    eff = cal.null_effects(fit, units, np.ones(fit.n_links), fit.pm.flow_rates(), fit.pm.bandwidth())
+    return units, eff
+
+
+def test_the_nulls_units_are_those_asked_each_cable_after_its_directions(fitted, null_effects):
+    fit, _, _, _ = fitted
+    units, eff = null_effects
+    L = fit.n_links
+    assert sorted(eff.units.tolist()) == sorted(units.tolist())
+    for i in np.flatnonzero(eff.adds).tolist():
+        c = int(eff.units[i]) - L
+        assert c >= 0 and set(eff.units[i - eff.adds[i]:i].tolist()) <= {2 * c, 2 * c + 1}
+    assert (eff.adds == 2).sum() > 10 and len(eff.extra[0]) > 0     # cables, and pairs crossing them both ways
+
+
+def test_compiled_loop_equals_reference(fitted, null_effects):
     if not unitgains.available():
         pytest.skip("no C compiler")
-    fit, units, eff, E = fitted
+    fit, _, _, E = fitted
+    _, eff = null_effects
     table = unitgains.nll_table(fit.noise)
-    c = np.concatenate([x[0] for x in eff]); p = np.concatenate([x[1] for x in eff])
-    D = np.concatenate([x[2] for x in eff])
-    best, arg = unitgains.unit_minima(c, p, D, E, table, len(units))
-    ref_best, ref_arg = unitgains.unit_minima_reference(c, p, D, E, table, len(units))
+    best, arg = unitgains.unit_minima(eff, E, table)
+    ref_best, ref_arg = unitgains.unit_minima_reference(eff, E, table)
     assert np.isfinite(best).all() and (best < -0.5).any()
     np.testing.assert_allclose(best, ref_best, rtol=0, atol=1e-9)
     assert (arg == ref_arg).mean() > 0.999         # a tie may break apart by rounding only
 
 
-def test_table_holds_the_exact_likelihood(fitted):
-    """Each unit's best gain by the table is within 0.01 nat of the exact mixture's."""
-    fit, units, eff, E = fitted
+def test_the_loop_carries_a_cables_directions_from_chunk_to_chunk(fitted, null_effects):
+    """Entries in many chunks (a cable's directions in one, the cable in the next) give what one chunk gives."""
+    if not unitgains.available():
+        pytest.skip("no C compiler")
+    fit, _, _, E = fitted
+    units, eff = null_effects
+    small = cal.null_effects(fit, units, np.ones(fit.n_links), fit.pm.flow_rates(), fit.pm.bandwidth(), chunk=40)
+    assert len(small.chunks) > 20 * len(eff.chunks)
     table = unitgains.nll_table(fit.noise)
-    c = np.concatenate([x[0] for x in eff]); p = np.concatenate([x[1] for x in eff])
-    D = np.concatenate([x[2] for x in eff]).astype(float)
-    best, _ = unitgains.unit_minima(c, p, D.astype(np.float32), E, table, len(units))
+    np.testing.assert_array_equal(unitgains.unit_minima(small, E, table)[0], unitgains.unit_minima(eff, E, table)[0])
+
+
+def test_each_units_gain_is_its_own_entries_by_the_exact_likelihood(fitted, null_effects):
+    """Each unit's best gain (a cable's from its directions' sums and its corrections, by the table) is within
+    0.01 nat of the exact mixture's over the unit's own entries (a cable's effects computed both ways at once)."""
+    fit, _, _, E = fitted
+    _, eff = null_effects
+    table = unitgains.nll_table(fit.noise)
+    best, _ = unitgains.unit_minima(eff, E, table)
+    U = len(eff.units)
+    own = list(fit.effects(eff.units, np.ones(fit.n_links), fit.pm.flow_rates(), fit.pm.bandwidth(), NULL_GRID))
+    c = np.concatenate([x[0] for x in own]); p = np.concatenate([x[1] for x in own])
+    D = np.concatenate([x[2] for x in own]).astype(np.float32).astype(float)
     nll = fit.noise.nll
     for r in range(E.shape[1]):
         e = E[p, r]
-        out = np.zeros((len(units), len(NULL_GRID)))
+        out = np.zeros((U, len(NULL_GRID)))
         add_rows(out, c, nll(e[:, None] + D) - nll(e)[:, None])
         np.testing.assert_allclose(best[r], out.min(axis=1), rtol=0, atol=0.01)
+    assert eff.entries() < len(c)          # fewer entries than the units' own
 
 
 @pytest.mark.parametrize("grid", ["null", "per-unit"])
@@ -88,8 +129,6 @@ def test_the_coarse_null_grid_refined_gives_the_fine_grids_penalty(fitted, monke
     """NULL_GRID's factors, each draw's NULL_REFINE strongest units refined, give the penalty of a grid twice as
     fine (refined alike) to 0.05 nat; refining only the 5 strongest falls short where the strongest unit lies
     between two factors."""
-    from fabscope.diagnose import calibration as cal
-
     fit, units, _, _ = fitted
     rate = fit.pm.flow_rates()
     bw = fit.pm.bandwidth()

@@ -30,6 +30,7 @@ import numpy as np
 
 from fabscope.diagnose.cables import pair_cables, tied_directions, ties
 from fabscope.diagnose.calibration import detect_effects, null_effects
+from fabscope.diagnose.unitgains import NullEffects
 from fabscope.diagnose.fit import Fit
 from fabscope.diagnose.measured import Measured
 from fabscope.diagnose.pairmodel import PairModel
@@ -44,7 +45,7 @@ class Basis:
     def __init__(self) -> None:
         self.measured: Measured | None = None
         self.routing: Any = None
-        self._effects: list | None = None
+        self._effects: NullEffects | None = None
         self._detect: list | None = None
 
     def of(self, measured: Measured, routing: Any) -> Basis:
@@ -71,7 +72,7 @@ class Basis:
         return self
 
     @property
-    def null_effects(self) -> list:
+    def null_effects(self) -> NullEffects:
         """:func:`~fabscope.diagnose.calibration.null_effects` of the null's units on the healthy fabric
         (made at the first call)."""
         if self._effects is None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from fabscope.arrays import median
 from fabscope.diagnose.confidence import confidence
+from fabscope.diagnose.unitgains import NullEffects
 
 
 def add_rows(out: np.ndarray, idx: np.ndarray, vals: np.ndarray) -> None:
@@ -80,22 +81,78 @@ class NullCalibration:
                 "gumbel_scale": round(self.scale, 3), "seconds": round(self.seconds, 3)}
 
 
-def null_effects(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray) -> list:
-    """The effect of every :data:`NULL_GRID` factor of every unit on its pairs, in single precision (it
-    does not depend on what was measured nor on the noise: one computation serves every draw and every
-    noise model the diagnosis calibrates)."""
-    return [(c, p, D.astype(np.float32)) for c, p, D in fit.effects(cables, factor, rate, bw, NULL_GRID)]
+def null_order(units: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]:
+    """``units`` (directed links, then cables both ways: :mod:`.fit`'s numbering) in the order the null takes
+    them, each cable after its directions; and per unit, how many of its directions are listed just
+    before it (:class:`.unitgains.NullEffects`).
+
+    >>> u, adds = null_order(np.array([1, 4, 5, 8, 9, 10]), n_links=8)     # links 1, 4, 5; cables 0, 1, 2
+    >>> u.tolist(), adds.tolist()
+    ([1, 8, 9, 4, 5, 10], [0, 1, 0, 0, 0, 2])
+    """
+    units = np.unique(np.asarray(units, np.int64))
+    L = n_links
+    cable = np.where(units < L, units // 2, units - L)
+    units = units[np.lexsort((units >= L, cable))]
+    cable = np.where(units < L, units // 2, units - L)
+    adds = np.zeros(len(units), np.int64)
+    for back in (1, 2):       # a cable's directions sit just before it, of the same cable
+        k = np.arange(back, len(units))
+        adds[k] += (units[k] >= L) & (units[k - back] < L) & (cable[k - back] == cable[k]) & (adds[k] == back - 1)
+    return units, adds
+
+
+def null_effects(fit: Any, units: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray,
+                 chunk: int = 400_000) -> NullEffects:
+    """The effect of every :data:`NULL_GRID` factor of every unit on its pairs, in single precision (it does
+    not depend on what was measured nor on the noise: one computation serves every draw and every noise
+    model the diagnosis calibrates).
+
+    A cable both ways slows a pair that crosses one direction as that direction does (the same rows, cut
+    alike), so where its directions are units too the cable's gain is theirs summed; its own entries are
+    the pairs crossing both ways (log1p(expm1(D one way) + expm1(D the other)): their times' increases
+    add), each less its two one-way entries.  That halves the entries on a torus, whose pairs cross each
+    cable one way (dimension order), and takes 0.55 of them on a 3-level tree
+    (``bench/null_grid.py``).  ``chunk``: :meth:`.fit.Fit.effects`'s."""
+    L, n = fit.n_links, fit.pm.n_pairs
+    order, adds = null_order(units, L)
+    own = adds == 0
+    pos = np.flatnonzero(own)
+    chunks = [(pos[c], p, D.astype(np.float32)) for c, p, D in fit.effects(order[own], factor, rate, bw, NULL_GRID, chunk)]
+    both = np.flatnonzero(adds == 2)
+    extra = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(NULL_GRID)), np.float32), np.zeros(0))
+    if len(both) and chunks:
+        key = np.concatenate([c * n + p for c, p, _ in chunks])      # sorted: by unit, then pair
+        D_all = chunks[0][2] if len(chunks) == 1 else np.concatenate([D for _, _, D in chunks])
+        # each cable's second direction's entries (the unit just before it) whose pair crosses the first too
+        starts, ends = np.searchsorted(key, (both - 1) * n), np.searchsorted(key, both * n)
+        lens = ends - starts
+        kb = np.repeat(starts - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(lens.sum())
+        cab = np.repeat(both, lens)
+        pb = key[kb] - (cab - 1) * n
+        want = (cab - 2) * n + pb
+        ka = np.minimum(np.searchsorted(key, want), len(key) - 1)
+        hit = key[ka] == want
+        ka, kb, cab, pb = ka[hit], kb[hit], cab[hit], pb[hit]
+        Da, Db = D_all[ka].astype(float), D_all[kb].astype(float)
+        Dj = np.log1p(np.expm1(Da) + np.expm1(Db)).astype(np.float32)
+        m = len(cab)
+        extra = (np.repeat(cab, 3), np.repeat(pb, 3),
+                 np.stack([Dj, D_all[ka], D_all[kb]], axis=1).reshape(3 * m, -1),
+                 np.tile([1.0, -1.0, -1.0], m))
+    return NullEffects(order, adds, chunks, extra)
 
 
 def null_calibration(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray, *,
                      draws: int = 30, false_alarm: float = 0.01, seed: int = 0, refine: int = NULL_REFINE,
-                     effects: list | None = None) -> NullCalibration:
-    """The penalty that noise alone exceeds with chance ``false_alarm`` (see :class:`NullCalibration`).
+                     effects: NullEffects | None = None) -> NullCalibration:
+    """The penalty that noise alone exceeds with chance ``false_alarm`` (see :class:`NullCalibration`), over
+    the units ``cables``.
 
-    The effect of every grid factor of every cable on its pairs does not depend on what was measured,
-    so it is computed once (``effects``, from :func:`null_effects`); every draw's residuals are drawn
-    first, and each unit's entries are summed for all draws at once with the likelihood as a table
-    (:mod:`.unitgains`, in C: a gain moves by about 0.01 nat)."""
+    The effect of every grid factor of every unit on its pairs does not depend on what was measured,
+    so it is computed once (``effects``, from :func:`null_effects` of the same units); every draw's
+    residuals are drawn first, and each unit's entries are summed for all draws at once with the
+    likelihood as a table (:mod:`.unitgains`, in C: a gain moves by about 0.01 nat)."""
     from fabscope.diagnose.unitgains import nll_table, unit_minima
 
     t0 = time.perf_counter()
@@ -108,12 +165,9 @@ def null_calibration(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.
     E = np.empty((n, draws))
     for k in range(draws):
         E[:, k] = noise.sample(n, rng)
+    cables = eff.units        # in the order the loop took them
     U = len(cables)
-    out = (np.zeros((draws, U)), np.zeros((draws, U), np.int64))
-    table = nll_table(noise)
-    for c, p, D in eff:
-        unit_minima(c, p, D, E, table, U, out)
-    best_u, arg_u = out
+    best_u, arg_u = unit_minima(eff, E, table=nll_table(noise))
     maxima = np.maximum(-best_u.min(axis=1, initial=0.0), 0.0)
     if U:
         # the diagnosis refines each candidate's factor (scan_best); so does the null, for each draw's

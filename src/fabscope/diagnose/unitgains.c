@@ -1,16 +1,21 @@
 /* The null calibration's inner loop (fabscope.diagnose.unitgains): for every unit and every draw of
  * noise, the change of the pairs' negative log-likelihood under each factor of a grid, and its minimum.
  *
- * Entries k = 0..n-1 come sorted by unit[k]; entry k is one pair (pair[k]) the unit slows, with
+ * Units u = u_from..u_to-1 are taken in order.  An entry is one pair (pair[k]) a unit slows, with
  * D[k*G + g] >= 0 the log of (new time / current time) under grid factor g (0 where the factor does
- * not slow the pair; the grid runs from the strongest cut to the mildest, so D falls along g).
- * E[p*R + r] is pair p's residual in draw r.  The likelihood is a table: T[i] = nll(x0 + i / inv_h),
- * read with linear interpolation and held at its ends outside.  Per draw r and unit u:
- *     best[r*U + u] = min over g of sum over u's entries of nll(E + D) - nll(E),  arg[r*U + u] = that g
- * (units without entries are left as the caller set them).  acc: R*G doubles of scratch.
+ * not slow the pair; the grid runs from the strongest cut to the mildest, so D falls along g), and a
+ * sign: +1 for the main entries (unit[k], sorted by unit, every one in the range), sign2[k] for the
+ * extra ones (unit2[k], sorted alike).  E[p*R + r] is pair p's residual in draw r.  The likelihood is a
+ * table: T[i] = nll(x0 + i / inv_h), read with linear interpolation and held at its ends outside.  Per
+ * draw r and unit u, with S[g] = the sums of the adds[u] units just before u (0, 1 or 2: a cable both
+ * ways is its directions' sums; ring holds the last two units' sums, R*G doubles each, kept by the
+ * caller from one call to the next) plus sum over u's entries of sign * (nll(E + D) - nll(E)):
+ *     best[r*U + u] = min over g of S[g],  arg[r*U + u] = that g.
+ * acc: R*G doubles of scratch.
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static inline double tab(const double *T, int64_t nt, double x0, double inv_h, double x)
 {
@@ -24,12 +29,57 @@ static inline double tab(const double *T, int64_t nt, double x0, double inv_h, d
     return T[i] + a * (T[i + 1] - T[i]);
 }
 
-void ug_unit_minima(int64_t n, int64_t G, int64_t R, int64_t U, const int64_t *unit, const int64_t *pair,
-                    const float *D, const double *E, const double *T, int64_t nt, double x0, double inv_h,
-                    double *acc, double *best, int64_t *arg)
+/* one entry's change, times s, added to acc for every draw: TS is the table as (value, slope) per step,
+ * dd scratch for the entry's effects in table steps (the innermost loop is an add, a load and a multiply-add) */
+static void add_entry(double *acc, const float *d, double s, const double *e, int64_t G, int64_t R,
+                      const double *T, const double *TS, int64_t nt, double x0, double inv_h, double *dd)
 {
-    /* the table as (value, slope) per step; each residual as its place in the table and its value there;
-       each entry's effects in table steps: the innermost loop is an add, a load and a multiply-add */
+    int64_t gn = G;                 /* past the last factor that slows the pair */
+    while (gn > 0 && !(d[gn - 1] > 0.0f))
+        gn--;
+    if (!gn)
+        return;
+    double ddmax = 0.0;
+    for (int64_t g = 0; g < gn; g++) {
+        dd[g] = d[g] > 0.0f ? (double)d[g] * inv_h : 0.0;
+        if (dd[g] > ddmax)
+            ddmax = dd[g];
+    }
+    const double top = (double)(nt - 1);
+    for (int64_t r = 0; r < R; r++) {
+        double f0 = (e[r] - x0) * inv_h;
+        double b = tab(T, nt, x0, inv_h, e[r]);
+        double *a = acc + r * G;
+        if (f0 > 0.0 && f0 + ddmax < top) {     /* the usual case: every factor inside the table */
+            if (s == 1.0) {
+                for (int64_t g = 0; g < gn; g++) {
+                    double f = f0 + dd[g];
+                    int64_t i = (int64_t)f;
+                    const double *ts = TS + 2 * i;
+                    a[g] += ts[0] + (f - (double)i) * ts[1] - b;
+                }
+            } else {
+                for (int64_t g = 0; g < gn; g++) {
+                    double f = f0 + dd[g];
+                    int64_t i = (int64_t)f;
+                    const double *ts = TS + 2 * i;
+                    a[g] += s * (ts[0] + (f - (double)i) * ts[1] - b);
+                }
+            }
+        } else {
+            for (int64_t g = 0; g < gn; g++)
+                if (d[g] > 0.0f)
+                    a[g] += s * (tab(T, nt, x0, inv_h, e[r] + (double)d[g]) - b);
+        }
+    }
+}
+
+void ug_unit_minima(int64_t u_from, int64_t u_to, int64_t G, int64_t R, int64_t U, const int64_t *adds,
+                    int64_t n, const int64_t *unit, const int64_t *pair, const float *D,
+                    int64_t n2, const int64_t *unit2, const int64_t *pair2, const float *D2, const double *sign2,
+                    const double *E, const double *T, int64_t nt, double x0, double inv_h,
+                    double *ring, double *acc, double *best, int64_t *arg)
+{
     double *TS = malloc(sizeof(double) * 2 * (size_t)nt);
     double *dd = malloc(sizeof(double) * (size_t)(G > 0 ? G : 1));
     if (!TS || !dd) {
@@ -41,46 +91,17 @@ void ug_unit_minima(int64_t n, int64_t G, int64_t R, int64_t U, const int64_t *u
         TS[2 * i] = T[i];
         TS[2 * i + 1] = i + 1 < nt ? T[i + 1] - T[i] : 0.0;
     }
-    const double top = (double)(nt - 1);
-    int64_t k = 0;
-    while (k < n) {
-        int64_t u = unit[k], k1 = k;
-        while (k1 < n && unit[k1] == u)
-            k1++;
-        for (int64_t i = 0; i < R * G; i++)
-            acc[i] = 0.0;
-        for (int64_t kk = k; kk < k1; kk++) {
-            const float *d = D + kk * G;
-            int64_t gn = G;                 /* past the last factor that slows the pair */
-            while (gn > 0 && !(d[gn - 1] > 0.0f))
-                gn--;
-            if (!gn)
-                continue;
-            double ddmax = 0.0;
-            for (int64_t g = 0; g < gn; g++) {
-                dd[g] = d[g] > 0.0f ? (double)d[g] * inv_h : 0.0;
-                if (dd[g] > ddmax)
-                    ddmax = dd[g];
-            }
-            const double *e = E + pair[kk] * R;
-            for (int64_t r = 0; r < R; r++) {
-                double f0 = (e[r] - x0) * inv_h;
-                double b = tab(T, nt, x0, inv_h, e[r]);
-                double *a = acc + r * G;
-                if (f0 > 0.0 && f0 + ddmax < top) {     /* the usual case: every factor inside the table */
-                    for (int64_t g = 0; g < gn; g++) {
-                        double f = f0 + dd[g];
-                        int64_t i = (int64_t)f;
-                        const double *ts = TS + 2 * i;
-                        a[g] += ts[0] + (f - (double)i) * ts[1] - b;
-                    }
-                } else {
-                    for (int64_t g = 0; g < gn; g++)
-                        if (d[g] > 0.0f)
-                            a[g] += tab(T, nt, x0, inv_h, e[r] + (double)d[g]) - b;
-                }
-            }
-        }
+    const int64_t RG = R * G;
+    double *r0 = ring, *r1 = ring + RG;
+    int64_t k = 0, k2 = 0;
+    for (int64_t u = u_from; u < u_to; u++) {
+        int64_t na = adds[u];
+        for (int64_t i = 0; i < RG; i++)
+            acc[i] = (na > 0 ? r0[i] : 0.0) + (na > 1 ? r1[i] : 0.0);
+        for (; k < n && unit[k] == u; k++)
+            add_entry(acc, D + k * G, 1.0, E + pair[k] * R, G, R, T, TS, nt, x0, inv_h, dd);
+        for (; k2 < n2 && unit2[k2] == u; k2++)
+            add_entry(acc, D2 + k2 * G, sign2[k2], E + pair2[k2] * R, G, R, T, TS, nt, x0, inv_h, dd);
         if (u >= 0 && u < U) {
             for (int64_t r = 0; r < R; r++) {
                 const double *a = acc + r * G;
@@ -92,7 +113,8 @@ void ug_unit_minima(int64_t n, int64_t G, int64_t R, int64_t U, const int64_t *u
                 arg[r * U + u] = j;
             }
         }
-        k = k1;
+        memcpy(r1, r0, sizeof(double) * (size_t)RG);
+        memcpy(r0, acc, sizeof(double) * (size_t)RG);
     }
     free(TS);
     free(dd);

@@ -19,19 +19,20 @@ numpy, the reference the tests hold the C loop to; it runs where no compiler is 
 >>> x = np.array([-0.31, -0.02, 0.0, 0.04])
 >>> bool(np.abs(table_nll(table, x) - nm.nll(x)).max() < 1e-4)
 True
->>> unit = np.array([0, 0, 1]); pair = np.array([0, 1, 1])
 >>> D = np.array([[0.3, 0.1], [0.3, 0.0], [0.2, 0.1]], np.float32)
+>>> eff = NullEffects(np.array([0, 1, 9]), np.array([0, 0, 2]), [(np.array([0, 0, 1]), np.array([0, 1, 1]), D)])
 >>> E = np.array([[-0.3], [-0.1]])                       # 2 pairs, 1 draw
->>> best, arg = unit_minima(unit, pair, D, E, table, 2)
->>> ref = unit_minima_reference(unit, pair, D, E, table, 2)
->>> bool(np.allclose(best, ref[0])), bool((arg == ref[1]).all())
-(True, True)
+>>> best, arg = unit_minima(eff, E, table)               # unit 9 (a cable) is its directions 0 and 1
+>>> ref = unit_minima_reference(eff, E, table)
+>>> bool(np.allclose(best, ref[0])), bool((arg == ref[1]).all()), bool(best[0, 2] >= best[0, :2].sum())
+(True, True, True)
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -39,7 +40,7 @@ import numpy as np
 
 from fabscope.cbuild import load_library
 
-__all__ = ["nll_table", "table_nll", "unit_minima", "unit_minima_reference", "effects", "available"]
+__all__ = ["NullEffects", "nll_table", "table_nll", "unit_minima", "unit_minima_reference", "effects", "available"]
 
 SOURCE = os.path.join(os.path.dirname(__file__), "unitgains.c")
 #: the table's half-width (log ratio): beyond it the likelihood is its uniform floor's
@@ -53,8 +54,9 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
     dll, why = load_library(SOURCE, "unitgains")
     if dll is not None:
         dll.ug_unit_minima.restype = None
-        dll.ug_unit_minima.argtypes = [ctypes.c_int64] * 4 + [ctypes.c_void_p] * 5 + [
-            ctypes.c_int64, ctypes.c_double, ctypes.c_double] + [ctypes.c_void_p] * 3
+        dll.ug_unit_minima.argtypes = [ctypes.c_int64] * 5 + [ctypes.c_void_p] + [ctypes.c_int64] + \
+            [ctypes.c_void_p] * 3 + [ctypes.c_int64] + [ctypes.c_void_p] * 6 + [ctypes.c_int64, ctypes.c_double,
+                                                                                 ctypes.c_double] + [ctypes.c_void_p] * 4
         dll.ug_effects.restype = None
         dll.ug_effects.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 7 + [ctypes.c_int64] + \
             [ctypes.c_void_p] * 8
@@ -79,34 +81,65 @@ def table_nll(table: tuple[np.ndarray, float, float], x: np.ndarray) -> np.ndarr
     return np.interp(x, x0 + np.arange(len(T)) / inv_h, T)
 
 
-def unit_minima(unit: np.ndarray, pair: np.ndarray, D: np.ndarray, E: np.ndarray,
-                table: tuple[np.ndarray, float, float], n_units: int,
-                out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per draw and unit, the least change of the negative log-likelihood over the grid, and where.
+@dataclass(eq=False)
+class NullEffects:
+    """What every grid factor of every unit of the null does to its pairs
+    (:func:`fabscope.diagnose.calibration.null_effects`).
 
-    ``unit``, ``pair``: the entries, sorted by unit; ``D``: entries x grid, the log time increase of
-    the pair under each factor (float32); ``E``: pairs x draws, the drawn residuals.  Returns
-    (``R`` x ``n_units`` minima, the grid index of each); a unit without entries keeps what ``out``
-    holds (0 and 0 by default).  In C where a compiler is found, else :func:`unit_minima_reference`.
+    ``units``: the units, in the order the loop takes them; ``adds``: per unit, how many of the units just
+    before it it sums (a cable both ways is its two directions, listed just before it: a pair that
+    crosses one direction is slowed alike by the cable); ``chunks``: the entries, (index into ``units``,
+    pair, entries x grid of log time increase, float32), sorted by index; ``extra``: the same with a sign
+    per entry, sorted by index too (for a cable, each pair crossing both its directions: +its effect
+    both ways, -its effect one way, -the other way).
     """
-    R = E.shape[1]
-    best, arg = out if out is not None else (np.zeros((R, n_units)), np.zeros((R, n_units), np.int64))
+
+    units: np.ndarray
+    adds: np.ndarray
+    chunks: list
+    extra: tuple = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, 0), np.float32), np.zeros(0))
+
+    def entries(self) -> int:
+        return sum(len(c) for c, _, _ in self.chunks) + len(self.extra[0])
+
+    def n_grid(self) -> int:
+        shapes = [D.shape[1] for _, _, D in self.chunks] + ([self.extra[2].shape[1]] if len(self.extra[0]) else [])
+        return shapes[0] if shapes else 1
+
+
+def unit_minima(eff: NullEffects, E: np.ndarray, table: tuple[np.ndarray, float, float]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per draw and unit of ``eff``, the least change of the negative log-likelihood over the grid, and
+    where: (``R`` x units minima, the grid index of each).  ``E``: pairs x draws, the drawn residuals.  In
+    C where a compiler is found (chunk by chunk, the last two units' sums carried between calls), else
+    :func:`unit_minima_reference`."""
     dll = _load()[0]
     if dll is None:
-        b, a = unit_minima_reference(unit, pair, D, E, table, n_units)
-        present = np.unique(unit)
-        best[:, present], arg[:, present] = b[:, present], a[:, present]
-        return best, arg
-    unit = np.ascontiguousarray(unit, np.int64)
-    pair = np.ascontiguousarray(pair, np.int64)
-    D = np.ascontiguousarray(D, np.float32)
+        return unit_minima_reference(eff, E, table)
+    R, U = E.shape[1], len(eff.units)
+    G = eff.n_grid()
+    best, arg = np.zeros((R, U)), np.zeros((R, U), np.int64)
     E = np.ascontiguousarray(E, float)
     T, x0, inv_h = table
-    G = D.shape[1]
-    acc = np.zeros(R * G)
+    T = np.ascontiguousarray(T, float)
+    adds = np.ascontiguousarray(eff.adds, np.int64)
+    ring, acc = np.zeros(2 * R * G), np.zeros(R * G)
+    i64 = lambda a: np.ascontiguousarray(a, np.int64)  # noqa: E731
     ptr = lambda a: a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-    dll.ug_unit_minima(len(unit), G, R, n_units, ptr(unit), ptr(pair), ptr(D), ptr(E), ptr(T), len(T),
-                       float(x0), float(inv_h), ptr(acc), ptr(best), ptr(arg))
+    xc, xp, xD, xs = eff.extra
+    xc, xp, xD, xs = i64(xc), i64(xp), np.ascontiguousarray(xD, np.float32).reshape(len(xc), G), \
+        np.ascontiguousarray(xs, float)
+    done = 0
+    for c, p, D in [*eff.chunks, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, G), np.float32))]:
+        upto = U if not len(c) else int(c[-1]) + 1
+        if len(c) and upto <= done:
+            raise ValueError("the null's entries are not sorted by unit")
+        a, b = np.searchsorted(xc, [done, upto])
+        c, p, D = i64(c), i64(p), np.ascontiguousarray(D, np.float32)
+        dll.ug_unit_minima(done, upto, G, R, U, ptr(adds), len(c), ptr(c), ptr(p), ptr(D),
+                           int(b - a), ptr(xc[a:]), ptr(xp[a:]), ptr(xD[a:]), ptr(xs[a:]),
+                           ptr(E), ptr(T), len(T), float(x0), float(inv_h), ptr(ring), ptr(acc), ptr(best), ptr(arg))
+        done = upto
     return best, arg
 
 
@@ -137,21 +170,28 @@ def effects(rptr: np.ndarray, flow: np.ndarray, rate: np.ndarray, weight: np.nda
     return D
 
 
-def unit_minima_reference(unit: np.ndarray, pair: np.ndarray, D: np.ndarray, E: np.ndarray,
-                          table: tuple[np.ndarray, float, float], n_units: int) -> tuple[np.ndarray, np.ndarray]:
+def unit_minima_reference(eff: NullEffects, E: np.ndarray, table: tuple[np.ndarray, float, float]
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`unit_minima` in numpy (the reference of the C loop), draw by draw."""
-    R, G = E.shape[1], D.shape[1]
-    best = np.zeros((R, n_units))
-    arg = np.zeros((R, n_units), np.int64)
-    if not len(unit):
+    R, U = E.shape[1], len(eff.units)
+    parts = [(c, p, np.asarray(D, float), np.ones(len(c))) for c, p, D in eff.chunks]
+    if len(eff.extra[0]):
+        parts.append((eff.extra[0], eff.extra[1], np.asarray(eff.extra[2], float), np.asarray(eff.extra[3], float)))
+    best, arg = np.zeros((R, U)), np.zeros((R, U), np.int64)
+    if not parts:
         return best, arg
-    starts = np.r_[0, np.flatnonzero(np.diff(unit)) + 1]
-    D = D.astype(float)
+    c, p, D, sign = (np.concatenate(x) for x in zip(*parts))
+    order = np.argsort(c, kind="stable")
+    c, p, D, sign = c[order], p[order], D[order], sign[order]
+    adds = np.asarray(eff.adds)
     for r in range(R):
-        e = E[pair, r]
+        e = E[p, r]
         base = table_nll(table, e)
-        d = np.where(D > 0, table_nll(table, e[:, None] + D) - base[:, None], 0.0)
-        sums = np.add.reduceat(d, starts, axis=0)
-        best[r, unit[starts]] = sums.min(axis=1)
-        arg[r, unit[starts]] = sums.argmin(axis=1)
+        d = np.where(D > 0, table_nll(table, e[:, None] + D) - base[:, None], 0.0) * sign[:, None]
+        sums = np.zeros((U, D.shape[1]))
+        np.add.at(sums, c, d)
+        for u in np.flatnonzero(adds):             # a cable both ways: its directions' sums too
+            sums[u] += sums[u - adds[u]:u].sum(axis=0)
+        best[r] = sums.min(axis=1)
+        arg[r] = sums.argmin(axis=1)
     return best, arg
