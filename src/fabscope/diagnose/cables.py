@@ -51,11 +51,23 @@ def pair_cables(pm: Any, n_c: int) -> csr_matrix:
     return m
 
 
-def tie_group(pair_cable: csr_matrix, c: int) -> list[int]:
-    """Columns crossed by exactly the pairs that cross column ``c``."""
-    col = pair_cable[:, [c]].toarray().ravel() > 0
+def tie_group(pair_cable: csr_matrix, c: int, by_column: Any = None) -> list[int]:
+    """Columns crossed by exactly the pairs that cross column ``c``.  ``by_column``: the same matrix as CSC,
+    where the caller keeps one (a column read from it costs that column's entries, not the matrix's).
+
+    >>> m = csr_matrix(np.array([[1, 1, 0], [1, 1, 1], [0, 0, 1.0]]))
+    >>> tie_group(m, 0), tie_group(m, 0, m.tocsc()), tie_group(m, 2)
+    ([0, 1], [0, 1], [2])
+    """
+    if by_column is None:
+        col = pair_cable[:, [c]].toarray().ravel() > 0
+        cnt = np.asarray(pair_cable.sum(axis=0)).ravel()
+    else:
+        a, b = by_column.indptr[c], by_column.indptr[c + 1]
+        col = np.zeros(pair_cable.shape[0], bool)
+        col[by_column.indices[a:b][by_column.data[a:b] > 0]] = True
+        cnt = np.asarray(by_column.sum(axis=0)).ravel()
     rows = pair_cable[np.flatnonzero(col)]
-    cnt = np.asarray(pair_cable.sum(axis=0)).ravel()
     inall = np.flatnonzero(np.asarray(rows.sum(axis=0)).ravel() == col.sum())
     return [int(x) for x in inall if cnt[x] == col.sum()]
 

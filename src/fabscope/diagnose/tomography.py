@@ -255,7 +255,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             u = int(left[i])
             c = fit.links_of(u)[0] // 2
             if u not in base.tied_names:        # the pairs' structure: the same for a second fit
-                base.tied_names[u] = _tied_cables(f, pu, u, c)
+                base.tied_names[u] = _tied_cables(f, fit, u, c)
             candidates.append({"cable": cable_name(f, c), "link": fit.links_of(u)[0],
                                "direction": "both" if u >= L else direction_name(f, u),
                                "evidence": round(float(g_left[i]), 1),
@@ -280,7 +280,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     for u in sorted(chosen, key=lambda u: -gains.get(u, 0.0)):
         links = fit.links_of(u)
         c = links[0] // 2
-        crossing = np.flatnonzero(pu[:, [u]].toarray().ravel() > 0)
+        crossing = _column(fit.pair_unit_csc, u)
         impl = crossing[e0[crossing] < -thr]
         impl = impl[np.argsort(e0[impl])]
         group = tie_of.get(c, [c])
@@ -288,12 +288,12 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         conf = null.confidence(g) if g > lam else 0.0
         host = cable_host(f, c)
         x = float(factor[links].min())
-        both = pu[:, [2 * c]] != pu[:, [2 * c + 1]]
+        one_way = not np.array_equal(_column(fit.pair_unit_csc, 2 * c), _column(fit.pair_unit_csc, 2 * c + 1))
         s = {"link": links[0], "links": links, "cable": cable_name(f, c), "host": host,
              "name": host if host else cable_name(f, c),
              "direction": "both" if u >= L else direction_name(f, u),
              # can these pairs tell the cable's two directions apart at all (a host's never, by ping-pong)
-             "directions_told_apart": bool(both.nnz),
+             "directions_told_apart": one_way,
              "capacity": float(f.link_capacity[links[0]] * x), "nominal": float(f.link_capacity[links[0]]),
              "factor": x, "confidence": round(float(conf), 4), "confidence_each": round(float(conf) / len(group), 4),
              "evidence": round(float(g), 1), "jitter_pairs": int(np.sum(noise.p_jitter(e0[crossing]) > 0.5)),
@@ -328,10 +328,18 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
                      {"chosen": list(chosen), "lam": lam, "null": null, "noise": noise})
 
 
-def _tied_cables(f: Any, pu: Any, u: int, c: int) -> list[str]:
+def _tied_cables(f: Any, fit: Any, u: int, c: int) -> list[str]:
     """Other cables with a unit crossed by exactly the pairs that cross unit ``u``."""
     L = f.n_links
-    return sorted({cable_name(f, v // 2 if v < L else v - L) for v in tie_group(pu, u)} - {cable_name(f, c)})
+    return sorted({cable_name(f, v // 2 if v < L else v - L) for v in tie_group(fit.pair_unit, u, fit.pair_unit_csc)}
+                  - {cable_name(f, c)})
+
+
+def _column(csc: Any, j: int) -> np.ndarray:
+    """The rows (sorted) where column ``j`` of ``csc`` (a CSC matrix) holds a positive entry: its own
+    entries read, not the whole matrix's, as a column of a CSR matrix would be."""
+    a, b = csc.indptr[j], csc.indptr[j + 1]
+    return np.sort(csc.indices[a:b][csc.data[a:b] > 0])
 
 
 def _limits(pm: PairModel, rate: np.ndarray, res: np.ndarray) -> np.ndarray:
