@@ -37,7 +37,7 @@ def runs(monkeypatch):
     return made
 
 
-def test_a_healthy_night_runs_no_model_and_a_faulty_one_the_budget_twice(tmp_path, capsys, runs):
+def test_a_healthy_night_runs_no_model_and_a_faulty_one_the_budget_twice_then_once(tmp_path, capsys, runs):
     f = load_fabric(SPEC)
     inner = _inner(f)
     healthy = _night(tmp_path, "n1.json", _in_time(f, inner, 1.0, seed=1))
@@ -69,6 +69,32 @@ def test_a_healthy_night_runs_no_model_and_a_faulty_one_the_budget_twice(tmp_pat
     assert [s["cable"] for s in third.extra["suspects"]] == [cable_name(f, inner)]
     assert abs(third.extra["suspects"][0]["factor"] - 0.4) < 0.05
     np.testing.assert_allclose(third.pairs["modeled"], first.pairs["modeled"], rtol=1e-12)
+    # night 3 kept the healthy run at the budget: night 4 (faulty again) takes it and runs the program once
+    assert info["budget_iterations"] == [20] and len(third.pairs["modeled_budget"]) == len(third.pairs["modeled"])
+    faulty4 = _night(tmp_path, "n4.json", _in_time(f, inner, 0.4, seed=3))
+    d4, d4_ran = tmp_path / "d4.json", tmp_path / "d4-ran.json"
+    capsys.readouterr()
+    assert main(["diagnose", str(faulty4), "--fabric", SPEC, "--model-from", str(d3), "--model-events", str(budget),
+                 "-o", str(d4)]) == 0
+    assert runs[1:] == [budget]                 # no healthy run this night
+    assert "that an earlier night made" in capsys.readouterr().out
+    fourth = Result.read_json(d4)
+    assert fourth.meta["model_info"]["budget_taken"] is True
+    np.testing.assert_allclose(fourth.pairs["modeled_budget"], third.pairs["modeled_budget"], rtol=1e-12)
+    # the same night with the healthy run made again: the same suspect, the same estimate
+    assert main(["diagnose", str(faulty4), "--fabric", SPEC, "--model-from", str(d2), "--model-events", str(budget),
+                 "-o", str(d4_ran)]) == 0
+    assert runs[1:] == [budget, budget]
+    ran4 = Result.read_json(d4_ran)
+    assert [s["cable"] for s in fourth.extra["suspects"]] == [s["cable"] for s in ran4.extra["suspects"]] \
+        == [cable_name(f, inner)]
+    assert abs(fourth.extra["suspects"][0]["factor"] - ran4.extra["suspects"][0]["factor"]) < 1e-9
+    # a healthy night carries the kept run on
+    d5 = tmp_path / "d5.json"
+    assert main(["diagnose", str(healthy), "--fabric", SPEC, "--model-from", str(d4), "-o", str(d5)]) == 0
+    fifth = Result.read_json(d5)
+    assert fifth.extra["suspects"] == [] and fifth.meta["model_info"]["budget_iterations"] == [20]
+    np.testing.assert_allclose(fifth.pairs["modeled_budget"], third.pairs["modeled_budget"], rtol=1e-12)
 
 
 def test_another_plan_or_model_is_refused_before_any_model_runs(tmp_path, capsys, runs):
@@ -84,6 +110,11 @@ def test_another_plan_or_model_is_refused_before_any_model_runs(tmp_path, capsys
     bad["pairs"]["modeled"] = [-1.0] + list(bad["pairs"]["modeled"][1:])
     junk = tmp_path / "junk.json"
     junk.write_text(json.dumps(bad))
+    bad_kept = dict(json.loads(d1.read_text()))
+    bad_kept["pairs"] = dict(bad_kept["pairs"], modeled_budget=["x"] + list(bad_kept["pairs"]["modeled"][1:]))
+    bad_kept["meta"] = dict(bad_kept["meta"], model_info=dict(bad_kept["meta"]["model_info"], budget_iterations=[20]))
+    junk_kept = tmp_path / "junk-kept.json"
+    junk_kept.write_text(json.dumps(bad_kept))
     capsys.readouterr()
     del runs[:]
     cases = [
@@ -91,6 +122,7 @@ def test_another_plan_or_model_is_refused_before_any_model_runs(tmp_path, capsys
         ([str(night), "--model-from", str(static)], "made with the 'static' model"),
         ([str(night), "--model-from", str(night)], "not a diagnosis"),
         ([str(night), "--model-from", str(junk)], "pair 0's modeled figure is -1.0, not a positive number"),
+        ([str(night), "--model-from", str(junk_kept)], "pair 0's modeled_budget figure is x, not a positive number"),
         ([str(night), "--model-from", str(d1), "--fabric", "fat-tree:k=4,levels=2"], "a diagnosis on fabric"),
         ([str(night), "--model-from", str(d1), "--routing", "ecmp-random"], "routed by"),
         ([str(night), "--model-from", str(d1), "--model", "static"], "not with --model static"),

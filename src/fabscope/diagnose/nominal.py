@@ -150,12 +150,13 @@ def refined_nominal(measured: Measured, factor: np.ndarray, routing: Any = None,
 
 
 def nominal_from(earlier: Any, measured: Measured, routing_name: str, origin: str = "the earlier diagnosis"
-                 ) -> tuple[np.ndarray, dict[str, Any]]:
+                 ) -> tuple[np.ndarray, dict[str, Any], tuple[np.ndarray, list[int]] | None]:
     """The healthy fabric's model of ``measured`` taken from ``earlier``, a diagnosis (a
     :class:`fabscope.result.Result` of kind ``diagnose``) of the same pairs with the model in time: each
     pair's ``modeled`` figure, which a diagnosis keeps as the healthy fabric's prediction whatever it
     found (a nightly job's last night, made with ``--model-events 0`` once and carried from night to
-    night).  Its info is the earlier model's, with ``taken_from``.
+    night).  Its info is the earlier model's, with ``taken_from``; third, the healthy run at the budget's
+    iterations the earlier diagnosis kept (``(figures, [iterations])``, :mod:`.withmodel`), or None.
 
     Refused, naming what differs (:class:`.measured.DiagnoseError`): another kind of result, the
     snapshot's model, another fabric or routing, other pairs (hosts, sizes, concurrent sets, tests,
@@ -167,9 +168,9 @@ def nominal_from(earlier: Any, measured: Measured, routing_name: str, origin: st
     >>> m = synthetic(fat_tree(k=4, levels=2), np.arange(8), np.arange(8, 16), np.zeros(8, np.int64), {}, 0.0)
     >>> bw, how = nominal_model(m)
     >>> res = diagnose(m, nominal=bw, meta={"model": "dynamic", "model_info": how}).to_result()
-    >>> bw2, how2 = nominal_from(res, m, res.meta["routing"], "night1.json")
-    >>> bool(np.allclose(bw2, bw, rtol=1e-12)), how2["taken_from"], how2["iterations"]
-    (True, 'night1.json', [100])
+    >>> bw2, how2, kept = nominal_from(res, m, res.meta["routing"], "night1.json")
+    >>> bool(np.allclose(bw2, bw, rtol=1e-12)), how2["taken_from"], how2["iterations"], kept
+    (True, 'night1.json', [100], None)
     >>> other = synthetic(m.fabric, np.arange(8), np.arange(8, 16)[::-1], np.zeros(8, np.int64), {}, 0.0)
     >>> nominal_from(res, other, res.meta["routing"], "night1.json")
     Traceback (most recent call last):
@@ -227,4 +228,28 @@ def nominal_from(earlier: Any, measured: Measured, routing_name: str, origin: st
     info = meta.get("model_info") if isinstance(meta.get("model_info"), dict) else {}
     keep = ("model", "sharing", "engine", "iterations", "iterations_measured", "events", "events_budget",
             "events_estimated", "ports", "phases")
-    return bw, {**{k: info[k] for k in keep if k in info}, "model": "dynamic", "taken_from": origin}
+    return bw, {**{k: info[k] for k in keep if k in info}, "model": "dynamic", "taken_from": origin}, \
+        _kept_budget(pairs, info, sel, measured.n_pairs, say)
+
+
+def _kept_budget(pairs: dict, info: dict, sel: np.ndarray, n: int, say: str) -> tuple[np.ndarray, list[int]] | None:
+    """The healthy run at the budget's iterations an earlier diagnosis kept (``modeled_budget``, its
+    ``budget_iterations``), or None where it kept none; refused where a figure is not a positive number."""
+    from fabscope.diagnose.measured import DiagnoseError
+
+    its = info.get("budget_iterations")
+    if "modeled_budget" not in pairs or not isinstance(its, list) or len(its) != 1 or \
+            not isinstance(its[0], int) or isinstance(its[0], bool) or its[0] < 1:
+        return None
+    try:
+        fig = np.asarray(pairs["modeled_budget"], dtype=float)
+    except (TypeError, ValueError):
+        fig = np.full(1, np.nan)
+    bad = ~(np.isfinite(fig) & (fig > 0)) if fig.shape == (int(sel.sum()),) else np.ones(1, bool)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise DiagnoseError(f"{say}: pair {k}'s modeled_budget figure is {str(pairs['modeled_budget'][k])[:40]}, "
+                            "not a positive number of bytes/s")
+    bw = np.full(n, np.nan)
+    bw[sel] = fig
+    return bw, [int(its[0])]

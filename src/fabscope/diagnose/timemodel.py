@@ -404,6 +404,9 @@ def model_line(meta: dict[str, Any]) -> str:
     >>> model_line({"model": "dynamic", "model_info": {"iterations": [100], "taken_from": "night1.json",
     ...             "refined": True, "rerun_iterations": [4]}})[66:]
     '100 timed iterations; taken from night1.json, not run again; the suspects estimated again with the program rerun at 4 timed iterations, healthy and under their estimates, the model taken times the ratio)'
+    >>> model_line({"model": "dynamic", "model_info": {"iterations": [100], "taken_from": "night2.json",
+    ...             "refined": True, "rerun_iterations": [4], "budget_taken": True}})[161:]
+    'the program rerun at 4 timed iterations under their estimates, the model taken times the ratio to the healthy run at those iterations that an earlier night made)'
     >>> model_line({"model": "static"})
     'static: the snapshot, every pair of a concurrent set sharing links all the time (max-min sharing)'
     """
@@ -429,7 +432,9 @@ def model_line(meta: dict[str, Any]) -> str:
                 + ("; the suspects estimated again with it rerun under their estimates" if info.get("refined")
                    and not info.get("rerun_iterations") else "")
                 + (f"; the suspects estimated again with the program rerun at {_its(info['rerun_iterations'])} "
-                   "timed iterations, healthy and under their estimates, the model taken times the ratio"
+                   + ("timed iterations under their estimates, the model taken times the ratio to the healthy run "
+                      "at those iterations that an earlier night made" if info.get("budget_taken") else
+                      "timed iterations, healthy and under their estimates, the model taken times the ratio")
                    if info.get("refined") and info.get("rerun_iterations") else "")
                 + ")")
     return f"static: the snapshot, every pair of a concurrent set sharing links all the time ({share})"

@@ -103,6 +103,9 @@ class Diagnosis:
     #: what a second fit of the same pairs takes from this one (``diagnose(refit=)``): the suspects
     #: chosen (units), the penalty, the null and the noise model the search ended under
     search: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: the healthy fabric's model in time at the budget's iterations where ``modeled`` is another (a model
+    #: taken from an earlier night: :mod:`.withmodel`), per pair, for the next night to take
+    modeled_budget: np.ndarray | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -120,6 +123,8 @@ class Diagnosis:
                  "label": np.array(LABELS, dtype=object)[self.label].astype(str), "limit": self.limit}
         if self.spread is not None:
             pairs["spread"] = self.spread
+        if self.modeled_budget is not None:
+            pairs["modeled_budget"] = self.modeled_budget
         if m.iters is not None:
             pairs["iters"] = m.iters
         for col in ("iter_min", "iter_median", "iter_max"):

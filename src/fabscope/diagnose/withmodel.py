@@ -35,7 +35,7 @@ import numpy as np
 from fabscope.diagnose.basis import Basis
 from fabscope.diagnose.budget import MODEL_EVENTS
 from fabscope.diagnose.measured import Measured
-from fabscope.diagnose.nominal import nominal_model, refined_nominal
+from fabscope.diagnose.nominal import budget_iterations, nominal_model, refined_nominal
 from fabscope.diagnose.tomography import Diagnosis, diagnose
 
 __all__ = ["diagnose_with_model"]
@@ -47,37 +47,45 @@ def _call(name: str, fn: Callable[[], Any]) -> Any:
 
 def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "dynamic", *,
                         iterations: int | None = None, events: float | None = MODEL_EVENTS, refine: bool = True,
-                        taken: tuple[np.ndarray, dict[str, Any]] | None = None,
+                        taken: tuple | None = None,
                         step: Callable[[str, Callable[[], Any]], Any] = _call, **kw: Any) -> Diagnosis:
     """The diagnosis of ``measured`` against ``model`` (``dynamic`` or ``static``; the module docstring).
     ``iterations`` and ``events``: :func:`.nominal.nominal_model`'s; the second model runs the iterations
     the first ran.  ``refine=False``: one fit.  ``step(name, fn)`` runs each of the four steps (a bench
     times them).  ``kw``: :func:`.tomography.diagnose`'s.
 
-    ``taken``: the healthy fabric's model of these pairs made before (:func:`.nominal.nominal_from`), for
-    the first fit; no model runs unless it finds suspects.  Then the program in time runs twice within
-    ``events``, on the healthy fabric and with the suspects, and the second fit takes the model taken
-    times their ratio (what the suspects change in time, the budget's error on the two runs cancelling
-    where they do not)."""
+    ``taken``: the healthy fabric's model of these pairs made before, ``(figures, info)`` or ``(figures,
+    info, kept)`` (:func:`.nominal.nominal_from`), for the first fit; no model runs unless it finds
+    suspects.  Then the program in time runs within ``events`` on the fabric with the suspects, and the
+    second fit takes the model taken times their ratio to the healthy fabric's at the same iterations
+    (what the suspects change in time, the budget's error on the two runs cancelling where they do not).
+    That healthy run is the model taken where it ran those iterations, else ``kept`` where it holds them
+    (``(figures, iterations)``: the healthy run an earlier night made), else it runs here; the diagnosis
+    keeps it (``modeled_budget``) for the next night."""
     if taken is not None and model != "dynamic":
         raise ValueError("a model taken from an earlier diagnosis is the model in time: model='dynamic'")
     reuse: dict = {}        # the components' figures: the second model runs only those the suspects touch
+    kept = None
     if taken is None:
         nominal, how = step("the nominal model", lambda: nominal_model(measured, routing, model, iterations=iterations,
                                                                        reuse=reuse, events=events))
     else:
-        nominal, how = taken
+        nominal, how = taken[0], taken[1]
+        kept = taken[2] if len(taken) > 2 else None
     basis = Basis()         # what the second fit takes from the first: all but the figures and the nominal
     d = step("the fit", lambda: diagnose(measured, routing, nominal=nominal,
                                          meta={"model": how["model"], "model_info": how}, basis=basis, **kw))
+    if taken is not None and kept is not None:           # carried to the next night
+        d.modeled_budget = kept[0]
+        d.meta["model_info"] = how = {**how, "budget_iterations": list(kept[1])}
     if nominal is None or not d.suspects or not refine:
         return d
     ran, ran_how = nominal, how
     if taken is not None:
-        ran, ran_how = step("the healthy model at the budget",
-                            lambda: nominal_model(measured, routing, model, iterations=iterations, reuse=reuse,
-                                                  events=events))
+        ran, ran_how = _healthy_at_budget(measured, routing, model, nominal, how, kept, iterations, events, reuse, step)
         how = {**how, "rerun_iterations": ran_how.get("iterations")}
+        if ran is not nominal:
+            how.update(budget_iterations=list(ran_how["iterations"]), budget_taken=bool(ran_how.get("taken")))
     workers, fast = None, True
     if iterations is None and ran_how.get("events_budget"):     # the second model runs as the first ran
         iterations, workers, fast = ran_how["iterations"][0], ran_how["workers"], False
@@ -92,4 +100,22 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
         basis=basis, refit=first, **kw))
     # the healthy fabric's prediction stays the model of record
     d.modeled, d.rms_before = first.modeled, first.rms_before
+    if taken is not None and ran is not nominal:
+        d.modeled_budget = ran
     return d
+
+
+def _healthy_at_budget(measured: Measured, routing: Any, model: str, nominal: np.ndarray, how: dict,
+                       kept: tuple | None, iterations: int | None, events: float | None, reuse: dict,
+                       step: Callable) -> tuple[np.ndarray, dict[str, Any]]:
+    """The healthy fabric's model at the iterations the model with the suspects runs within ``events``: the
+    model taken where it ran them, else ``kept`` where it holds them, else run here."""
+    n_it = iterations if iterations is not None else budget_iterations(measured, events)[0]
+    if n_it is not None and iterations is None:
+        same = {"iterations": [int(n_it)], "workers": 1, "events_budget": int(events or 0), "taken": True}
+        if list(how.get("iterations") or []) == [n_it]:
+            return nominal, same
+        if kept is not None and list(kept[1]) == [n_it]:
+            return kept[0], same
+    return step("the healthy model at the budget",
+                lambda: nominal_model(measured, routing, model, iterations=iterations, reuse=reuse, events=events))
