@@ -145,3 +145,20 @@ def test_the_coarse_null_grid_refined_gives_the_fine_grids_penalty(fitted, monke
     assert np.all(ours.maxima <= exact.maxima + 1e-9)             # a coarser search finds no more
     short, short5 = (exact.maxima - ours.maxima).mean(), (exact.maxima - five.maxima).mean()
     assert short < 0.02 and short5 > 2 * short, (short, short5)    # 0.010 and 0.057 nat here
+
+
+def test_a_cable_is_summed_from_its_directions_only_where_that_costs_fewer_entries(fitted, null_effects):
+    """Its pairs crossing both ways cost 3 entries each summed, its pairs crossing at all 1 each on its own."""
+    fit, _, _, _ = fitted
+    _, eff = null_effects
+    L, pu = fit.n_links, fit.pair_unit_csc
+    rows = lambda u: set(pu.indices[pu.indptr[u]:pu.indptr[u + 1]].tolist())  # noqa: E731
+    summed = alone = 0
+    for i, u in enumerate(eff.units.tolist()):
+        if u < L or not set(eff.units[max(i - 2, 0):i].tolist()) & {2 * (u - L), 2 * (u - L) + 1}:
+            continue
+        a, b = rows(2 * (u - L)), rows(2 * (u - L) + 1)
+        assert (eff.adds[i] > 0) == (3 * len(a & b) < len(a | b)), u
+        summed += eff.adds[i] > 0
+        alone += eff.adds[i] == 0
+    assert summed > 10 and alone > 0, (summed, alone)

@@ -81,14 +81,17 @@ class NullCalibration:
                 "gumbel_scale": round(self.scale, 3), "seconds": round(self.seconds, 3)}
 
 
-def null_order(units: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]:
+def null_order(units: np.ndarray, n_links: int, combine: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``units`` (directed links, then cables both ways: :mod:`.fit`'s numbering) in the order the null takes
     them, each cable after its directions; and per unit, how many of its directions are listed just
-    before it (:class:`.unitgains.NullEffects`).
+    before it where its gain is taken as theirs summed (:class:`.unitgains.NullEffects`): every cable's, or
+    where ``combine`` (per cable) says so.
 
     >>> u, adds = null_order(np.array([1, 4, 5, 8, 9, 10]), n_links=8)     # links 1, 4, 5; cables 0, 1, 2
     >>> u.tolist(), adds.tolist()
     ([1, 8, 9, 4, 5, 10], [0, 1, 0, 0, 0, 2])
+    >>> null_order(np.array([1, 4, 5, 8, 9, 10]), 8, combine=np.array([True, True, False, True]))[1].tolist()
+    [0, 1, 0, 0, 0, 0]
     """
     units = np.unique(np.asarray(units, np.int64))
     L = n_links
@@ -99,6 +102,8 @@ def null_order(units: np.ndarray, n_links: int) -> tuple[np.ndarray, np.ndarray]
     for back in (1, 2):       # a cable's directions sit just before it, of the same cable
         k = np.arange(back, len(units))
         adds[k] += (units[k] >= L) & (units[k - back] < L) & (cable[k - back] == cable[k]) & (adds[k] == back - 1)
+    if combine is not None:
+        adds[(units >= L) & ~np.asarray(combine, bool)[cable]] = 0
     return units, adds
 
 
@@ -111,11 +116,12 @@ def null_effects(fit: Any, units: np.ndarray, factor: np.ndarray, rate: np.ndarr
     A cable both ways slows a pair that crosses one direction as that direction does (the same rows, cut
     alike), so where its directions are units too the cable's gain is theirs summed; its own entries are
     the pairs crossing both ways (log1p(expm1(D one way) + expm1(D the other)): their times' increases
-    add), each less its two one-way entries.  That halves the entries on a torus, whose pairs cross each
-    cable one way (dimension order), and takes 0.55 of them on a 3-level tree
-    (``bench/null_grid.py``).  ``chunk``: :meth:`.fit.Fit.effects`'s."""
+    add), each less its two one-way entries, where that costs fewer entries (:func:`_sums_pay`).  At
+    109,800 pairs it leaves 0.53 of the entries on a torus, whose pairs cross each cable one way (dimension
+    order), 0.59 on a 3-level tree and 0.62 on Itasca; none is summed on a dragonfly, whose pairs cross
+    every cable both ways (its directions are tied: not units of the null).  ``chunk``: :meth:`.fit.Fit.effects`'s."""
     L, n = fit.n_links, fit.pm.n_pairs
-    order, adds = null_order(units, L)
+    order, adds = null_order(units, L, _sums_pay(fit.pm.pair_links, L))
     own = adds == 0
     pos = np.flatnonzero(own)
     chunks = [(pos[c], p, D.astype(np.float32)) for c, p, D in fit.effects(order[own], factor, rate, bw, NULL_GRID, chunk)]
@@ -141,6 +147,20 @@ def null_effects(fit: Any, units: np.ndarray, factor: np.ndarray, rate: np.ndarr
                  np.stack([Dj, D_all[ka], D_all[kb]], axis=1).reshape(3 * m, -1),
                  np.tile([1.0, -1.0, -1.0], m))
     return NullEffects(order, adds, chunks, extra)
+
+
+def _sums_pay(pair_links: Any, n_links: int) -> np.ndarray:
+    """Per cable: whether its directions' sums and three corrections per pair crossing it both ways cost
+    fewer entries than its own entries do (its pairs crossing one way outnumber three times those crossing
+    both: on a torus nearly every cable, on a dragonfly whose routes are symmetric none).  ``pair_links``:
+    pairs x directed links, canonical (sorted in each row)."""
+    pl = pair_links.tocsr()
+    row = np.repeat(np.arange(pl.shape[0]), np.diff(pl.indptr))
+    cable = pl.indices.astype(np.int64) // 2
+    twice = (cable[1:] == cable[:-1]) & (row[1:] == row[:-1])       # a pair on both directions
+    both = np.bincount(cable[1:][twice], minlength=n_links // 2)
+    crossing = np.bincount(cable, minlength=n_links // 2) - both     # pairs crossing the cable at all
+    return 3 * both < crossing
 
 
 def null_calibration(fit: Any, cables: np.ndarray, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray, *,
