@@ -11,8 +11,8 @@ machine of 2,000 hosts stays within seconds; what that costs in accuracy is meas
 """
 
 #: engine events the nominal model in time may take before it models fewer timed iterations than measured
-#: (2.5 CPU s of the compiled engine on the 3-level tree's 109,800 pairs here, 5.6 on a torus's, whose
-#: paths are twice as long: ``bench/nightly_in_time.py --parts``)
+#: (2.5-3.0 CPU s of the compiled engine on the 3-level tree's 109,800 pairs here, 5.6-7.7 on a torus's,
+#: whose paths are twice as long: ``bench/nightly_in_time.py --parts``)
 MODEL_EVENTS = 6_000_000
 #: engine events per pair and iteration (warm-up included) of a lock-step ping-pong set run whole: two
 #: messages, each with a few events (its start, its latency, its data's end); 8.00 measured on the 3-level
