@@ -30,10 +30,10 @@ import numpy as np
 
 from fabscope.diagnose.cables import pair_cables, tied_directions, ties
 from fabscope.diagnose.calibration import detect_effects, null_effects
-from fabscope.diagnose.unitgains import NullEffects
 from fabscope.diagnose.fit import Fit
 from fabscope.diagnose.measured import Measured
 from fabscope.diagnose.pairmodel import PairModel
+from fabscope.diagnose.unitgains import NullEffects
 
 
 class Basis:

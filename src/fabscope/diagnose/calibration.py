@@ -81,7 +81,8 @@ class NullCalibration:
                 "gumbel_scale": round(self.scale, 3), "seconds": round(self.seconds, 3)}
 
 
-def null_order(units: np.ndarray, n_links: int, combine: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def null_order(units: np.ndarray, n_links: int, combine: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
     """``units`` (directed links, then cables both ways: :mod:`.fit`'s numbering) in the order the null takes
     them, each cable after its directions; and per unit, how many of its directions are listed just
     before it where its gain is taken as theirs summed (:class:`.unitgains.NullEffects`): every cable's, or
@@ -119,12 +120,14 @@ def null_effects(fit: Any, units: np.ndarray, factor: np.ndarray, rate: np.ndarr
     add), each less its two one-way entries, where that costs fewer entries (:func:`_sums_pay`).  At
     109,800 pairs it leaves 0.53 of the entries on a torus, whose pairs cross each cable one way (dimension
     order), 0.59 on a 3-level tree and 0.62 on Itasca; none is summed on a dragonfly, whose pairs cross
-    every cable both ways (its directions are tied: not units of the null).  ``chunk``: :meth:`.fit.Fit.effects`'s."""
+    every cable both ways (its directions are tied: not units of the null).  ``chunk``:
+    :meth:`.fit.Fit.effects`'s."""
     L, n = fit.n_links, fit.pm.n_pairs
     order, adds = null_order(units, L, _sums_pay(fit.pm.pair_links, L))
     own = adds == 0
     pos = np.flatnonzero(own)
-    chunks = [(pos[c], p, D.astype(np.float32)) for c, p, D in fit.effects(order[own], factor, rate, bw, NULL_GRID, chunk)]
+    chunks = [(pos[c], p, D.astype(np.float32))
+              for c, p, D in fit.effects(order[own], factor, rate, bw, NULL_GRID, chunk)]
     both = np.flatnonzero(adds == 2)
     extra = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, len(NULL_GRID)), np.float32), np.zeros(0))
     if len(both) and chunks:

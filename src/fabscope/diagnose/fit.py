@@ -43,7 +43,7 @@ def pair_units(pm: PairModel) -> csr_matrix:
     either direction of a cable.
 
     Built row by row from the pairs' links (canonical: sorted in each row, so a cable's two directions
-    are neighbours): no sort of the entries, which took 1.8 CPU s of a torus's 109,800 pairs.
+    are neighbours), with no sort of the entries: 0.23 CPU s on a torus's 109,800 pairs, 1.1 sorted.
 
     >>> from fabscope.fabric.generators import fat_tree
     >>> pm = PairModel(fat_tree(k=4, levels=2), [0, 1], [5, 4], [0, 0])

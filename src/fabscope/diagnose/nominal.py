@@ -232,7 +232,8 @@ def nominal_from(earlier: Any, measured: Measured, routing_name: str, origin: st
         _kept_budget(pairs, info, sel, measured.n_pairs, say)
 
 
-def _kept_budget(pairs: dict, info: dict, sel: np.ndarray, n: int, say: str) -> tuple[np.ndarray, list[int]] | None:
+def _kept_budget(pairs: dict, info: dict, sel: np.ndarray, n: int, say: str
+                 ) -> tuple[np.ndarray, list[int]] | None:
     """The healthy run at the budget's iterations an earlier diagnosis kept (``modeled_budget``, its
     ``budget_iterations``), or None where it kept none; refused where a figure is not a positive number."""
     from fabscope.diagnose.measured import DiagnoseError

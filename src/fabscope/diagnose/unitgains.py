@@ -54,9 +54,12 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
     dll, why = load_library(SOURCE, "unitgains")
     if dll is not None:
         dll.ug_unit_minima.restype = None
-        dll.ug_unit_minima.argtypes = [ctypes.c_int64] * 5 + [ctypes.c_void_p] + [ctypes.c_int64] + \
-            [ctypes.c_void_p] * 3 + [ctypes.c_int64] + [ctypes.c_void_p] * 6 + [ctypes.c_int64, ctypes.c_double,
-                                                                                 ctypes.c_double] + [ctypes.c_void_p] * 4
+        i64, p, f64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
+        dll.ug_unit_minima.argtypes = ([i64] * 5 + [p]             # u_from, u_to, G, R, U; adds
+                                       + [i64] + [p] * 3           # the entries
+                                       + [i64] + [p] * 4           # the extra ones, with their signs
+                                       + [p, p, i64, f64, f64]     # E; the table
+                                       + [p] * 4)                  # ring, acc, best, arg
         dll.ug_effects.restype = None
         dll.ug_effects.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 7 + [ctypes.c_int64] + \
             [ctypes.c_void_p] * 8
@@ -132,8 +135,8 @@ def unit_minima(eff: NullEffects, E: np.ndarray, table: tuple[np.ndarray, float,
     done = 0
     for c, p, D in [*eff.chunks, (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, G), np.float32))]:
         upto = U if not len(c) else int(c[-1]) + 1
-        if len(c) and upto <= done:
-            raise ValueError("the null's entries are not sorted by unit")
+        if len(c) and int(c[0]) < done:
+            raise ValueError("the null's entries are not sorted by unit, one unit's in one chunk")
         a, b = np.searchsorted(xc, [done, upto])
         c, p, D = i64(c), i64(p), np.ascontiguousarray(D, np.float32)
         dll.ug_unit_minima(done, upto, G, R, U, ptr(adds), len(c), ptr(c), ptr(p), ptr(D),
