@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from fabscope.arrays import median
+from fabscope.arrays import median, unique
 from fabscope.diagnose.confidence import confidence
 from fabscope.diagnose.unitgains import NullEffects
 
@@ -94,7 +94,7 @@ def null_order(units: np.ndarray, n_links: int, combine: np.ndarray | None = Non
     >>> null_order(np.array([1, 4, 5, 8, 9, 10]), 8, combine=np.array([True, True, False, True]))[1].tolist()
     [0, 1, 0, 0, 0, 0]
     """
-    units = np.unique(np.asarray(units, np.int64))
+    units = unique(np.asarray(units, np.int64))
     L = n_links
     cable = np.where(units < L, units // 2, units - L)
     units = units[np.lexsort((units >= L, cable))]
