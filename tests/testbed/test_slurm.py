@@ -191,14 +191,20 @@ def test_open_mpi_job_under_srun_pmix(work, sl1):
         "#!/bin/sh\n"
         f"#SBATCH -N 4\n#SBATCH -o {work / 'ompi.out'}\n"
         f"FABSCOPE_MPICC=mpicc.openmpi exec {os.path.join(os.path.dirname(os.sys.executable), 'fabscope')} measure "
-        f"--launcher srun --testbed {name} --np 4 --ppn 1 --timeout 300 pingpong --min-size 1MiB --max-size 1MiB "
+        f"--launcher srun --testbed {name} --np 4 --ppn 1 --timeout 150 pingpong --min-size 1MiB --max-size 1MiB "
         f"--iterations 3 --out {out} -o {res}\n")
-    job = sl(name, "sbatch", "--parsable", str(script)).strip()
-    # about 16 s beside two busy loops; a bound of 300 s for a machine the suite's other lane loads (a run at load
-    # 8 ran over 120 s), and the nodes' logs said beside a failure
-    wait_done(name, job, 420)
-    log = (work / "ompi.out").read_text()
-    assert res.is_file(), log + _slurmd_logs(name)
+    # about 16 s beside two busy loops (8-11 s beside five, 24 runs); 150 s for a machine the suite's other lane
+    # loads (a run at load 8 ran over 120 s).  The job hangs now and then with no rank's output, until its
+    # timeout (once in about ten CI runs, beside the suite and a busy loop; not seen in those 24 runs; by hand
+    # once: docs/testbed.md): a second job then, the first one's output and the nodes' logs kept for a failure
+    tried = []
+    for _ in range(2):
+        job = sl(name, "sbatch", "--parsable", str(script)).strip()
+        wait_done(name, job, 270)
+        tried.append((work / "ompi.out").read_text() + _slurmd_logs(name))
+        if res.is_file():
+            break
+    assert res.is_file(), "\n== the next job\n".join(tried)
     meta = Result.read_json(res).meta
     assert meta["mpi"]["name"] == "openmpi" and (meta["nranks"], meta["nnodes"]) == (4, 4), meta
     assert len(meta["slurm"]["nodes"]) == 4
