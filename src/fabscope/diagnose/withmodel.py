@@ -100,8 +100,8 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
         basis=basis, refit=first, **kw))
     # the healthy fabric's prediction stays the model of record
     d.modeled, d.rms_before = first.modeled, first.rms_before
-    if taken is not None and ran is not nominal:
-        d.modeled_budget = ran
+    if taken is not None:       # the healthy run at the budget for the next night: this one's, or the one carried
+        d.modeled_budget = ran if ran is not nominal else first.modeled_budget
     return d
 
 
