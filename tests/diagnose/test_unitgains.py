@@ -31,7 +31,7 @@ def fitted():
     units = np.flatnonzero(np.asarray(fit.pair_unit.sum(axis=0)).ravel() > 0)
     rate = pm.flow_rates()
     E = np.stack([noise.sample(pm.n_pairs, rng) for _ in range(4)], axis=1)
-    return fit, units, None, E
+    return fit, units, E
 
 
 @pytest.fixture(scope="module", params=["every unit", "the null's"])
@@ -39,7 +39,7 @@ def null_effects(fitted, request):
     """The null's effects of every covered unit (every cable is its directions plus the pairs crossing both
     ways), or of the units the diagnosis's null takes (a host's tied directions left out: its cable's own
     entries)."""
-    fit, units, _, _ = fitted
+    fit, units, _ = fitted
     if request.param == "the null's":
         tied = tied_directions(fit.pair_unit_csc, fit.n_links)
         units = units[(units >= fit.n_links) | ~tied[np.minimum(units, fit.n_links - 1)]]
@@ -48,7 +48,7 @@ def null_effects(fitted, request):
 
 
 def test_the_nulls_units_are_those_asked_each_cable_after_its_directions(fitted, null_effects):
-    fit, _, _, _ = fitted
+    fit, _, _ = fitted
     units, eff = null_effects
     L = fit.n_links
     assert sorted(eff.units.tolist()) == sorted(units.tolist())
@@ -61,7 +61,7 @@ def test_the_nulls_units_are_those_asked_each_cable_after_its_directions(fitted,
 def test_compiled_loop_equals_reference(fitted, null_effects):
     if not unitgains.available():
         pytest.skip("no C compiler")
-    fit, _, _, E = fitted
+    fit, _, E = fitted
     _, eff = null_effects
     table = unitgains.nll_table(fit.noise)
     best, arg = unitgains.unit_minima(eff, E, table)
@@ -75,7 +75,7 @@ def test_the_loop_carries_a_cables_directions_from_chunk_to_chunk(fitted, null_e
     """Entries in many chunks (a cable's directions in one, the cable in the next) give what one chunk gives."""
     if not unitgains.available():
         pytest.skip("no C compiler")
-    fit, _, _, E = fitted
+    fit, _, E = fitted
     units, eff = null_effects
     small = cal.null_effects(fit, units, np.ones(fit.n_links), fit.pm.flow_rates(), fit.pm.bandwidth(), chunk=40)
     assert len(small.chunks) > 20 * len(eff.chunks)
@@ -86,7 +86,7 @@ def test_the_loop_carries_a_cables_directions_from_chunk_to_chunk(fitted, null_e
 def test_each_units_gain_is_its_own_entries_by_the_exact_likelihood(fitted, null_effects):
     """Each unit's best gain (a cable's from its directions' sums and its corrections, by the table) is within
     0.01 nat of the exact mixture's over the unit's own entries (a cable's effects computed both ways at once)."""
-    fit, _, _, E = fitted
+    fit, _, E = fitted
     _, eff = null_effects
     table = unitgains.nll_table(fit.noise)
     best, _ = unitgains.unit_minima(eff, E, table)
@@ -109,7 +109,7 @@ def test_compiled_effects_equal_numpy(fitted, grid):
     at nominal capacities and with a link already cut."""
     if not unitgains.available():
         pytest.skip("no C compiler")
-    fit, units, _, _ = fitted
+    fit, units, _ = fitted
     rng = np.random.default_rng(5)
     g = NULL_GRID if grid == "null" else np.sort(rng.uniform(0.05, 1.0, (len(units), 9)), axis=1)
     for cut in (None, int(units[3])):
@@ -129,7 +129,7 @@ def test_the_coarse_null_grid_refined_gives_the_fine_grids_penalty(fitted, monke
     """NULL_GRID's factors, each draw's NULL_REFINE strongest units refined, give the penalty of a grid twice as
     fine (refined alike) to 0.05 nat; refining only the 5 strongest falls short where the strongest unit lies
     between two factors."""
-    fit, units, _, _ = fitted
+    fit, units, _ = fitted
     rate = fit.pm.flow_rates()
     bw = fit.pm.bandwidth()
     factor = np.ones(fit.n_links)
@@ -149,7 +149,7 @@ def test_the_coarse_null_grid_refined_gives_the_fine_grids_penalty(fitted, monke
 
 def test_a_cable_is_summed_from_its_directions_only_where_that_costs_fewer_entries(fitted, null_effects):
     """Its pairs crossing both ways cost 3 entries each summed, its pairs crossing at all 1 each on its own."""
-    fit, _, _, _ = fitted
+    fit, _, _ = fitted
     _, eff = null_effects
     L, pu = fit.n_links, fit.pair_unit_csc
     rows = lambda u: set(pu.indices[pu.indptr[u]:pu.indptr[u + 1]].tolist())  # noqa: E731

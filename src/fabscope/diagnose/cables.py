@@ -51,6 +51,17 @@ def pair_cables(pm: Any, n_c: int) -> csr_matrix:
     return m
 
 
+def column_rows(csc: Any, j: int) -> np.ndarray:
+    """The rows (sorted) where column ``j`` of ``csc`` (a CSC matrix) holds a positive entry: its own
+    entries read, not the whole matrix's, as a column of a CSR matrix would be.
+
+    >>> column_rows(csr_matrix(np.array([[1, 0], [0, 1], [1, 1.0]])).tocsc(), 0).tolist()
+    [0, 2]
+    """
+    a, b = csc.indptr[j], csc.indptr[j + 1]
+    return np.sort(csc.indices[a:b][csc.data[a:b] > 0])
+
+
 def tie_group(pair_cable: csr_matrix, c: int, by_column: Any = None) -> list[int]:
     """Columns crossed by exactly the pairs that cross column ``c``.  ``by_column``: the same matrix as CSC,
     where the caller keeps one (a column read from it costs that column's entries, not the matrix's).
@@ -63,9 +74,8 @@ def tie_group(pair_cable: csr_matrix, c: int, by_column: Any = None) -> list[int
         col = pair_cable[:, [c]].toarray().ravel() > 0
         cnt = np.asarray(pair_cable.sum(axis=0)).ravel()
     else:
-        a, b = by_column.indptr[c], by_column.indptr[c + 1]
         col = np.zeros(pair_cable.shape[0], bool)
-        col[by_column.indices[a:b][by_column.data[a:b] > 0]] = True
+        col[column_rows(by_column, c)] = True
         cnt = np.asarray(by_column.sum(axis=0)).ravel()
     rows = pair_cable[np.flatnonzero(col)]
     inall = np.flatnonzero(np.asarray(rows.sum(axis=0)).ravel() == col.sum())

@@ -62,7 +62,8 @@ import numpy as np
 
 from fabscope.arrays import median, unique
 from fabscope.diagnose.basis import Basis
-from fabscope.diagnose.cables import cable_host, cable_name, direction_name, separating_pairs, tie_group
+from fabscope.diagnose.cables import (cable_host, cable_name, column_rows, direction_name, separating_pairs,
+                                      tie_group)
 from fabscope.diagnose.calibration import detectable, null_calibration
 from fabscope.diagnose.fit import GRID
 from fabscope.diagnose.greedy import free_units, reestimate, search
@@ -285,7 +286,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     for u in sorted(chosen, key=lambda u: -gains.get(u, 0.0)):
         links = fit.links_of(u)
         c = links[0] // 2
-        crossing = _column(fit.pair_unit_csc, u)
+        crossing = column_rows(fit.pair_unit_csc, u)
         impl = crossing[e0[crossing] < -thr]
         impl = impl[np.argsort(e0[impl])]
         group = tie_of.get(c, [c])
@@ -293,7 +294,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         conf = null.confidence(g) if g > lam else 0.0
         host = cable_host(f, c)
         x = float(factor[links].min())
-        one_way = not np.array_equal(_column(fit.pair_unit_csc, 2 * c), _column(fit.pair_unit_csc, 2 * c + 1))
+        one_way = not np.array_equal(column_rows(fit.pair_unit_csc, 2 * c), column_rows(fit.pair_unit_csc, 2 * c + 1))
         s = {"link": links[0], "links": links, "cable": cable_name(f, c), "host": host,
              "name": host if host else cable_name(f, c),
              "direction": "both" if u >= L else direction_name(f, u),
@@ -338,13 +339,6 @@ def _tied_cables(f: Any, fit: Any, u: int, c: int) -> list[str]:
     L = f.n_links
     return sorted({cable_name(f, v // 2 if v < L else v - L) for v in tie_group(fit.pair_unit, u, fit.pair_unit_csc)}
                   - {cable_name(f, c)})
-
-
-def _column(csc: Any, j: int) -> np.ndarray:
-    """The rows (sorted) where column ``j`` of ``csc`` (a CSC matrix) holds a positive entry: its own
-    entries read, not the whole matrix's, as a column of a CSR matrix would be."""
-    a, b = csc.indptr[j], csc.indptr[j + 1]
-    return np.sort(csc.indices[a:b][csc.data[a:b] > 0])
 
 
 def _limits(pm: PairModel, rate: np.ndarray, res: np.ndarray) -> np.ndarray:
