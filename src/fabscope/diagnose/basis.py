@@ -47,12 +47,13 @@ class Basis:
         self.routing: Any = None
         self._effects: NullEffects | None = None
         self._detect: list | None = None
+        self._limits: np.ndarray | None = None
 
     def of(self, measured: Measured, routing: Any) -> Basis:
         if self.measured is measured and (self.routing is routing or
                                           (isinstance(routing, str) and self.routing == routing)):
             return self
-        self.measured, self.routing, self._effects, self._detect = measured, routing, None, None
+        self.measured, self.routing, self._effects, self._detect, self._limits = measured, routing, None, None, None
         self.tied_names: dict[int, list[str]] = {}      # per unit: the cables crossed by the same pairs
         inter = measured.inter
         m = self.m = measured.subset(inter) if not inter.all() else measured
@@ -88,6 +89,13 @@ class Basis:
             covered = np.flatnonzero(np.asarray(self.pair_cable.sum(axis=0)).ravel() > 0)
             self._detect = detect_effects(self.fit, self.fit.n_links + covered, self.rate0, self.bw0)
         return self._detect
+
+    @property
+    def limits(self) -> np.ndarray:
+        """Per pair, the name of what limits it on the healthy fabric (:meth:`.PairModel.limit_names`)."""
+        if self._limits is None:
+            self._limits = self.pm.limit_names(self.rate0)
+        return self._limits
 
 
 def _ideal_bandwidth(pm: PairModel) -> np.ndarray:

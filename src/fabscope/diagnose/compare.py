@@ -86,7 +86,7 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
     pm = PairModel(f, measured.hs, measured.hd, measured.scenario, measured.pingpong, measured.bytes, routing)
     rate = pm.flow_rates()
     modeled = pm.pair_bandwidth(rate)
-    limit = _pair_limits(pm, rate)
+    limit = pm.limit_names(rate)
     how: dict[str, Any] = {"model": "static", "sharing": "maxmin"}
     if model == "dynamic":
         pred = dynamic_bandwidth(measured, pm.router, iterations=iterations, engine=engine,
@@ -109,26 +109,6 @@ def compare(measured: Measured, routing: Any = None, meta: dict[str, Any] | None
          **(meta or {})}
     extra = {"compare": {"classes": class_rows(f.class_labels, cls, measured.bandwidth, modeled)}}
     return Result(meta=m, class_labels=f.class_labels, pairs=pairs, extra=extra)
-
-
-def _pair_limits(model: PairModel, rate: np.ndarray) -> np.ndarray:
-    """Name of the resource that limits each pair in the model (its slower direction's)."""
-    f = model.fabric
-    b = model.bottlenecks(rate)
-    n = model.n_pairs
-    slow = np.full(n, np.inf)
-    which = np.full(n, -1, dtype=np.int64)
-    order = np.argsort(rate, kind="stable")[::-1]          # slowest flow of each pair written last
-    slow[model.flow_pair[order]] = rate[order]
-    which[model.flow_pair[order]] = b[order]
-    out = np.empty(n, dtype=object)
-    cache: dict[int, str] = {}
-    for i, r in enumerate(which.tolist()):
-        if r not in cache:
-            cache[r] = ("" if r < 0 else f.link_name(r) if r < f.n_links
-                        else f"{f.node_names[r - f.n_links]} memory")
-        out[i] = cache[r]
-    return out.astype(str)
 
 
 def compare_with_model(sources: list[Any], model: Result, meta: dict[str, Any] | None = None) -> Result:

@@ -189,30 +189,58 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
     if len(e) < MIN_FIT:
         return NoiseModel(mu0, sig, PRIOR["w"], mu0 + PRIOR["mu_j"], max(PRIOR["sigma_j"], 2 * sig))
     last = np.inf
+    # the iteration's arrays, written in place (a pair's operations are the ones, in the order, of the
+    # expressions in the comments: the same bits, without a fresh 0.9 MB array per operation at
+    # 109,800 pairs: 0.6 -> 0.4 CPU s a fit there, bench/noise_fit.py)
+    n = len(e)
+    z0, z1, d0, d1, tot, r0, r1 = (np.empty(n) for _ in range(7))
+    wsum = wt.sum()
     for _ in range(iterations):
         # densities, not logs: the floor keeps their sum away from 0 (as in NoiseModel.nll), and the
         # exp and log of each pair once per iteration are this loop's cost
-        z0 = (e - nm.mu) * (1.0 / nm.sigma)
-        z1 = (e - nm.mu_j) * (1.0 / nm.sigma_j)
-        d0 = (max(1 - nm.w - FLOOR, 1e-12) / (nm.sigma * _SQRT_2PI)) * np.exp(-0.5 * z0 * z0)
-        d1 = (max(nm.w, 1e-300) / (nm.sigma_j * _SQRT_2PI)) * np.exp(-0.5 * z1 * z1)
-        tot = d0 + d1 + FLOOR / (2 * SPAN)
-        r0 = d0 / tot * wt
-        r1 = d1 / tot * wt
+        _density(e, nm.mu, nm.sigma, max(1 - nm.w - FLOOR, 1e-12), z0, d0)   # k0 * exp(-0.5 * z0 * z0)
+        _density(e, nm.mu_j, nm.sigma_j, max(nm.w, 1e-300), z1, d1)
+        np.add(d0, d1, out=tot)
+        np.add(tot, FLOOR / (2 * SPAN), out=tot)                             # d0 + d1 + FLOOR / (2 * SPAN)
+        np.divide(d0, tot, out=r0)                                           # d0 / tot * wt
+        np.divide(d1, tot, out=r1)
+        if weights is not None:
+            np.multiply(r0, wt, out=r0)
+            np.multiply(r1, wt, out=r1)
         n0, n1 = r0.sum(), r1.sum()
         # the nominal level stays where the nominal pairs put it: the centre within one spread of theirs,
         # the spread (EM's, the more efficient) at most 1.5 times the one above the centre
         mu = mu0 if centre is not None else float(np.clip(dot(r0, e) / max(n0, 1e-300), mu0 - sig, mu0 + sig))
-        sigma = float(np.clip(np.sqrt(dot(r0, (e - mu) ** 2) / max(n0, 1e-300)), min_sigma, 1.5 * sig))
-        w = float(np.clip(n1 / wt.sum(), 1e-4, w_max))
+        sigma = float(np.clip(np.sqrt(_dot_sq(r0, e, mu, z0) / max(n0, 1e-300)), min_sigma, 1.5 * sig))
+        w = float(np.clip(n1 / wsum, 1e-4, w_max))
         if n1 > 1e-9:
             mu_j = min(dot(r1, e) / n1, mu - sigma)
-            sigma_j = max(float(np.sqrt(dot(r1, (e - mu_j) ** 2) / n1)), 2 * sigma, sigma_j_min)
+            sigma_j = max(float(np.sqrt(_dot_sq(r1, e, mu_j, z1) / n1)), 2 * sigma, sigma_j_min)
         else:
             mu_j, sigma_j = nm.mu_j, nm.sigma_j
         nm = NoiseModel(mu, sigma, w, mu_j, sigma_j)
-        ll = dot(wt, np.log(tot))
+        np.log(tot, out=tot)
+        ll = float(np.add.reduce(tot)) if weights is None else dot(wt, tot)     # dot(wt, log(tot))
         if abs(ll - last) < 1e-9 * max(1.0, abs(ll)):
             break
         last = ll
     return nm
+
+
+def _density(e: np.ndarray, mu: float, sigma: float, share: float, z: np.ndarray, out: np.ndarray) -> None:
+    """``out = (share / (sigma * sqrt(2 pi))) * exp(-0.5 * z * z)`` with ``z = (e - mu) * (1 / sigma)``, in
+    place (``z`` is scratch)."""
+    np.subtract(e, mu, out=z)
+    np.multiply(z, 1.0 / sigma, out=z)
+    np.multiply(z, -0.5, out=out)
+    np.multiply(out, z, out=out)
+    np.exp(out, out=out)
+    np.multiply(out, share / (sigma * _SQRT_2PI), out=out)
+
+
+def _dot_sq(r: np.ndarray, e: np.ndarray, mu: float, scratch: np.ndarray) -> float:
+    """``dot(r, (e - mu) ** 2)`` in place (``scratch`` is overwritten)."""
+    np.subtract(e, mu, out=scratch)
+    np.multiply(scratch, scratch, out=scratch)
+    np.multiply(r, scratch, out=scratch)
+    return float(np.add.reduce(scratch))

@@ -161,3 +161,19 @@ class PairModel:
         out = np.full(self.A.shape[1], -1, dtype=np.int64)
         out[flows] = res
         return out
+
+    def limit_names(self, rate: np.ndarray) -> np.ndarray:
+        """Per pair, the name of the resource that limits it under ``rate`` (its slower direction's: a
+        link's name, "HOST memory", or "" for none)."""
+        f = self.fabric
+        b = self.bottlenecks(rate)
+        which = np.full(self.n_pairs, -1, dtype=np.int64)
+        order = np.argsort(rate, kind="stable")[::-1]          # slowest flow of each pair written last
+        which[self.flow_pair[order]] = b[order]
+        cache: dict[int, str] = {}
+        out = []
+        for r in which.tolist():
+            if r not in cache:
+                cache[r] = "" if r < 0 else f.link_name(r) if r < f.n_links else f"{f.node_names[r - f.n_links]} memory"
+            out.append(cache[r])
+        return np.array(out, dtype=str)

@@ -212,6 +212,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     # wide); then the jitter is fitted to what the faults found leave unexplained and the search goes
     # on under it from the faults found (each kept only where it still pays), until the jitter
     # settles: coordinate ascent of the joint likelihood of faults and noise.
+    left_noise = None
     if refit is not None:     # a second fit: the first's suspects re-estimated, its penalty and null kept
         null, lam = refit.search["null"], refit.search["lam"]
         fit.noise = fit_noise(fit.resid(fit.solve(refit.factor)[1]), min_sigma, centre=0.0)
@@ -234,6 +235,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             again = fit_noise(fit.resid(fit.solve(found[0])[1]), min_sigma, centre=0.0)
             settled = abs(again.w - fit.noise.w) < 0.01 and abs(again.mu_j - fit.noise.mu_j) < 0.05
             if settled and k:
+                left_noise = again           # the noise the faults found leave: fitted already
                 break
             fit.noise = again
     noise = fit.noise
@@ -268,14 +270,13 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
                                "confidence": round(null.confidence(float(g_left[i])), 4),
                                "tied": base.tied_names[u]})
     # labels
-    limit_res = pm.bottlenecks(rate0)
     label = np.zeros(pm.n_pairs, dtype=np.int16)
     label[~unshared] = 1
     slow0 = e0 < -thr
     label[slow0 & (e_after >= -thr)] = 2
     label[slow0 & (e_after < -thr)] = 3
     label[e0 > thr] = 4
-    limit = _limits(pm, rate0, limit_res)
+    limit = base.limits
     pair_cable, groups, uncovered = base.pair_cable, base.groups, base.uncovered
     tie_of = {c: g for g in groups for c in g}
     suspects = []
@@ -320,7 +321,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     rms = lambda e: float(np.sqrt(np.mean(e * e)))
     if chosen:
         # what the fit explains is no longer noise: the noise left, for what else these pairs could see
-        fit.noise = fit_noise(e_after, min_sigma, centre=0.0)
+        fit.noise = left_noise if left_noise is not None else fit_noise(e_after, min_sigma, centre=0.0)
     covered_c = np.flatnonzero(np.asarray(pair_cable.sum(axis=0)).ravel() > 0)
     seen = detectable(fit, L + covered_c, rate0, bw0, lam, effects=base.detect_effects)
     extra_meta = {"candidates": candidates, "penalty": round(float(lam), 2), "figure": fig_name, "false_alarm": false_alarm,
@@ -339,20 +340,5 @@ def _tied_cables(f: Any, fit: Any, u: int, c: int) -> list[str]:
     L = f.n_links
     return sorted({cable_name(f, v // 2 if v < L else v - L) for v in tie_group(fit.pair_unit, u, fit.pair_unit_csc)}
                   - {cable_name(f, c)})
-
-
-def _limits(pm: PairModel, rate: np.ndarray, res: np.ndarray) -> np.ndarray:
-    f = pm.fabric
-    n = pm.n_pairs
-    which = np.full(n, -1, dtype=np.int64)
-    order = np.argsort(rate, kind="stable")[::-1]
-    which[pm.flow_pair[order]] = res[order]
-    cache: dict[int, str] = {}
-    out = []
-    for r in which.tolist():
-        if r not in cache:
-            cache[r] = "" if r < 0 else f.link_name(r) if r < f.n_links else f"{f.node_names[r - f.n_links]} memory"
-        out.append(cache[r])
-    return np.array(out, dtype=str)
 
 
