@@ -190,8 +190,8 @@ def fit_noise(e: np.ndarray, min_sigma: float = 0.01, iterations: int = 200, w_m
         return NoiseModel(mu0, sig, PRIOR["w"], mu0 + PRIOR["mu_j"], max(PRIOR["sigma_j"], 2 * sig))
     last = np.inf
     # the iteration's arrays, written in place (a pair's operations are the ones, in the order, of the
-    # expressions in the comments: the same bits, without a fresh 0.9 MB array per operation at
-    # 109,800 pairs: 0.6 -> 0.4 CPU s a fit there, bench/noise_fit.py)
+    # expressions in the comments: the same bits, without a fresh 0.9 MB array per operation; half the
+    # CPU of those expressions at 109,800 pairs, bench/noise_fit.py --against)
     n = len(e)
     z0, z1, d0, d1, tot, r0, r1 = (np.empty(n) for _ in range(7))
     wsum = wt.sum()
