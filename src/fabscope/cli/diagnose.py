@@ -141,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
     from fabscope.diagnose.measured import load_measured
     from fabscope.diagnose.report import diagnosis_lines
     from fabscope.diagnose.withmodel import diagnose_with_model
+    from fabscope.limits import keep_freed_memory
+
+    keep_freed_memory()          # its arrays' pages reused, not zeroed again by the kernel
 
     if args.model_iterations is not None and args.model_iterations < 1:
         raise FabscopeError(f"--model-iterations must be at least 1, got {args.model_iterations}")
