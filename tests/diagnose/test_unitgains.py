@@ -71,6 +71,19 @@ def test_compiled_loop_equals_reference(fitted, null_effects):
     assert (arg == ref_arg).mean() > 0.999         # a tie may break apart by rounding only
 
 
+def test_four_factors_at_a_time_give_the_same_bits_as_one(fitted, null_effects):
+    """AVX2's path (where the CPU has it) adds the same numbers in the same order as the scalar loop."""
+    if not unitgains.available():
+        pytest.skip("no C compiler")
+    fit, _, E = fitted
+    _, eff = null_effects
+    table = unitgains.nll_table(fit.noise)
+    one, four = unitgains.unit_minima(eff, E, table, simd=False), unitgains.unit_minima(eff, E, table, simd=True)
+    assert (one[0] < -0.5).any()
+    np.testing.assert_array_equal(four[0], one[0])
+    np.testing.assert_array_equal(four[1], one[1])
+
+
 def test_the_loop_carries_a_cables_directions_from_chunk_to_chunk(fitted, null_effects):
     """Entries in many chunks (a cable's directions in one, the cable in the next) give what one chunk gives."""
     if not unitgains.available():

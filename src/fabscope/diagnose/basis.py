@@ -62,6 +62,7 @@ class Basis:
         self.bw0 = pm.pair_bandwidth(self.rate0)
         self.ideal = _ideal_bandwidth(pm)
         self.fit = fit = Fit(pm, np.zeros(pm.n_pairs), 0.0, None)
+        fit.known(np.ones(fit.n_links), self.rate0, self.bw0)      # where each search starts
         L = fit.n_links
         self.covered_u = np.flatnonzero(np.asarray(fit.pair_unit.sum(axis=0)).ravel() > 0)
         # the null takes the units the search can name: not a direction crossed by the same pairs as its

@@ -132,6 +132,14 @@ class Fit:
             self._solved.pop(next(iter(self._solved)))
         return hit
 
+    def known(self, factor: np.ndarray, rate: np.ndarray, bw: np.ndarray) -> None:
+        """Tell :meth:`solve` the answer for ``factor`` (read-only copies kept): the healthy fabric's,
+        which the diagnosis has before its search starts there."""
+        hit = (np.array(rate, float), np.array(bw, float))
+        for a in hit:
+            a.flags.writeable = False
+        self._solved[np.asarray(factor, float).tobytes()] = hit
+
     def resid(self, bw: np.ndarray) -> np.ndarray:
         return self.log_meas - self.log_eff - np.log(bw)
 

@@ -11,11 +11,17 @@
  * ways is its directions' sums; ring holds the last two units' sums, R*G doubles each, kept by the
  * caller from one call to the next) plus sum over u's entries of sign * (nll(E + D) - nll(E)):
  *     best[r*U + u] = min over g of S[g],  arg[r*U + u] = that g.
- * acc: R*G doubles of scratch.
+ * acc: R*G doubles of scratch.  simd: four factors at a time with AVX2 where the CPU has it (looked at
+ * when first called, so one library serves every CPU of a cluster sharing the cache); the same bits as
+ * one at a time (tests/diagnose/test_unitgains.py).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define UG_AVX2 1
+#endif
 
 static inline double tab(const double *T, int64_t nt, double x0, double inv_h, double x)
 {
@@ -29,10 +35,39 @@ static inline double tab(const double *T, int64_t nt, double x0, double inv_h, d
     return T[i] + a * (T[i + 1] - T[i]);
 }
 
+#ifdef UG_AVX2
+/* add_entry's usual case, four factors at a time: the same operations on each (no fused multiply-add:
+ * the target adds AVX2 alone), so the same bits; the table read by two gathers.  Returns the factors
+ * done (a multiple of 4); the caller does the rest. */
+__attribute__((target("avx2")))
+static int64_t row_avx2(double *a, const double *dd, int64_t gn, double f0, double b, double s, const double *TS)
+{
+    const __m256d vf0 = _mm256_set1_pd(f0), vb = _mm256_set1_pd(b), vs = _mm256_set1_pd(s);
+    int64_t g = 0;
+    for (; g + 4 <= gn; g += 4) {
+        __m256d f = _mm256_add_pd(vf0, _mm256_loadu_pd(dd + g));
+        __m128i i = _mm256_cvttpd_epi32(f);                       /* f > 0: truncation is the floor */
+        __m256d frac = _mm256_sub_pd(f, _mm256_cvtepi32_pd(i));
+        int32_t ix[4];
+        _mm_storeu_si128((__m128i *)ix, i);
+        __m128d p0 = _mm_loadu_pd(TS + 2 * ix[0]), p1 = _mm_loadu_pd(TS + 2 * ix[1]);
+        __m128d p2 = _mm_loadu_pd(TS + 2 * ix[2]), p3 = _mm_loadu_pd(TS + 2 * ix[3]);
+        __m256d q02 = _mm256_insertf128_pd(_mm256_castpd128_pd256(p0), p2, 1);   /* v0 s0 v2 s2 */
+        __m256d q13 = _mm256_insertf128_pd(_mm256_castpd128_pd256(p1), p3, 1);   /* v1 s1 v3 s3 */
+        __m256d v = _mm256_unpacklo_pd(q02, q13), sl = _mm256_unpackhi_pd(q02, q13);   /* v0 v1 v2 v3 */
+        __m256d x = _mm256_sub_pd(_mm256_add_pd(v, _mm256_mul_pd(frac, sl)), vb);
+        _mm256_storeu_pd(a + g, _mm256_add_pd(_mm256_loadu_pd(a + g), _mm256_mul_pd(vs, x)));
+    }
+    return g;
+}
+static int use_avx2 = -1;      /* -1: not looked at yet */
+#endif
+
 /* one entry's change, times s, added to acc for every draw: TS is the table as (value, slope) per step,
- * dd scratch for the entry's effects in table steps (the innermost loop is an add, a load and a multiply-add) */
+ * dd scratch for the entry's effects in table steps (the innermost loop is an add, a load and a multiply-add;
+ * four at a time with AVX2 where the CPU has it and simd is set) */
 static void add_entry(double *acc, const float *d, double s, const double *e, int64_t G, int64_t R,
-                      const double *T, const double *TS, int64_t nt, double x0, double inv_h, double *dd)
+                      const double *T, const double *TS, int64_t nt, double x0, double inv_h, double *dd, int simd)
 {
     int64_t gn = G;                 /* past the last factor that slows the pair */
     while (gn > 0 && !(d[gn - 1] > 0.0f))
@@ -51,15 +86,20 @@ static void add_entry(double *acc, const float *d, double s, const double *e, in
         double b = tab(T, nt, x0, inv_h, e[r]);
         double *a = acc + r * G;
         if (f0 > 0.0 && f0 + ddmax < top) {     /* the usual case: every factor inside the table */
+            int64_t g0 = 0;
+#ifdef UG_AVX2
+            if (simd)
+                g0 = row_avx2(a, dd, gn, f0, b, s, TS);
+#endif
             if (s == 1.0) {
-                for (int64_t g = 0; g < gn; g++) {
+                for (int64_t g = g0; g < gn; g++) {
                     double f = f0 + dd[g];
                     int64_t i = (int64_t)f;
                     const double *ts = TS + 2 * i;
                     a[g] += ts[0] + (f - (double)i) * ts[1] - b;
                 }
             } else {
-                for (int64_t g = 0; g < gn; g++) {
+                for (int64_t g = g0; g < gn; g++) {
                     double f = f0 + dd[g];
                     int64_t i = (int64_t)f;
                     const double *ts = TS + 2 * i;
@@ -78,8 +118,17 @@ void ug_unit_minima(int64_t u_from, int64_t u_to, int64_t G, int64_t R, int64_t 
                     int64_t n, const int64_t *unit, const int64_t *pair, const float *D,
                     int64_t n2, const int64_t *unit2, const int64_t *pair2, const float *D2, const double *sign2,
                     const double *E, const double *T, int64_t nt, double x0, double inv_h,
-                    double *ring, double *acc, double *best, int64_t *arg)
+                    double *ring, double *acc, double *best, int64_t *arg, int simd)
 {
+#ifdef UG_AVX2
+    if (use_avx2 < 0) {
+        __builtin_cpu_init();
+        use_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    simd = simd && use_avx2;
+#else
+    simd = 0;
+#endif
     double *TS = malloc(sizeof(double) * 2 * (size_t)nt);
     double *dd = malloc(sizeof(double) * (size_t)(G > 0 ? G : 1));
     if (!TS || !dd) {
@@ -99,9 +148,9 @@ void ug_unit_minima(int64_t u_from, int64_t u_to, int64_t G, int64_t R, int64_t 
         for (int64_t i = 0; i < RG; i++)
             acc[i] = (na > 0 ? r0[i] : 0.0) + (na > 1 ? r1[i] : 0.0);
         for (; k < n && unit[k] == u; k++)
-            add_entry(acc, D + k * G, 1.0, E + pair[k] * R, G, R, T, TS, nt, x0, inv_h, dd);
+            add_entry(acc, D + k * G, 1.0, E + pair[k] * R, G, R, T, TS, nt, x0, inv_h, dd, simd);
         for (; k2 < n2 && unit2[k2] == u; k2++)
-            add_entry(acc, D2 + k2 * G, sign2[k2], E + pair2[k2] * R, G, R, T, TS, nt, x0, inv_h, dd);
+            add_entry(acc, D2 + k2 * G, sign2[k2], E + pair2[k2] * R, G, R, T, TS, nt, x0, inv_h, dd, simd);
         if (u >= 0 && u < U) {
             for (int64_t r = 0; r < R; r++) {
                 const double *a = acc + r * G;

@@ -59,7 +59,7 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
                                        + [i64] + [p] * 3           # the entries
                                        + [i64] + [p] * 4           # the extra ones, with their signs
                                        + [p, p, i64, f64, f64]     # E; the table
-                                       + [p] * 4)                  # ring, acc, best, arg
+                                       + [p] * 4 + [ctypes.c_int])  # ring, acc, best, arg; simd
         dll.ug_effects.restype = None
         dll.ug_effects.argtypes = [ctypes.c_int64] * 2 + [ctypes.c_void_p] * 7 + [ctypes.c_int64] + \
             [ctypes.c_void_p] * 8
@@ -110,12 +110,13 @@ class NullEffects:
         return shapes[0] if shapes else 1
 
 
-def unit_minima(eff: NullEffects, E: np.ndarray, table: tuple[np.ndarray, float, float]
+def unit_minima(eff: NullEffects, E: np.ndarray, table: tuple[np.ndarray, float, float], simd: bool = True
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Per draw and unit of ``eff``, the least change of the negative log-likelihood over the grid, and
     where: (``R`` x units minima, the grid index of each).  ``E``: pairs x draws, the drawn residuals.  In
     C where a compiler is found (chunk by chunk, the last two units' sums carried between calls), else
-    :func:`unit_minima_reference`."""
+    :func:`unit_minima_reference`.  ``simd``: four grid factors at a time where the CPU has AVX2 (the same
+    bits as one at a time)."""
     dll = _load()[0]
     if dll is None:
         return unit_minima_reference(eff, E, table)
@@ -141,7 +142,7 @@ def unit_minima(eff: NullEffects, E: np.ndarray, table: tuple[np.ndarray, float,
         c, p, D = i64(c), i64(p), np.ascontiguousarray(D, np.float32)
         dll.ug_unit_minima(done, upto, G, R, U, ptr(adds), len(c), ptr(c), ptr(p), ptr(D),
                            int(b - a), ptr(xc[a:]), ptr(xp[a:]), ptr(xD[a:]), ptr(xs[a:]),
-                           ptr(E), ptr(T), len(T), float(x0), float(inv_h), ptr(ring), ptr(acc), ptr(best), ptr(arg))
+                           ptr(E), ptr(T), len(T), float(x0), float(inv_h), ptr(ring), ptr(acc), ptr(best), ptr(arg), int(simd))
         done = upto
     return best, arg
 
