@@ -31,6 +31,9 @@ from fabscope.sparse import csr_matrix
 
 #: capacity factors tried for a unit not yet suspected (of its current capacity)
 GRID = np.geomspace(0.08, 0.95, 22)
+#: the solves a fit keeps, in bytes of their rates and bandwidths (4 at least): 24 at 109,800 pairs,
+#: where the second fit's re-estimate then finds 4 of its 9 solves made by the first
+SOLVES_KEPT_BYTES = 64 << 20
 
 
 def unit_links(u: int, n_links: int) -> list[int]:
@@ -118,8 +121,9 @@ class Fit:
         return self.f.link_capacity * factor
 
     def solve(self, factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(rate per flow, bandwidth per pair) under ``factor``; the last few kept (read-only), since a
-        search ends, the jitter is refitted and the next search starts at the same factors."""
+        """(rate per flow, bandwidth per pair) under ``factor``; the last few kept (read-only, up to
+        :data:`SOLVES_KEPT_BYTES`), since a search ends, the jitter is refitted and the next search starts
+        at the same factors, and a second fit re-estimates the first's suspects from the same trials."""
         key = np.asarray(factor, float).tobytes()
         hit = self._solved.pop(key, None)
         if hit is None:
@@ -128,7 +132,8 @@ class Fit:
             for a in hit:
                 a.flags.writeable = False
         self._solved[key] = hit                   # the newest last
-        while len(self._solved) > 4:
+        keep = max(4, SOLVES_KEPT_BYTES // max(hit[0].nbytes + hit[1].nbytes, 1))
+        while len(self._solved) > keep:
             self._solved.pop(next(iter(self._solved)))
         return hit
 
