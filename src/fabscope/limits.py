@@ -80,7 +80,7 @@ def keep_freed_memory() -> bool:
     """Have glibc's malloc keep the memory a process frees for its next arrays, rather than give it back to
     the kernel, which zeroes every page it hands out again: arrays up to 32 MiB come from the heap, and
     the heap is trimmed only past 1 GiB free.  A diagnosis at 109,800 pairs frees and allocates arrays
-    of 1-30 MB thousands of times; its system CPU falls from 2.5-2.7 s to 1.6-1.8 (``/usr/bin/time``
+    of 1-30 MB thousands of times; its system CPU falls from 2.5-2.7 s to 1.5-1.8 (``/usr/bin/time``
     around ``fabscope diagnose`` of bench/nightly_in_time.py's torus night), its peak memory grows by
     under 1 %.  Whether it took: False where the C library has no ``mallopt`` (not glibc)."""
     import ctypes
