@@ -38,7 +38,7 @@ static inline double tab(const double *T, int64_t nt, double x0, double inv_h, d
 #ifdef UG_AVX2
 /* add_entry's usual case, four factors at a time: the same operations on each (no fused multiply-add:
  * the target adds AVX2 alone), so the same bits; the table read by plain loads (AVX2's gathers made the
- * loop 2.5x slower than one factor at a time on this project's Xeon).  Returns the factors done (a
+ * loop 2.2-2.7x slower than one factor at a time on this project's Xeon).  Returns the factors done (a
  * multiple of 4); the caller does the rest. */
 __attribute__((target("avx2")))
 static int64_t row_avx2(double *a, const double *dd, int64_t gn, double f0, double b, double s, const double *TS)
