@@ -29,7 +29,6 @@ def fitted():
     bw = pm.bandwidth()
     fit = Fit(pm, np.log(bw), 0.0, noise)
     units = np.flatnonzero(np.asarray(fit.pair_unit.sum(axis=0)).ravel() > 0)
-    rate = pm.flow_rates()
     E = np.stack([noise.sample(pm.n_pairs, rng) for _ in range(4)], axis=1)
     return fit, units, E
 
