@@ -34,3 +34,13 @@ def test_one_source_as_before(tmp_path, monkeypatch):
 def test_a_missing_part_is_named(tmp_path):
     dll, why = load_library([str(tmp_path / "absent.c")], "absent")
     assert dll is None and "absent.c" in why
+
+
+def test_other_flags_build_another_library(tmp_path, monkeypatch):
+    """The flags are part of the cached library's name: a build with -O2 is never loaded for -O3."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    a = _write(tmp_path, "level.c", "int level(void) {\n#ifdef __OPTIMIZE__\nreturn 1;\n#else\nreturn 0;\n#endif\n}\n")
+    assert load_library(a, "level", flags=("-O0",))[0].level() == 0
+    assert load_library(a, "level", flags=("-O3",))[0].level() == 1
+    assert load_library(a, "level")[0].level() == 1            # CFLAGS: optimised
+    assert len(list((tmp_path / "cache" / "fabscope").glob("level-*.so"))) == 2

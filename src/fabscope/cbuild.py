@@ -17,7 +17,15 @@ import os
 import time
 from collections.abc import Sequence
 
-__all__ = ["cache_dir", "load_library"]
+__all__ = ["CFLAGS", "cache_dir", "load_library"]
+
+#: how every library is compiled, hashed into its name with its sources (a library built with other flags is
+#: another file).  -O3 rather than -O2: the dynamic engine takes 0.89x the CPU on a 13x13x13 torus's rounds
+#: and on Itasca's, and a torus night's whole diagnosis 0.91x, the same bits (``bench/bench_cflags.py``;
+#: docs/benchmarks.md).  Portable: no -march (one cached build serves every CPU of a cluster sharing a home
+#: folder; unitgains.c picks AVX2 itself at run time), and no -ffast-math, so every sum is added in the
+#: order the source writes it, as the Python references do.
+CFLAGS = ("-O3",)
 
 
 def cache_dir() -> str:
@@ -43,13 +51,16 @@ def sweep_stale(folder: str | os.PathLike[str], prefix: str, age: float = 3600.0
                         os.unlink(entry.path)
 
 
-def load_library(source: str | Sequence[str], stem: str) -> tuple[ctypes.CDLL | None, str]:
-    """``(library, "")`` built from ``source`` (cached by its hash), or ``(None, why not)``.
+def load_library(source: str | Sequence[str], stem: str,
+                 flags: Sequence[str] | None = None) -> tuple[ctypes.CDLL | None, str]:
+    """``(library, "")`` built from ``source`` with ``flags`` (:data:`CFLAGS` as it is at the call: a bench
+    sets it to compare builds), cached by their hash, or ``(None, why not)``.
 
     ``source`` may be several files: the ``.c`` ones are compiled into one library, the others
     (headers) only hashed, so that an edit to any of them rebuilds it."""
     sources = [source] if isinstance(source, str) else list(source)
-    digest = hashlib.sha256()
+    flags = CFLAGS if flags is None else tuple(flags)
+    digest = hashlib.sha256(" ".join(flags).encode() + b"\0")       # flags first: another build, another name
     for i, path in enumerate(sources):
         try:
             with open(path, "rb") as fh:    # one file hashes as it did alone; each further one by name too
@@ -74,7 +85,7 @@ def load_library(source: str | Sequence[str], stem: str) -> tuple[ctypes.CDLL | 
             sweep_stale(out_dir, f".{stem}-")
             fd, tmp = tempfile.mkstemp(prefix=f".{stem}-", suffix=".so", dir=out_dir)
             os.close(fd)
-            p = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", tmp,
+            p = subprocess.run([cc, *flags, "-shared", "-fPIC", "-o", tmp,
                                 *[s for s in sources if s.endswith(".c")], "-lm"],
                                capture_output=True, text=True, timeout=120)
             if p.returncode:

@@ -169,9 +169,8 @@ class Fit:
         t_cur = self.pair_bytes / bw
         link_cap = self.capacity(factor)
         nnz_row = np.diff(A.indptr)
-        per_unit = np.zeros(len(units))
         rows, which = self.rows_of(units)
-        np.add.at(per_unit, which, nnz_row[rows])
+        per_unit = np.bincount(which, weights=nnz_row[rows], minlength=len(units))   # whole numbers: exact
         # chunks of units, so that entries x grid stays in memory
         bounds = [0]
         acc = 0.0
@@ -192,8 +191,6 @@ class Fit:
             local_row = np.repeat(np.arange(len(rows)), lens)
             flows = A.indices[pos]
             wts = A.data[pos]
-            r = rate[flows]
-            fin = np.isfinite(r)
             cap_row = link_cap[pm.res_kind[rows]]
             # a pair's entries (its two flows on a cable's two rows) are one group: sorted by unit and pair
             key = which[local_row] * pm.n_pairs + pm.flow_pair[flows]

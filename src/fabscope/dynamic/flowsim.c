@@ -17,7 +17,7 @@
  * where known; the filling's heap entries compared as single integers, one per resource
  * (docs/dynamic.md, "How the refill keeps its heaps"); resources whose keys lie far above the
  * level parked outside the heap.
- * Built on first use by fabscope.dynamic.fast (gcc -O2 -shared, with ugal_choice.c: UGAL's choice when
+ * Built on first use by fabscope.dynamic.fast (gcc with fabscope.cbuild.CFLAGS, -O3, and -shared, with ugal_choice.c: UGAL's choice when
  * a message is posted; flowsim.h holds what they share) and loaded with ctypes.  Returns 0, 1 when steps are left waiting (deadlock), 2 when
  * the progress callback asked to stop, -1 when memory runs out, or -3 when a refill
  * left a flow without a rate (a bug: refused rather than run on).
