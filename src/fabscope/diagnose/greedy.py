@@ -77,10 +77,13 @@ def binding_excess(fit: Fit, factor: np.ndarray, rate: np.ndarray, is_slow: np.n
 
 
 def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects: int = 40, screen: int = 256,
-           start: list[int] | None = None) -> tuple[np.ndarray, list[int], dict[int, float], int]:
+           start: list[int] | None = None, mildest: float = 1.0
+           ) -> tuple[np.ndarray, list[int], dict[int, float], int]:
     """(factor per directed link, chosen units, their evidence in nats, full scans made), from
     ``factor`` with the units ``start`` already chosen at their factors there (they are re-estimated
-    and kept only where they still pay); a pair is slow ``thr`` below the model."""
+    and kept only where they still pay); a pair is slow ``thr`` below the model.  A unit whose best
+    factor lies above ``mildest`` is not taken, and one re-estimated there is dropped, whatever it gains
+    (the model's own error can fake so mild a fault: :func:`fabscope.diagnose.tomography.diagnose`)."""
     L, pm, pu = fit.n_links, fit.pm, fit.pair_unit
     factor = factor.copy()
     rate, bw = fit.solve(factor)
@@ -135,6 +138,9 @@ def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects
             g_arr, best = fit.scan_best(np.array([u]), factor, rate, bw)
             g = float(g_arr[0])
             rest = np.delete(stale, i)
+            if mildest < 1.0 and best[0] > mildest:        # too mild to tell from the model's error
+                stale[i] = -np.inf
+                continue
             if g < lam or g < rest.max(initial=-np.inf):
                 stale[i] = g if g >= lam else -np.inf      # re-queued with its fresh gain
                 continue
@@ -163,7 +169,7 @@ def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects
             r1, b1 = fit.solve(trial)
             g_arr, best = fit.scan_best(np.array([u]), trial, r1, b1, np.r_[GRID, 1.0])
             g = float(g_arr[0])
-            if g < lam or best[0] >= 1.0:
+            if g < lam or best[0] >= 1.0 or best[0] > mildest:
                 chosen.remove(u)
                 factor[links] = 1.0
                 taken[links] = False
@@ -194,7 +200,7 @@ def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects
     return factor, chosen, gains, full_scans
 
 
-def reestimate(fit: Fit, factor: np.ndarray, chosen: list[int], lam: float
+def reestimate(fit: Fit, factor: np.ndarray, chosen: list[int], lam: float, mildest: float = 1.0
                ) -> tuple[np.ndarray, list[int], dict[int, float], int]:
     """:func:`search`'s result for the units ``chosen`` at ``factor`` re-estimated under another fit of
     the same pairs (a second nominal model), none added: backward elimination.  Each unit's best gain
@@ -202,7 +208,8 @@ def reestimate(fit: Fit, factor: np.ndarray, chosen: list[int], lam: float
     and the rest are estimated again.  (Dropping the first unit found short in a fixed order, as the
     search's own last pass does, can drop the one of two units crossed by the same slow pairs that
     explains them better: a slow host's cable before a switch direction beside it.)  Then each is
-    set to its best factor with the others at theirs.  Returns as :func:`search` does."""
+    set to its best factor with the others at theirs; a unit whose best factor lies above ``mildest`` does
+    not pay.  Returns as :func:`search` does."""
     factor = factor.copy()
     chosen = list(chosen)
 
@@ -215,9 +222,9 @@ def reestimate(fit: Fit, factor: np.ndarray, chosen: list[int], lam: float
 
     while chosen:
         est = {u: best(u) for u in chosen}
-        weakest = min(chosen, key=lambda u: est[u][0] if est[u][1] < 1.0 else -np.inf)
+        weakest = min(chosen, key=lambda u: est[u][0] if est[u][1] < 1.0 and est[u][1] <= mildest else -np.inf)
         g, x = est[weakest]
-        if g >= lam and x < 1.0:
+        if g >= lam and x < 1.0 and x <= mildest:
             break
         chosen.remove(weakest)
         factor[fit.links_of(weakest)] = 1.0

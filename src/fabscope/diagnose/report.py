@@ -94,4 +94,10 @@ def noise_lines(meta: dict) -> list[str]:
         out.append("a degraded cable these pairs would show at this noise: "
                    + ", ".join(f"x{f:g} on {100 * sh:.0f}%" for f, sh in zip(det["factors"], det["share_seen"]))
                    + " of the covered cables")
+    if meta.get("mildest_factor"):
+        model = meta.get("model_info") or {}
+        out.append(f"suspects named down to x{meta['mildest_factor']:g}: the model ran "
+                   f"{'/'.join(map(str, model.get('iterations') or ['fewer']))} of the measured "
+                   f"{'/'.join(map(str, model.get('iterations_measured') or ['?']))} iterations, and its error "
+                   "can look like a milder fault (--model-events 0 or --model-from names milder ones)")
     return out

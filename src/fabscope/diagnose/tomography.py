@@ -156,7 +156,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
              max_suspects: int = 40, calibrate: bool = True, screen: int = 256, min_sigma: float = 0.01,
              false_alarm: float = 0.01, null_draws: int = 30, figure: str = "robust",
              meta: dict[str, Any] | None = None, nominal: np.ndarray | None = None,
-             basis: Basis | None = None, refit: Diagnosis | None = None) -> Diagnosis:
+             basis: Basis | None = None, refit: Diagnosis | None = None, mildest: float = 1.0) -> Diagnosis:
     """Explain the measured pairs by the model, and suspect the cables that it cannot (module docstring).
 
     ``nominal``: each measured pair's prediction by another model of the healthy fabric (the
@@ -174,6 +174,10 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     the weakest dropped while it does not pay that diagnosis's penalty (:func:`.greedy.reestimate`), and
     no new one is looked for: the search, its null calibration and its noise passes are that
     diagnosis's (the noise is fitted again to the residuals under its estimates).
+
+    ``mildest``: a suspect's factor is at most this; a cable or host whose best estimate is milder is
+    not named, and listed among the candidates as ``too_mild``.  :func:`.withmodel.diagnose_with_model`
+    gives :data:`.budget.MILDEST_UNDER_BUDGET` where the model ran fewer iterations than were measured.
     """
     t0 = time.perf_counter()
     inter = measured.inter
@@ -216,7 +220,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     if refit is not None:     # a second fit: the first's suspects re-estimated, its penalty and null kept
         null, lam = refit.search["null"], refit.search["lam"]
         fit.noise = fit_noise(fit.resid(fit.solve(refit.factor)[1]), min_sigma, centre=0.0)
-        found = reestimate(fit, refit.factor, list(refit.search["chosen"]), lam)
+        found = reestimate(fit, refit.factor, list(refit.search["chosen"]), lam, mildest)
     else:
         fit.noise = replace(noise, w=PRIOR["w"], mu_j=PRIOR["mu_j"], sigma_j=max(PRIOR["sigma_j"], 2 * sigma))
         found = (factor, [], {}, 0)
@@ -229,7 +233,8 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
             null = null_calibration(fit, null_u, factor, rate0, bw0, draws=draws, false_alarm=false_alarm,
                                     seed=pm.n_pairs, effects=effects)
             lam = penalty if penalty is not None else null.penalty
-            found = search(fit, found[0], lam, thr, max_suspects=max_suspects, screen=screen, start=found[1])
+            found = search(fit, found[0], lam, thr, max_suspects=max_suspects, screen=screen, start=found[1],
+                           mildest=mildest)
             if k == JITTER_PASSES:
                 break
             again = fit_noise(fit.resid(fit.solve(found[0])[1]), min_sigma, centre=0.0)
@@ -258,7 +263,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     left = left[free_units(taken, left) & ((left >= L) | ~base.tied[np.minimum(left, L - 1)])][:screen]
     candidates = []
     if len(left):
-        g_left, _ = fit.scan_best(left, factor, rate, bw)
+        g_left, x_left = fit.scan_best(left, factor, rate, bw)
         for i in np.argsort(-g_left)[:5]:
             u = int(left[i])
             c = fit.links_of(u)[0] // 2
@@ -268,6 +273,9 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
                                "direction": "both" if u >= L else direction_name(f, u),
                                "evidence": round(float(g_left[i]), 1),
                                "confidence": round(null.confidence(float(g_left[i])), 4),
+                               "factor": round(float(x_left[i]), 3),
+                               # milder than the model can tell from its own error: not named, whatever it gains
+                               "too_mild": bool(mildest < 1.0 and x_left[i] > mildest),
                                "tied": base.tied_names[u]})
     # labels
     label = np.zeros(pm.n_pairs, dtype=np.int16)
@@ -327,6 +335,8 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     extra_meta = {"candidates": candidates, "penalty": round(float(lam), 2), "figure": fig_name, "false_alarm": false_alarm,
                   "noise_model": noise.as_dict(), "noise_left": fit.noise.as_dict(), "null": null.as_dict(),
                   "detectable": seen}
+    if mildest < 1.0:
+        extra_meta["mildest_factor"] = mildest
     if spread is not None and np.isfinite(spread).any():
         extra_meta["iteration_spread_median"] = round(float(np.nanmedian(spread)), 4)
     return Diagnosis(m, pm, bw0 * np.exp(adjust), bw * np.exp(adjust), float(np.exp(log_eff)), sigma, thr, factor, label, limit, suspects,

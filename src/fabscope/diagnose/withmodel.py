@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from fabscope.diagnose.basis import Basis
-from fabscope.diagnose.budget import MODEL_EVENTS
+from fabscope.diagnose.budget import MILDEST_UNDER_BUDGET, MODEL_EVENTS
 from fabscope.diagnose.measured import Measured
 from fabscope.diagnose.nominal import budget_iterations, nominal_model, refined_nominal
 from fabscope.diagnose.tomography import Diagnosis, diagnose
@@ -72,6 +72,7 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
     else:
         nominal, how = taken[0], taken[1]
         kept = taken[2] if len(taken) > 2 else None
+    kw.setdefault("mildest", mildest(how))
     basis = Basis()         # what the second fit takes from the first: all but the figures and the nominal
     d = step("the fit", lambda: diagnose(measured, routing, nominal=nominal,
                                          meta={"model": how["model"], "model_info": how}, basis=basis, **kw))
@@ -103,6 +104,17 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
     if taken is not None:       # the healthy run at the budget for the next night: this one's, or the one carried
         d.modeled_budget = ran if ran is not nominal else first.modeled_budget
     return d
+
+
+def mildest(how: dict[str, Any]) -> float:
+    """The mildest factor a suspect may have under the nominal model ``how`` (its ``model_info``):
+    :data:`.budget.MILDEST_UNDER_BUDGET` where it ran fewer timed iterations than were measured, else 1.
+
+    >>> mildest({"iterations": [4], "iterations_measured": [100]}), mildest({"iterations": [100]})
+    (0.8, 1.0)
+    """
+    its, measured = list(how.get("iterations") or []), list(how.get("iterations_measured") or [])
+    return MILDEST_UNDER_BUDGET if its and measured and min(its) < max(measured) else 1.0
 
 
 def _healthy_at_budget(measured: Measured, routing: Any, model: str, nominal: np.ndarray, how: dict,
