@@ -55,3 +55,21 @@ def test_the_default_model_holds_back_mild_suspects_only_under_its_budget():
     cut = diagnose_with_model(m, "dmodk", events=1)                  # the fewest iterations a budget leaves
     assert cut.meta["model_info"]["iterations"] == [3] and cut.meta["mildest_factor"] == MILDEST_UNDER_BUDGET
     assert [s["link"] for s in cut.suspects] == [s["link"] for s in whole.suspects] == [40]
+
+
+def test_a_confirmation_round_under_a_budget_keeps_a_suspect_too_mild_for_its_model():
+    """A whole-model diagnosis may name a cable at x0.85; the round's joint diagnosis, made within a
+    budget, cannot: it keeps that suspect as it was (``kept: too mild``) rather than clear it."""
+    from fabscope.diagnose.settle import settle
+
+    f = load_fabric("fat-tree:k=4,levels=2")
+    plan = make_plan(f)
+    strong, mild = (int(c) for c in _inner_cables(f)[[3, 9]])
+    m = synthetic(f, *plan.pairs, {strong: 0.4, mild: 0.85}, noise=0.01, seed=3)
+    first = diagnose(m).suspects
+    joint = diagnose(m, mildest=MILDEST_UNDER_BUDGET)
+    out = settle(joint, first, 0)
+    names = {s["link"] // 2: s["name"] for s in first}
+    assert out["confirmed"] == [names[strong]] and out["kept_too_mild"] == [names[mild]] and not out["cleared"]
+    kept = {s["link"] // 2: s for s in joint.suspects}
+    assert kept[mild]["kept"] == "too mild" and kept[mild]["factor"] == pytest.approx(0.85, abs=0.03)

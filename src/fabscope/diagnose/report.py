@@ -30,6 +30,8 @@ def diagnosis_lines(result: Result, top: int = 10) -> list[str]:
         out.append(f"confirmation round: {len(conf['confirmed'])} confirmed, {len(conf['cleared'])} cleared by new "
                    f"pairs across them, {len(conf['kept_untested'])} kept (no new pair crossed them), "
                    f"{len(conf.get('kept_slow_again', []))} kept (their new pairs slow too)"
+                   + (f", {len(conf['kept_too_mild'])} kept (milder than this model names)"
+                      if conf.get("kept_too_mild") else "")
                    + (f"; not added, new in this round (among the candidates): {', '.join(conf['not_added'][:5])}"
                       if conf["not_added"] else ""))
     if not sus:

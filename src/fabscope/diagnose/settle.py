@@ -15,7 +15,9 @@ cable the first diagnosis did not (the round was planned to test suspects, not t
   clears the suspect (a core-to-spine direction at fault slows every pair below it; a pair
   through the spine-to-leaf suspect from elsewhere runs at full rate);
 * a suspect the joint diagnosis names that the first did not is not added: it goes among the
-  candidates, marked ``new``, for a round of its own.
+  candidates, marked ``new``, for a round of its own;
+* a first suspect milder than the joint diagnosis may name (its model ran within a budget of engine
+  events: ``mildest_factor``) is kept as it was, marked ``kept: too mild``: that model cannot test it.
 
 Suspects are matched by cable (a direction and its cable both ways are the same suspect here).
 """
@@ -48,7 +50,8 @@ def settle(d: Diagnosis, first: list[dict[str, Any]], first_input: int) -> dict[
     first_cables = {s.get("cable") for s in first}
     joint = {s["cable"]: s for s in d.suspects}
     out: dict[str, list[str]] = {"confirmed": [], "cleared": [], "kept_untested": [], "kept_slow_again": [],
-                                 "not_added": []}
+                                 "kept_too_mild": [], "not_added": []}
+    mildest = d.meta.get("mildest_factor")
     suspects = []
     # the links of what the joint diagnosis names that the first did not
     named_instead = [int(x) for c, j in joint.items() if c not in first_cables
@@ -59,6 +62,10 @@ def settle(d: Diagnosis, first: list[dict[str, Any]], first_input: int) -> dict[
         if s.get("cable") in joint:
             suspects.append({**joint[s["cable"]], "confirmed": True})
             out["confirmed"].append(str(s.get("name")))
+            continue
+        if mildest is not None and float(s.get("factor", 0.0)) > mildest:
+            suspects.append({**s, "kept": "too mild", "confirmed": False})
+            out["kept_too_mild"].append(str(s.get("name")))
             continue
         links = [int(x) for x in s.get("links") or [] if isinstance(x, (int, np.integer))]
         new = new_pair_crossings(d, first_input, links)
