@@ -21,7 +21,7 @@ __all__ = ["CFLAGS", "cache_dir", "load_library"]
 
 #: how every library is compiled, hashed into its name with its sources (a library built with other flags is
 #: another file).  -O3 rather than -O2: the dynamic engine takes 0.89x the CPU on a 13x13x13 torus's rounds
-#: and on Itasca's, and a torus night's whole diagnosis 0.91x, the same bits (``bench/bench_cflags.py``;
+#: and on Itasca's, and a torus night's whole diagnosis 0.91-0.95x, the same bits (``bench/bench_cflags.py``;
 #: docs/benchmarks.md).  Portable: no -march (one cached build serves every CPU of a cluster sharing a home
 #: folder; unitgains.c picks AVX2 itself at run time), and no -ffast-math, so every sum is added in the
 #: order the source writes it, as the Python references do.
