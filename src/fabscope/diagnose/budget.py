@@ -21,9 +21,10 @@ EVENTS_PER_PAIR_ITERATION = 8
 #: the fewest timed iterations a budget leaves: below it a pair's figure is the lock-step start's
 MIN_BUDGET_ITERATIONS = 3
 #: under the budget, the mildest factor a suspect may have: a cable or host estimated milder is left a candidate.
-#: Fewer modeled iterations move a pair's figure by 0.075 rms |log ratio| from the measured 100 on the 3-level
-#: tree's 109,800 pairs, and alike for the pairs one cable holds back, so that a handful of them read as a cable
-#: at x0.84-0.90 that the whole model does not see (a 13x13x13 torus's night: 14 such cables at 4 iterations;
-#: docs/diagnose.md, *Which model*).  Three of those rms, exp(-3 x 0.075) = 0.80, where the budget's
-#: ``detectable`` line already sees x0.9 on no cable.  ``--model-events 0`` or ``--model-from`` names milder ones.
+#: 4 modeled iterations move a pair's figure by 0.075 rms |log ratio| from the measured 100 on the 3-level tree's
+#: 109,800 pairs, and the error is shared by the pairs one cable holds back: on a 13x13x13 torus's night the
+#: pairs crossing each of 14 cables ran 3-4% faster in the 4 iterations than in the 100, and a handful of each
+#: cable's read as a fault at x0.84-0.90 that the whole model does not see (docs/diagnose.md, *Which model*;
+#: ``bench/budget_error.py``).  x0.8 is exp(-3 x 0.075); at the budget's noise the ``detectable`` line already
+#: sees x0.9 on no cable.  ``--model-events 0`` or ``--model-from`` names milder ones.
 MILDEST_UNDER_BUDGET = 0.8
