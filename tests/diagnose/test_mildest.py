@@ -73,3 +73,35 @@ def test_a_confirmation_round_under_a_budget_keeps_a_suspect_too_mild_for_its_mo
     assert out["confirmed"] == [names[strong]] and out["kept_too_mild"] == [names[mild]] and not out["cleared"]
     kept = {s["link"] // 2: s for s in joint.suspects}
     assert kept[mild]["kept"] == "too mild" and kept[mild]["factor"] == pytest.approx(0.85, abs=0.03)
+
+
+def test_a_suspect_the_first_fit_is_unsure_of_is_tested_against_the_model_without_it(monkeypatch):
+    """The second model leaves out the first fit's suspects below SECOND_MODEL_CONFIDENCE, so that the
+    second fit does not test a suspect against a model that already holds its cut; a real fault is
+    still named, at about its factor."""
+    from fabscope.diagnose import withmodel
+
+    f = load_fabric("fat-tree:k=4,levels=2,up=2")
+    rng = np.random.default_rng(1)
+    hs, hd, sc = [], [], []
+    for r in range(16):
+        p = rng.permutation(f.n_hosts)
+        hs += p[0::2].tolist(); hd += p[1::2].tolist(); sc += [r] * (f.n_hosts // 2)
+    shape = synthetic(f, np.array(hs), np.array(hd), np.array(sc), {}, 0.0)
+    cap = f.link_capacity.copy()
+    cap[[40, 41]] *= 0.4
+    faulty = dataclasses.replace(shape, fabric=dataclasses.replace(f, link_capacity=cap))
+    m = dataclasses.replace(shape, bandwidth=dynamic_bandwidth(faulty, "dmodk").bandwidth
+                            * np.exp(rng.normal(0, 0.03, shape.n_pairs)))
+    sure = diagnose_with_model(m, "dmodk")
+    assert "second_model_without" not in sure.meta["model_info"]
+    seen = []
+    real = withmodel.refined_nominal
+    monkeypatch.setattr(withmodel, "refined_nominal", lambda mm, factor, *a, **k: seen.append(factor) or
+                        real(mm, factor, *a, **k))
+    monkeypatch.setattr(withmodel, "SECOND_MODEL_CONFIDENCE", 1.01)        # every suspect unsure
+    unsure = diagnose_with_model(m, "dmodk")
+    assert unsure.meta["model_info"]["second_model_without"] == [s["name"] for s in sure.suspects]
+    assert len(seen) == 1 and np.all(seen[0] == 1.0)                       # the second model: no cut
+    assert [s["link"] for s in unsure.suspects] == [40]
+    assert unsure.suspects[0]["factor"] == pytest.approx(0.4, abs=0.05)

@@ -50,6 +50,7 @@ from fabscope.dynamic.programs import with_jitter
 from fabscope.dynamic.run import run_program_on
 from fabscope.fabric.placement import Placement
 from fabscope.routing import make_routing
+from fabscope.units import plural
 
 #: the models compare and diagnose can use; the first is the default
 MODELS = ("dynamic", "static")
@@ -407,6 +408,9 @@ def model_line(meta: dict[str, Any]) -> str:
     >>> model_line({"model": "dynamic", "model_info": {"iterations": [100], "taken_from": "night2.json",
     ...             "refined": True, "rerun_iterations": [4], "budget_taken": True}})[161:]
     'the program rerun at 4 timed iterations under their estimates, the model taken times the ratio to the healthy run at those iterations that an earlier night made)'
+    >>> model_line({"model": "dynamic", "model_info": {"iterations": [4], "refined": True,
+    ...             "second_model_without": ["s1-0003[5] -- s2-0001[2]"]}})[66:]
+    '4 timed iterations; the suspects estimated again with it rerun under their estimates; rerun without the 1 suspect the first fit was unsure of (s1-0003[5] -- s2-0001[2]), each tested against the program without its cut)'
     >>> model_line({"model": "static"})
     'static: the snapshot, every pair of a concurrent set sharing links all the time (max-min sharing)'
     """
@@ -436,5 +440,8 @@ def model_line(meta: dict[str, Any]) -> str:
                       "at those iterations that an earlier night made" if info.get("budget_taken") else
                       "timed iterations, healthy and under their estimates, the model taken times the ratio")
                    if info.get("refined") and info.get("rerun_iterations") else "")
+                + (f"; rerun without the {plural(len(info['second_model_without']), 'suspect')} the first fit was "
+                   f"unsure of ({', '.join(map(str, info['second_model_without'][:3]))[:200]}), each tested against "
+                   "the program without its cut" if info.get("refined") and info.get("second_model_without") else "")
                 + ")")
     return f"static: the snapshot, every pair of a concurrent set sharing links all the time ({share})"
