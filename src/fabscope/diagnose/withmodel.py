@@ -114,9 +114,9 @@ def diagnose_with_model(measured: Measured, routing: Any = None, model: str = "d
 #: tests it against the program in time without its own cut.  Run with it, the model takes the cut's
 #: effect in time into the nominal, and the test is circular: on a 13x13x13 torus's night (noise seed 4)
 #: a cable beside one at x0.40 on its line, named by the first fit at x0.73 with 12.2 nats against a
-#: penalty of 11.8 (confidence 0.49), came out of the second fit at 12.6 (0.59) with itself in the model,
-#: and at none without it, the 4 true faults unchanged (docs/diagnose.md, *Which model*).  0.99: about 10
-#: null scales above the null's location, where noise does not reach.
+#: penalty of 11.8 (confidence 0.49), was kept by the second fit at 12.6 (0.59) with itself in the model,
+#: and dropped without it, the 4 true faults unchanged (docs/diagnose.md, *How diagnose uses it*).  0.99:
+#: about 10 null scales above the null's location, where noise does not reach.
 SECOND_MODEL_CONFIDENCE = 0.99
 
 
