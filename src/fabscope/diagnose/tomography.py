@@ -177,7 +177,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
 
     ``mildest``: a suspect's factor is at most this; a cable or host whose best estimate is milder is
     not named, and listed among the candidates as ``too_mild``.  :func:`.withmodel.diagnose_with_model`
-    gives :data:`.budget.MILDEST_UNDER_BUDGET` where the model ran fewer iterations than were measured.
+    gives :data:`.budget.MILDEST_UNDER_BUDGET` where its budget of engine events cut the iterations modeled.
     """
     t0 = time.perf_counter()
     inter = measured.inter

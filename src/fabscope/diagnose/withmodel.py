@@ -132,7 +132,8 @@ def _sure_only(d: Diagnosis) -> tuple[np.ndarray, list[str]]:
 
 def mildest(how: dict[str, Any]) -> float:
     """The mildest factor a suspect may have under the nominal model ``how`` (its ``model_info``):
-    :data:`.budget.MILDEST_UNDER_BUDGET` where it ran fewer timed iterations than were measured, else 1.
+    :data:`.budget.MILDEST_UNDER_BUDGET` where its budget of engine events had it run fewer timed iterations
+    than were measured (``iterations_measured``, which only the budget records), else 1.
 
     >>> mildest({"iterations": [4], "iterations_measured": [100]}), mildest({"iterations": [100]})
     (0.8, 1.0)
