@@ -36,20 +36,27 @@ def test_a_mild_cable_is_named_only_where_the_model_may_name_it():
     assert not any(c["too_mild"] for c in diagnose(m).meta["candidates"])
 
 
-def test_the_default_model_holds_back_mild_suspects_only_under_its_budget():
+def _in_time_night(rounds: int, iters: int | None = None):
+    """Random pairs of a 2:1 tree ``rounds`` rounds, "measured" as the program in time runs them with one
+    leaf-spine cable (links 40 and 41) at x0.4, times 3% noise."""
     f = load_fabric("fat-tree:k=4,levels=2,up=2")
     rng = np.random.default_rng(1)
     hs, hd, sc = [], [], []
-    for r in range(8):
+    for r in range(rounds):
         p = rng.permutation(f.n_hosts)
         hs += p[0::2].tolist(); hd += p[1::2].tolist(); sc += [r] * (f.n_hosts // 2)
     shape = synthetic(f, np.array(hs), np.array(hd), np.array(sc), {}, 0.0)
-    shape = dataclasses.replace(shape, iters=np.full(shape.n_pairs, 20), warmup=np.full(shape.n_pairs, 2))
+    if iters is not None:
+        shape = dataclasses.replace(shape, iters=np.full(shape.n_pairs, iters), warmup=np.full(shape.n_pairs, 2))
     cap = f.link_capacity.copy()
     cap[[40, 41]] *= 0.4
     faulty = dataclasses.replace(shape, fabric=dataclasses.replace(f, link_capacity=cap))
-    m = dataclasses.replace(shape, bandwidth=dynamic_bandwidth(faulty, "dmodk").bandwidth
-                            * np.exp(rng.normal(0, 0.03, shape.n_pairs)))
+    return dataclasses.replace(shape, bandwidth=dynamic_bandwidth(faulty, "dmodk").bandwidth
+                               * np.exp(rng.normal(0, 0.03, shape.n_pairs)))
+
+
+def test_the_default_model_holds_back_mild_suspects_only_under_its_budget():
+    m = _in_time_night(8, iters=20)
     whole = diagnose_with_model(m, "dmodk")
     assert "mildest_factor" not in whole.meta and whole.meta["model_info"]["iterations"] == [20]
     cut = diagnose_with_model(m, "dmodk", events=1)                  # the fewest iterations a budget leaves
@@ -81,18 +88,7 @@ def test_a_suspect_the_first_fit_is_unsure_of_is_tested_against_the_model_withou
     still named, at about its factor."""
     from fabscope.diagnose import withmodel
 
-    f = load_fabric("fat-tree:k=4,levels=2,up=2")
-    rng = np.random.default_rng(1)
-    hs, hd, sc = [], [], []
-    for r in range(16):
-        p = rng.permutation(f.n_hosts)
-        hs += p[0::2].tolist(); hd += p[1::2].tolist(); sc += [r] * (f.n_hosts // 2)
-    shape = synthetic(f, np.array(hs), np.array(hd), np.array(sc), {}, 0.0)
-    cap = f.link_capacity.copy()
-    cap[[40, 41]] *= 0.4
-    faulty = dataclasses.replace(shape, fabric=dataclasses.replace(f, link_capacity=cap))
-    m = dataclasses.replace(shape, bandwidth=dynamic_bandwidth(faulty, "dmodk").bandwidth
-                            * np.exp(rng.normal(0, 0.03, shape.n_pairs)))
+    m = _in_time_night(16)
     sure = diagnose_with_model(m, "dmodk")
     assert "second_model_without" not in sure.meta["model_info"]
     seen = []
