@@ -220,11 +220,14 @@ def reestimate(fit: Fit, factor: np.ndarray, chosen: list[int], lam: float, mild
         g_arr, x = fit.scan_best(np.array([u]), trial, r1, b1, np.r_[GRID, 1.0])
         return float(g_arr[0]), float(x[0])
 
+    def cuts(x: float) -> bool:          # a factor the unit may be named at
+        return x < 1.0 and x <= mildest
+
     while chosen:
         est = {u: best(u) for u in chosen}
-        weakest = min(chosen, key=lambda u: est[u][0] if est[u][1] < 1.0 and est[u][1] <= mildest else -np.inf)
+        weakest = min(chosen, key=lambda u: est[u][0] if cuts(est[u][1]) else -np.inf)
         g, x = est[weakest]
-        if g >= lam and x < 1.0 and x <= mildest:
+        if g >= lam and cuts(x):
             break
         chosen.remove(weakest)
         factor[fit.links_of(weakest)] = 1.0
