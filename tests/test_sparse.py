@@ -110,3 +110,33 @@ def test_line_order_is_lexsorts(n_major, n_minor):
     np.testing.assert_array_equal(c.indptr, ref.indptr)
     np.testing.assert_array_equal(c.indices, ref.indices)
     np.testing.assert_array_equal(c.data, ref.data)
+
+
+@pytest.mark.parametrize("line_len", [3, 30, 300])
+def test_compiled_line_order_is_lexsorts(line_len, monkeypatch):
+    # lineorder.c: lines short (insertion), long (qsort), minor already in order (no pass), duplicates
+    if sparse.line_order_compiled(np.zeros(1, np.int64), np.zeros(1, np.int64), 1) is None:
+        pytest.skip(f"no compiled line order here: {sparse._load()[1]}")
+    rng = np.random.default_rng(line_len)
+    n_major = 2000 // line_len + 1
+    for minor in (rng.integers(0, 50, 2000), np.sort(rng.integers(0, 50, 2000)), rng.integers(0, 5000, 2000)):
+        major = rng.integers(0, n_major, 2000)
+        order, in_order, ends, dups = sparse.line_order_compiled(major, minor, n_major)
+        ref = np.lexsort((minor, major))
+        np.testing.assert_array_equal(order, ref)
+        np.testing.assert_array_equal(in_order, minor[ref])
+        np.testing.assert_array_equal(ends, np.cumsum(np.bincount(major, minlength=n_major)))
+        assert dups == int(np.sum((np.diff(major[ref]) == 0) & (np.diff(minor[ref]) == 0)))
+    # whole matrices through it (every size takes it here): the same arrays as numpy's path, duplicates summed
+    def both(build):
+        monkeypatch.setattr(sparse, "COMPILED_FROM", 0)
+        c = build()
+        monkeypatch.setattr(sparse, "COMPILED_FROM", 1 << 62)
+        return c, build()
+    for seed in range(3):
+        arg, shape = _random(seed, k=20 * line_len)
+        for c, ref in (both(lambda: sparse.csr_matrix(arg, shape=shape)),
+                       both(lambda: sparse.csr_matrix(arg, shape=shape).tocsc()),
+                       both(lambda: sparse.csc_matrix(arg, shape=shape))):
+            _same(c, ref)
+            assert (c.indices.dtype, c.indptr.dtype, c.data.dtype) == (ref.indices.dtype, ref.indptr.dtype, ref.data.dtype)

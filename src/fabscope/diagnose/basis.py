@@ -69,7 +69,7 @@ class Basis:
         # reverse (the search names its cable instead), a fifth of the null's work on a tree of hosts
         tied = self.tied = tied_directions(fit.pair_unit_csc, L)
         self.null_u = self.covered_u[(self.covered_u >= L) | ~tied[np.minimum(self.covered_u, L - 1)]]
-        self.pair_cable = pair_cables(pm, fit.n_cables)
+        self.pair_cable = pair_cables(pm, fit.n_cables, fit.pair_unit)
         self.groups, self.uncovered = ties(self.pair_cable)
         return self
 

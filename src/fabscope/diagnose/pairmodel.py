@@ -30,6 +30,7 @@ from functools import cached_property
 
 import numpy as np
 
+from fabscope.arrays import unique_inverse
 from fabscope.fabric.model import Fabric
 from fabscope.model.latency import DEFAULT_ALPHA
 from fabscope.model.maxmin import MaxMinMatrix, maxmin, prepare
@@ -73,7 +74,7 @@ class PairModel:
         wts = np.r_[self.routes.weight, np.ones(len(intra))]
         n_r = n_l + f.n_hosts
         res = res + self.flow_scen[flw] * n_r
-        used, row = np.unique(res, return_inverse=True)
+        used, row = unique_inverse(res, n_r * (int(self.flow_scen.max(initial=0)) + 1))
         self.A = csr_matrix((wts, (row, flw)), shape=(len(used), n_f))
         #: which fabric resource each row is: link id, or n_links + host for a host's memory
         self.res_kind = used % n_r
@@ -101,9 +102,7 @@ class PairModel:
         """Pairs x directed links: 1 where the pair (either direction) crosses the link."""
         f = self.flow_pair[self.routes.flow]
         m = csr_matrix((np.ones(len(f)), (f, self.routes.link)), shape=(self.n_pairs, self.fabric.n_links))
-        m.data[:] = 1.0
-        m.sum_duplicates()
-        m.data[:] = 1.0
+        m.data[:] = 1.0                  # canonical already (duplicates summed): a link crossed twice counts once
         return m
 
     def flow_rates(self, link_capacity: np.ndarray | None = None,
