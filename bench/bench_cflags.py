@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from fabscope import cbuild
+from fabscope import cbuild, sparse
 from fabscope.diagnose import unitgains
 from fabscope.dynamic import fast
 from fabscope.fabric.io import load_fabric
@@ -35,7 +35,7 @@ from fabscope.model import maxmin
 def _use(flags: tuple[str, ...]) -> None:
     """Every library loaded from now on is the build with ``flags``."""
     cbuild.CFLAGS = flags
-    for mod in (fast, maxmin, unitgains):
+    for mod in (fast, maxmin, unitgains, sparse):
         mod._load.cache_clear()
 
 
@@ -89,7 +89,7 @@ def main() -> int:
         _use(v)
         if not fast.available():
             raise SystemExit(f"{' '.join(v)}: the engine did not build: {fast.why_not()}")
-        maxmin.available(), unitgains._load()
+        maxmin.available(), unitgains._load(), sparse._load()
     what = f"the diagnosis of {a.diagnose}" if a.diagnose else \
         f"the engine, {a.rounds} rounds of random pairs, {a.iterations} + 2 iterations"
     print(f"{what} on {a.fabric}; load average {os.getloadavg()[0]:.1f}")

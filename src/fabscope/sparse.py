@@ -1,4 +1,5 @@
-"""Sparse matrices in numpy alone: the part of ``scipy.sparse`` fabscope's commands use on every run.
+"""Sparse matrices in numpy (their entries ordered in C from :data:`COMPILED_FROM` entries, where a
+compiler is found): the part of ``scipy.sparse`` fabscope's commands use on every run.
 
 Importing ``scipy.sparse`` costs a process more CPU than numpy itself (it loads numpy's testing,
 f2py and masked-array modules: docs/startup.md), so a small ``simulate``, ``compare`` or
