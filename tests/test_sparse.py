@@ -94,10 +94,13 @@ def test_components_are_scipys(seed):
     assert n1 == n2 and np.array_equal(lab1, lab2)
 
 
+@pytest.mark.parametrize("compiled_from", [sparse.COMPILED_FROM, 0])
 @pytest.mark.parametrize("n_major,n_minor", [(50, 40), (1 << 40, 1 << 22)])
-def test_line_order_is_lexsorts(n_major, n_minor):
-    # packed into one integer where the three fit in 63 bits, else lexsort itself: the same order, duplicates
-    # (equal major and minor) in input order
+def test_line_order_is_lexsorts(n_major, n_minor, compiled_from, monkeypatch):
+    # packed into one integer where the three fit in 63 bits, else lexsort itself, or compiled (from
+    # compiled_from entries, where the lines do not outnumber the entries: 2**40 lines never): the same
+    # order, duplicates (equal major and minor) in input order
+    monkeypatch.setattr(sparse, "COMPILED_FROM", compiled_from)
     rng = np.random.default_rng(3)
     major = rng.integers(0, min(n_major, 50), 4000)
     minor = rng.integers(0, min(n_minor, 40), 4000)

@@ -77,7 +77,8 @@ def line_order_compiled(major: np.ndarray, minor: np.ndarray, n_major: int
     """:func:`_line_order` in C (``lineorder.c``): a stable counting sort by major line, then each line
     put in minor order where it is not already (none where the minor lines come in order, as in a
     canonical matrix transposed).  ``(order, minor in that order, where each major line ends, how many
-    entries repeat the one before)``; None where no compiler builds it.
+    entries repeat the one before)``; None where no compiler builds it, or where the major lines
+    outnumber the entries eightfold (their counts would cost more than the sort).
 
     >>> major, minor = np.array([2, 0, 2, 0, 1]), np.array([1, 3, 0, 3, 2])
     >>> out = line_order_compiled(major, minor, 3)
@@ -85,6 +86,8 @@ def line_order_compiled(major: np.ndarray, minor: np.ndarray, n_major: int
     ...     np.lexsort((minor, major)).tolist(), [3, 3, 2, 0, 1], [2, 3, 5], 1)
     True
     """
+    if n_major > 8 * len(major) + 1024:           # a count per line would outweigh the entries
+        return None
     dll = _load()[0]
     if dll is None:
         return None
