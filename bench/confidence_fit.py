@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_faults.py --trials 30 --fabrics oversub,dragonfly --records fit.txt
     .venv/bin/python bench/bench_faults.py --trials 30 --fabrics ft3,torus --records check.txt
     .venv/bin/python bench/confidence_fit.py fit.txt check.txt --fit oversub,dragonfly
+    .venv/bin/python bench/confidence_fit.py fit.txt check.txt --fit oversub --with-scale   # tried, not used
 
 Each record is one suspect or candidate after the confirmation round (``bench_faults.py --records``):
 its evidence g (nats), the Gumbel location and scale of the null calibration of the diagnosis that
@@ -11,7 +12,8 @@ null's units, z = (g - loc) / scale; the fit is a logistic P(right) = 1 / (1 + e
 maximum likelihood on the ``--fit`` fabrics' records (the constants
 :data:`fabscope.diagnose.confidence.LOGIT` holds).  Printed: a and b, and for the fitting fabrics and
 for the others apart, a table by bin of the Bayes form the fit replaced (1 / (1 + 100 exp(-z) /
-scale)) and of the fitted logistic: count, mean confidence, fraction right.
+scale)), of the fitted logistic and of the confidence the diagnosis gave (its record): count, mean
+confidence, fraction right.
 """
 
 from __future__ import annotations
@@ -32,13 +34,17 @@ def read(paths: list[str]) -> dict[str, np.ndarray]:
             "right": np.array([int(r[7]) for r in rows])}
 
 
-def fit_logit(z: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def fit_logit(z: np.ndarray, y: np.ndarray, *more: np.ndarray) -> tuple[float, ...]:
+    """(a, b, ...) of P(right) = 1 / (1 + exp(-(a + b z + c more[0] ...))) by maximum likelihood."""
+    X = np.c_[np.ones_like(z), z, *more]
+
     def nll(p):
-        t = p[0] + p[1] * z
+        t = X @ p
         return float(np.sum(np.logaddexp(0.0, t) - y * t))
-    res = minimize(nll, np.array([0.0, 1.0]), method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-8,
-                                                                             "maxiter": 4000})
-    return float(res.x[0]), float(res.x[1])
+    p0 = np.zeros(X.shape[1])
+    p0[1] = 1.0
+    res = minimize(nll, p0, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-8, "maxiter": 4000 * len(p0)})
+    return tuple(float(x) for x in res.x)
 
 
 def table(conf: np.ndarray, right: np.ndarray) -> list[str]:
@@ -62,13 +68,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("records", nargs="+")
     ap.add_argument("--fit", required=True, help="fabrics whose records fit the logistic")
+    ap.add_argument("--with-scale", action="store_true", help="a third parameter, c ln(scale) in the logistic "
+                    "(the Bayes form's intercept holds ln(scale)): tried, not what the diagnosis uses")
     args = ap.parse_args()
     r = read(args.records)
     z = (r["g"] - r["loc"]) / r["scale"]
     use = np.isin(r["fabric"], args.fit.split(","))
-    a, b = fit_logit(z[use], r["right"][use])
-    print(f"fitted on {args.fit} ({use.sum()} records, {r['right'][use].sum()} right): a = {a:.4f}, b = {b:.4f}")
-    fitted = 1.0 / (1.0 + np.exp(-np.clip(a + b * z, -700, 700)))
+    more = [np.log(r["scale"])] if args.with_scale else []
+    p = fit_logit(z[use], r["right"][use], *[x[use] for x in more])
+    names = ", ".join(f"{k} = {v:.4f}" for k, v in zip("abc", p))
+    print(f"fitted on {args.fit} ({use.sum()} records, {r['right'][use].sum()} right): {names}"
+          + (f"; ln(scale) from {np.log(r['scale']).min():.2f} to {np.log(r['scale']).max():.2f}" if more else ""))
+    t = p[0] + p[1] * z + sum(c * x for c, x in zip(p[2:], more))
+    fitted = 1.0 / (1.0 + np.exp(-np.clip(t, -700, 700)))
     bayes = 1.0 / (1.0 + 100.0 * np.exp(-np.clip(z, -700, 700)) / r["scale"])
     for name, m in (("fitting fabrics", use), ("other fabrics: " + ",".join(sorted(set(r["fabric"][~use]))), ~use)):
         if not m.any():
@@ -77,6 +89,8 @@ def main() -> None:
         print("\n".join(table(bayes[m], r["right"][m])))
         print("\nthe fitted logistic:")
         print("\n".join(table(fitted[m], r["right"][m])))
+        print("\nthe confidence as the diagnosis gave it (fabscope.diagnose.confidence.LOGIT):")
+        print("\n".join(table(r["conf"][m], r["right"][m])))
 
 
 if __name__ == "__main__":
