@@ -142,4 +142,5 @@ def test_compiled_line_order_is_lexsorts(line_len, monkeypatch):
                        both(lambda: sparse.csr_matrix(arg, shape=shape).tocsc()),
                        both(lambda: sparse.csc_matrix(arg, shape=shape))):
             _same(c, ref)
-            assert (c.indices.dtype, c.indptr.dtype, c.data.dtype) == (ref.indices.dtype, ref.indptr.dtype, ref.data.dtype)
+            assert (c.indices.dtype, c.indptr.dtype, c.data.dtype) == \
+                (ref.indices.dtype, ref.indptr.dtype, ref.data.dtype)

@@ -92,24 +92,27 @@ def line_order_compiled(major: np.ndarray, minor: np.ndarray, n_major: int
     if dll is None:
         return None
     major, minor = np.ascontiguousarray(major, np.int64), np.ascontiguousarray(minor, np.int64)
-    out, count, minor_out = np.empty(len(major), np.int64), np.empty(n_major + 1, np.int64), np.empty(len(major), np.int64)
+    out, minor_out = np.empty(len(major), np.int64), np.empty(len(major), np.int64)
+    count = np.empty(n_major + 1, np.int64)
     ptr = lambda a: a.ctypes.data  # noqa: E731
     dups = dll.lo_order(len(major), ptr(major), ptr(minor), n_major, ptr(out), ptr(count), ptr(minor_out))
     return None if dups < 0 else (out, minor_out, count[:n_major], int(dups))
 
 
-def _line_order(major: np.ndarray, minor: np.ndarray, n_major: int, n_minor: int) -> np.ndarray:
+def _line_order(major: np.ndarray, minor: np.ndarray, n_major: int, n_minor: int, compiled: bool = True
+                ) -> np.ndarray:
     """``np.lexsort((minor, major))``: entries by major line, then minor, then input order.  From
-    :data:`COMPILED_FROM` entries, :func:`line_order_compiled`; else (and without a compiler), where the
-    three fit in 63 bits they are packed into one integer and sorted as values, five times faster than
-    lexsort on a million entries (the same order: the input position breaks every tie).
+    :data:`COMPILED_FROM` entries (and ``compiled``), :func:`line_order_compiled`; else (and without a
+    compiler), where the three fit in 63 bits they are packed into one integer and sorted as values,
+    five times faster than lexsort on a million entries (the same order: the input position breaks
+    every tie).
 
     >>> major, minor = np.array([2, 0, 2, 0, 1]), np.array([1, 3, 0, 3, 2])
     >>> _line_order(major, minor, 3, 4).tolist(), np.lexsort((minor, major)).tolist()
     ([1, 3, 4, 2, 0], [1, 3, 4, 2, 0])
     """
     n = len(major)
-    if n >= COMPILED_FROM:
+    if compiled and n >= COMPILED_FROM:
         out = line_order_compiled(major, minor, n_major)
         if out is not None:
             return out[0]
@@ -304,7 +307,8 @@ class _Compressed(_Sparse):
             indptr = np.zeros(n_major + 1, dtype=np.int32 if len(major) < 2**31 else np.int64)
             indptr[1:] = ends
             return c.data[order], minor.astype(indptr.dtype), indptr
-        order = fast[0] if fast is not None else _line_order(major, minor, n_major, c.shape[1 - self._axis])
+        order = fast[0] if fast is not None else _line_order(major, minor, n_major, c.shape[1 - self._axis],
+                                                             compiled=False)       # asked already
         major, minor, data = major[order], minor[order], c.data[order]
         if len(major) > 1:
             new = np.r_[True, (major[1:] != major[:-1]) | (minor[1:] != minor[:-1])]
