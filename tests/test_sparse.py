@@ -130,6 +130,8 @@ def test_compiled_line_order_is_lexsorts(line_len, monkeypatch):
         np.testing.assert_array_equal(in_order, minor[ref])
         np.testing.assert_array_equal(ends, np.cumsum(np.bincount(major, minlength=n_major)))
         assert dups == int(np.sum((np.diff(major[ref]) == 0) & (np.diff(minor[ref]) == 0)))
+    with pytest.raises(ValueError, match="major line outside"):       # never an index past the C code's counts
+        sparse.line_order_compiled(np.array([0, n_major]), np.array([0, 0]), n_major)
     # whole matrices through it (every size takes it here): the same arrays as numpy's path, duplicates summed
     def both(build):
         monkeypatch.setattr(sparse, "COMPILED_FROM", 0)

@@ -5,7 +5,7 @@
  * canonical matrix transposed; a path's links: a few in each line), by insertion where a line is
  * short, else by qsort on (minor, position).
  *
- * major, minor: n entries each, major in 0..n_major-1 (the caller checks); out: n, the order; count:
+ * major, minor: n entries each, major in 0..n_major-1 (fabscope.sparse checks); out: n, the order; count:
  * n_major + 1, count[k] where line k ends in it; minor_out: n, minor in that order.  Returns how many
  * entries repeat the (major, minor) of the entry before them (duplicates the caller sums), or -1 when
  * memory runs out (the caller sorts in numpy). */
@@ -24,8 +24,8 @@ static int entry_cmp(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static int64_t gather_minor(int64_t n, const int64_t *minor, const int64_t *out, const int64_t *count,
-                            int64_t n_major, int64_t *minor_out)
+static int64_t gather_minor(const int64_t *minor, const int64_t *out, const int64_t *count, int64_t n_major,
+                            int64_t *minor_out)
 {
     int64_t dups = 0;
     for (int64_t k = 0, a = 0; k < n_major; a = count[k], k++)
@@ -33,7 +33,6 @@ static int64_t gather_minor(int64_t n, const int64_t *minor, const int64_t *out,
             minor_out[i] = minor[out[i]];
             dups += i > a && minor_out[i] == minor_out[i - 1];
         }
-    (void)n;
     return dups;
 }
 
@@ -51,7 +50,7 @@ int64_t lo_order(int64_t n, const int64_t *major, const int64_t *minor, int64_t 
     while (s < n && minor[s - 1] <= minor[s])
         s++;
     if (s >= n)                               /* minor in order throughout: so is every line */
-        return gather_minor(n, minor, out, count, n_major, minor_out);
+        return gather_minor(minor, out, count, n_major, minor_out);
     entry_t *buf = NULL;
     int64_t buf_n = 0;
     for (int64_t k = 0, a = 0; k < n_major; a = count[k], k++) {
@@ -83,5 +82,5 @@ int64_t lo_order(int64_t n, const int64_t *major, const int64_t *minor, int64_t 
             out[a + i] = buf[i].pos;
     }
     free(buf);
-    return gather_minor(n, minor, out, count, n_major, minor_out);
+    return gather_minor(minor, out, count, n_major, minor_out);
 }

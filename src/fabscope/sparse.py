@@ -92,6 +92,8 @@ def line_order_compiled(major: np.ndarray, minor: np.ndarray, n_major: int
     if dll is None:
         return None
     major, minor = np.ascontiguousarray(major, np.int64), np.ascontiguousarray(minor, np.int64)
+    if len(major) and (major.min() < 0 or major.max() >= n_major):     # the C code indexes its counts by them
+        raise ValueError(f"a major line outside 0..{n_major - 1}")
     out, minor_out = np.empty(len(major), np.int64), np.empty(len(major), np.int64)
     count = np.empty(n_major + 1, np.int64)
     ptr = lambda a: a.ctypes.data  # noqa: E731
