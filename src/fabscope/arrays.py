@@ -28,8 +28,8 @@ def unique(x) -> np.ndarray:
 
 def unique_inverse(x: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(x, return_inverse=True)`` of integers: by counting where they lie in ``0..bound-1`` and
-    ``bound`` is at most 4 x ``len(x)`` (no sort: 0.02 CPU s against 0.27 on the 2.6 million path entries
-    of a 13x13x13 torus night's pairs), else NumPy's.
+    ``bound`` is at most 4 x ``len(x)`` (no sort: 0.03 CPU s against NumPy's 0.22-0.24 on the 2.6 million
+    path entries of a 13x13x13 torus night's pairs, median of 5), else NumPy's.
 
     >>> u, inv = unique_inverse(np.array([7, 2, 7, 5]), 8)
     >>> u.tolist(), inv.tolist()
