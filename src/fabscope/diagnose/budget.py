@@ -28,3 +28,13 @@ MIN_BUDGET_ITERATIONS = 3
 #: ``bench/budget_error.py``).  x0.8 is exp(-3 x 0.075); at the budget's noise the ``detectable`` line already
 #: sees x0.9 on no cable.  ``--model-events 0`` or ``--model-from`` names milder ones.
 MILDEST_UNDER_BUDGET = 0.8
+
+
+def too_mild(factor: float, mildest: float) -> bool:
+    """A unit estimated at ``factor`` is milder than a diagnosis whose suspects go down to ``mildest`` may
+    name (never where ``mildest`` is 1: no rule).
+
+    >>> too_mild(0.85, MILDEST_UNDER_BUDGET), too_mild(0.75, MILDEST_UNDER_BUDGET), too_mild(0.99, 1.0)
+    (True, False, False)
+    """
+    return mildest < 1.0 and factor > mildest

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabscope.arrays import unique
+from fabscope.diagnose.budget import too_mild
 from fabscope.diagnose.fit import GRID, Fit
 
 #: a direction is named rather than its whole cable only where some pair crosses one direction and not
@@ -138,7 +139,7 @@ def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects
             g_arr, best = fit.scan_best(np.array([u]), factor, rate, bw)
             g = float(g_arr[0])
             rest = np.delete(stale, i)
-            if mildest < 1.0 and best[0] > mildest:        # too mild to tell from the model's error
+            if too_mild(best[0], mildest):        # too mild to tell from the model's error
                 stale[i] = -np.inf
                 continue
             if g < lam or g < rest.max(initial=-np.inf):
@@ -169,7 +170,7 @@ def search(fit: Fit, factor: np.ndarray, lam: float, thr: float, *, max_suspects
             r1, b1 = fit.solve(trial)
             g_arr, best = fit.scan_best(np.array([u]), trial, r1, b1, np.r_[GRID, 1.0])
             g = float(g_arr[0])
-            if g < lam or best[0] >= 1.0 or best[0] > mildest:
+            if g < lam or best[0] >= 1.0 or too_mild(best[0], mildest):
                 chosen.remove(u)
                 factor[links] = 1.0
                 taken[links] = False
@@ -221,7 +222,7 @@ def reestimate(fit: Fit, factor: np.ndarray, chosen: list[int], lam: float, mild
         return float(g_arr[0]), float(x[0])
 
     def cuts(x: float) -> bool:          # a factor the unit may be named at
-        return x < 1.0 and x <= mildest
+        return x < 1.0 and not too_mild(x, mildest)
 
     while chosen:
         est = {u: best(u) for u in chosen}

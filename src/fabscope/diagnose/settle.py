@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from fabscope.diagnose.budget import too_mild
 from fabscope.diagnose.tomography import Diagnosis
 
 
@@ -63,7 +64,7 @@ def settle(d: Diagnosis, first: list[dict[str, Any]], first_input: int) -> dict[
             suspects.append({**joint[s["cable"]], "confirmed": True})
             out["confirmed"].append(str(s.get("name")))
             continue
-        if mildest is not None and float(s.get("factor", 0.0)) > mildest:
+        if mildest is not None and too_mild(float(s.get("factor", 0.0)), mildest):
             suspects.append({**s, "kept": "too mild", "confirmed": False})
             out["kept_too_mild"].append(str(s.get("name")))
             continue

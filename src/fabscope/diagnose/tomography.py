@@ -62,6 +62,7 @@ import numpy as np
 
 from fabscope.arrays import median, unique
 from fabscope.diagnose.basis import Basis
+from fabscope.diagnose.budget import too_mild
 from fabscope.diagnose.cables import (cable_host, cable_name, column_rows, direction_name, separating_pairs,
                                       tie_group)
 from fabscope.diagnose.calibration import detectable, null_calibration
@@ -275,7 +276,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
                                "confidence": round(null.confidence(float(g_left[i])), 4),
                                "factor": round(float(x_left[i]), 3),
                                # milder than the model can tell from its own error: not named, whatever it gains
-                               "too_mild": bool(mildest < 1.0 and x_left[i] > mildest),
+                               "too_mild": too_mild(float(x_left[i]), mildest),
                                "tied": base.tied_names[u]})
     # labels
     label = np.zeros(pm.n_pairs, dtype=np.int16)
