@@ -83,7 +83,7 @@ def test_a_confirmation_round_under_a_budget_keeps_a_suspect_too_mild_for_its_mo
 
 
 def test_a_suspect_the_first_fit_is_unsure_of_is_tested_against_the_model_without_it(monkeypatch):
-    """The second model leaves out the first fit's suspects below SECOND_MODEL_CONFIDENCE, so that the
+    """The second model leaves out the first fit's suspects under SECOND_MODEL_Z null scales, so that the
     second fit does not test a suspect against a model that already holds its cut; a real fault is
     still named, at about its factor."""
     from fabscope.diagnose import withmodel
@@ -95,7 +95,7 @@ def test_a_suspect_the_first_fit_is_unsure_of_is_tested_against_the_model_withou
     real = withmodel.refined_nominal
     monkeypatch.setattr(withmodel, "refined_nominal", lambda mm, factor, *a, **k: seen.append(factor) or
                         real(mm, factor, *a, **k))
-    monkeypatch.setattr(withmodel, "SECOND_MODEL_CONFIDENCE", 1.01)        # every suspect unsure
+    monkeypatch.setattr(withmodel, "SECOND_MODEL_Z", np.inf)                # every suspect unsure
     unsure = diagnose_with_model(m, "dmodk")
     assert unsure.meta["model_info"]["second_model_without"] == [s["name"] for s in sure.suspects]
     assert len(seen) == 1 and np.all(seen[0] == 1.0)                       # the second model: no cut

@@ -343,7 +343,11 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     return Diagnosis(m, pm, bw0 * np.exp(adjust), bw * np.exp(adjust), float(np.exp(log_eff)), sigma, thr, factor, label, limit, suspects,
                      groups, uncovered, rms(e0), rms(e_after), time.perf_counter() - t0,
                      {**extra_meta, **(meta or {})}, bw_used, spread,
-                     {"chosen": list(chosen), "lam": lam, "null": null, "noise": noise})
+                     {"chosen": list(chosen), "lam": lam, "null": null, "noise": noise,
+                      # each suspect's evidence in the null's scales above its location (-inf: at the penalty
+                      # or under), which the confidence is a calibrated reading of
+                      "z": [(gains.get(u, lam) - null.loc) / null.scale if gains.get(u, lam) > lam else -np.inf
+                            for u in sorted(chosen, key=lambda u: -gains.get(u, 0.0))]})
 
 
 def _tied_cables(f: Any, fit: Any, u: int, c: int) -> list[str]:
