@@ -33,8 +33,10 @@ ways) or a slow host.  With the confirmation round (``--no-confirm`` skips it): 
 and held to the round's rules (``settle``); it counts the true suspects dropped and the suspects
 added.  The confidence table puts every suspect and candidate after the round in bins, with each
 bin's mean confidence beside its fraction right; ``--records FILE`` writes one line per suspect and
-candidate (fabric, setting, trial, evidence, the null's Gumbel location and scale, confidence, right)
-for ``bench/confidence_fit.py``.
+candidate (fabric, setting, trial, evidence, the null's Gumbel location and scale, confidence, right,
+suspect or candidate, right with its tied cables, how many cables its tie holds) for
+``bench/confidence_fit.py``: a cable tied to others (crossed by the same pairs) is named with them, and its
+``confidence`` is the chance that one of them is degraded (``confidence_each``, the named one's alone).
 """
 
 from __future__ import annotations
@@ -164,9 +166,19 @@ def measured(f, tm: TrueModel, rnd, T: np.ndarray, source: str):
 # ---- scoring -----------------------------------------------------------------------------------
 def right(f, s: dict, faults: dict[int, float]) -> bool:
     links = set(s.get("links") or [s["link"]])
+    if s.get("direction") == "both":          # a candidate names its cable by one link: it means both
+        links |= {x ^ 1 for x in links}
     if s.get("host"):
         return bool(links & set(faults)) or any(f.node_names[f.link_src[x]] == s["host"] for x in faults)
     return bool(links & set(faults))
+
+
+def right_tied(f, s: dict, faults: dict[int, float], cable_of: dict[str, int]) -> bool:
+    """Whether ``s`` or a cable tied to it (crossed by the same pairs: ``s["tied"]``, which the pairs cannot
+    tell from it) is degraded: what its ``confidence`` is the chance of (``confidence_each`` is the named
+    cable's alone)."""
+    return right(f, s, faults) or any({2 * c, 2 * c + 1} & set(faults) for c in map(cable_of.get, s.get("tied") or [])
+                                      if c is not None)
 
 
 def fault_units(f, faults: dict[int, float]) -> list[set[int]]:
@@ -192,6 +204,7 @@ def load(key: str):
 
 
 def main() -> None:
+    from fabscope.diagnose.cables import cable_name
     from fabscope.diagnose.confirm import confirm_pairs, pack_rounds
     from fabscope.diagnose.measured import concat
     from fabscope.diagnose.plan import make_plan
@@ -214,6 +227,7 @@ def main() -> None:
     say("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for key in args.fabrics.split(","):
         f = load(key)
+        cable_of = {cable_name(f, c): c for c in range(f.n_links // 2)}      # the diagnosis's names of cables
         router = make_routing(f, None)
         plan = make_plan(f, router)
         hs, hd, rnd = plan.pairs
@@ -275,11 +289,13 @@ def main() -> None:
                     i = int(np.searchsorted(BINS, float(s["confidence"]), side="right") - 1)
                     links = set(s.get("links") or [s["link"]])
                     good = right(f, {**s, "links": sorted(links)}, faults)
+                    good_tied = right_tied(f, {**s, "links": sorted(links)}, faults, cable_of)
                     bins[min(i, len(bins) - 1)] += (1, int(good), float(s["confidence"]))
                     if records:
                         nl = null_of[id(s)]
                         records.write(f"{key} {setting} {t} {s['evidence']} {nl['gumbel_loc']} {nl['gumbel_scale']} "
-                                      f"{s['confidence']} {int(good)} {'candidate' if s in cands else 'suspect'}\n")
+                                      f"{s['confidence']} {int(good)} {'candidate' if s in cands else 'suspect'} "
+                                      f"{int(good_tied)} {1 + len(s.get('tied') or [])}\n")
             fr = lambda a, b: f"{a / b:.2f}" if b else "-"  # noqa: E731
             n = max(args.trials, 1)
             say(f"| {key} | {setting} | {args.trials} | {fr(tot['found'], tot['faults'])} | "
