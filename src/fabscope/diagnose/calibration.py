@@ -71,7 +71,7 @@ class NullCalibration:
 
         >>> n = NullCalibration(np.zeros(3), loc=2.0, scale=1.0, penalty=6.6, seconds=0.0)
         >>> [round(n.confidence(g), 3) for g in (2.0, 6.6, 10.0, 20.0)]
-        [0.009, 0.379, 0.93, 1.0]
+        [0.003, 0.095, 0.62, 1.0]
         """
         return confidence((g - self.loc) / self.scale)
 
