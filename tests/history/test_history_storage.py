@@ -232,6 +232,45 @@ def test_sigterm_of_a_first_add_leaves_no_file(tmp_path, capsys):
     assert not [x for x in os.listdir(tmp_path) if "h.db" in x], os.listdir(tmp_path)
 
 
+@pytest.mark.parametrize("when", ["made", "chmod"])
+def test_a_signal_as_a_new_history_file_is_made_leaves_nothing(tmp_path, monkeypatch, when):
+    """SIGTERM delivered just as the temporary file exists (``made``: it came in while mkstemp ran; the test
+    of the real process sends it once the file shows), or an error on the file's mode (``chmod``): the
+    History is not made, and neither the temporary nor the lock is left."""
+    import tempfile
+
+    from fabscope.history import newfile
+
+    class Ended(KeyboardInterrupt):
+        pass
+
+    def ended(num, frame):
+        raise Ended()
+
+    real_mkstemp, real_chmod = tempfile.mkstemp, os.chmod
+
+    def mkstemp(*a, **k):
+        out = real_mkstemp(*a, **k)
+        if when == "made":
+            os.kill(os.getpid(), signal.SIGTERM)         # handled at the next bytecode, unless held
+        return out
+
+    def chmod(path, mode, *a, **k):
+        if when == "chmod" and str(path).endswith(".fabscope-tmp"):
+            raise PermissionError(1, "Operation not permitted")
+        return real_chmod(path, mode, *a, **k)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    monkeypatch.setattr(newfile.os, "chmod", chmod)
+    old = signal.signal(signal.SIGTERM, ended)
+    try:
+        with pytest.raises(Ended if when == "made" else PermissionError):
+            History(str(tmp_path / "h.db"), create=True)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert os.listdir(tmp_path) == []
+
+
 def test_sigkill_of_a_first_add_leaves_no_history_and_the_next_add_cleans_up(tmp_path, capsys):
     """SIGKILL runs no handler: the history is built under a temporary name, so no ``h.db`` (empty or half
     filled) is left; the next add removes the temporary and makes the history."""

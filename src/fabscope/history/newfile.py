@@ -26,9 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 
 from fabscope.atomic import TEMP_COMPANIONS, TEMP_SUFFIXES, Lock, current_umask, temporary_base
 from fabscope.history.db import HistoryError
+
+#: what fabscope unwinds on (Ctrl-C, SIGTERM, a closed terminal): held while a new file comes into being,
+#: so that it is not left between being made and being kept (:class:`fabscope.history.store.History`)
+HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 class NewFile:
@@ -45,11 +50,15 @@ class NewFile:
         except OSError as err:
             self.lock.release()
             raise HistoryError(f"cannot make history {final} in {folder} ({err.strerror})") from None
-        os.close(fd)
-        if dialect == "duckdb":     # DuckDB makes its own file: it refuses an empty one
-            os.unlink(self.tmp)
-        else:
-            os.chmod(self.tmp, 0o666 & ~current_umask())    # the mode SQLite gives a file it makes
+        try:
+            os.close(fd)
+            if dialect == "duckdb":     # DuckDB makes its own file: it refuses an empty one
+                os.unlink(self.tmp)
+            else:
+                os.chmod(self.tmp, 0o666 & ~current_umask())    # the mode SQLite gives a file it makes
+        except BaseException:
+            self.discard()
+            raise
 
     def publish(self) -> None:
         """Put the (closed) temporary database in place as ``final``; never over a file made meanwhile."""

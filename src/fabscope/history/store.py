@@ -43,6 +43,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import signal
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -53,7 +54,7 @@ from fabscope.errors import FabscopeError, FabscopeWarning
 from fabscope.fabric.model import Fabric
 from fabscope.history import schema, sqlite_read
 from fabscope.history.db import Database, HistoryError, connect, describe
-from fabscope.history.newfile import NewFile
+from fabscope.history.newfile import HELD_SIGNALS, NewFile
 from fabscope.result import Result
 
 #: result kinds a history keeps
@@ -137,15 +138,16 @@ class History:
             raise HistoryError(f"no history at {path} (fabscope history add --db {path} ... makes one)")
         # a new file is built under a temporary name and put in place when its first add commits
         self._new: NewFile | None = None
-        if new_file:
-            self._new = NewFile(path, "duckdb" if url.startswith("duckdb:") else "sqlite")
+        # Ctrl-C and SIGTERM are held from before the temporary is made until this object keeps it: one in
+        # between (the file made, its name not yet kept) would leave it behind; one that came meanwhile is
+        # raised where they are let go, inside the try that removes it
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS) if new_file else None
         try:
+            if new_file:
+                self._new = NewFile(path, "duckdb" if url.startswith("duckdb:") else "sqlite")
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                held = None
             self.db: Database = self._connect()
-        except BaseException:
-            if self._new is not None:
-                self._new.discard()
-            raise
-        try:
             if create:
                 schema.ensure(self.db)
             elif schema.check_readable(self.db) is None:
@@ -154,7 +156,12 @@ class History:
                 raise HistoryError(f"history {describe(url)} has schema version {schema.version(self.db)}; "
                                    "'fabscope history add' or 'history migrate' brings it up to date")
         except BaseException:
-            self.close(failed=True)
+            if held is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            if "db" in self.__dict__:
+                self.close(failed=True)
+            elif self._new is not None:
+                self._new.discard()
             raise
         self._fabric: Fabric | None = None
         self._pending: list[tuple[str, str]] = []
@@ -176,12 +183,14 @@ class History:
 
     def close(self, failed: bool = False) -> None:
         """Close; a new history is put in place unless ``failed`` (then nothing of it is left)."""
-        if self._new is not None and not failed:
-            self._publish()
-        self.db.close()
-        if self._new is not None:   # a file this call began and could not fill: leave nothing behind
-            self._new.discard()
-            self._new = None
+        try:
+            if self._new is not None and not failed:
+                self._publish()
+            self.db.close()
+        finally:
+            if self._new is not None:   # a file this call began and could not fill: leave nothing behind
+                self._new.discard()
+                self._new = None
 
     def __enter__(self) -> "History":
         return self
