@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -252,7 +253,7 @@ def test_a_signal_as_a_new_history_file_is_made_leaves_nothing(tmp_path, monkeyp
     def mkstemp(*a, **k):
         out = real_mkstemp(*a, **k)
         if when == "made":
-            os.kill(os.getpid(), signal.SIGTERM)         # handled at the next bytecode, unless held
+            signal.raise_signal(signal.SIGTERM)         # to this thread: handled at the next bytecode, unless held
         return out
 
     def chmod(path, mode, *a, **k):
@@ -263,10 +264,17 @@ def test_a_signal_as_a_new_history_file_is_made_leaves_nothing(tmp_path, monkeyp
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     monkeypatch.setattr(newfile.os, "chmod", chmod)
     old = signal.signal(signal.SIGTERM, ended)
+    # another thread, as a test session and BLAS have (a process's signal may go to it: the handlers, which run
+    # in the main thread, hold it, where a main thread's mask would not)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
     try:
         with pytest.raises(Ended if when == "made" else PermissionError):
             History(str(tmp_path / "h.db"), create=True)
     finally:
+        stop.set()
+        other.join()
         signal.signal(signal.SIGTERM, old)
     assert os.listdir(tmp_path) == []
 

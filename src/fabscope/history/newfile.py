@@ -33,7 +33,41 @@ from fabscope.history.db import HistoryError
 
 #: what fabscope unwinds on (Ctrl-C, SIGTERM, a closed terminal): held while a new file comes into being,
 #: so that it is not left between being made and being kept (:class:`fabscope.history.store.History`)
-HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class HeldSignals:
+    """:data:`HELD_SIGNALS` noted, not acted on, until :meth:`release`, which puts their handlers back and
+    raises the first that came through its handler.  Python runs handlers in the main thread whichever
+    thread the kernel gave the signal to, so a handler swapped there holds them where a thread's signal
+    mask would not (BLAS's or a thread pool's threads take a signal the main thread blocks).  Elsewhere
+    than in the main thread, where handlers cannot be set, nothing is held.
+
+    >>> import os
+    >>> h = HeldSignals()
+    >>> os.kill(os.getpid(), signal.SIGINT)          # noted
+    >>> try:
+    ...     h.release()
+    ... except KeyboardInterrupt:
+    ...     print("raised at release")
+    raised at release
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self.came: list[int] = []
+        self.old: dict[int, object] = {}
+        if threading.current_thread() is threading.main_thread():
+            for s in HELD_SIGNALS:
+                self.old[s] = signal.signal(s, lambda num, frame: self.came.append(num))
+
+    def release(self) -> None:
+        old, self.old = self.old, {}
+        for s, h in old.items():
+            signal.signal(s, h)
+        if self.came:
+            signal.raise_signal(self.came[0])
 
 
 class NewFile:

@@ -43,7 +43,6 @@ import datetime as dt
 import hashlib
 import json
 import os
-import signal
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -54,7 +53,7 @@ from fabscope.errors import FabscopeError, FabscopeWarning
 from fabscope.fabric.model import Fabric
 from fabscope.history import schema, sqlite_read
 from fabscope.history.db import Database, HistoryError, connect, describe
-from fabscope.history.newfile import HELD_SIGNALS, NewFile
+from fabscope.history.newfile import HeldSignals, NewFile
 from fabscope.result import Result
 
 #: result kinds a history keeps
@@ -141,12 +140,12 @@ class History:
         # Ctrl-C and SIGTERM are held from before the temporary is made until this object keeps it: one in
         # between (the file made, its name not yet kept) would leave it behind; one that came meanwhile is
         # raised where they are let go, inside the try that removes it
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS) if new_file else None
+        held = HeldSignals() if new_file else None
         try:
             if new_file:
                 self._new = NewFile(path, "duckdb" if url.startswith("duckdb:") else "sqlite")
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
-                held = None
+                held, h = None, held
+                h.release()
             self.db: Database = self._connect()
             if create:
                 schema.ensure(self.db)
@@ -156,12 +155,14 @@ class History:
                 raise HistoryError(f"history {describe(url)} has schema version {schema.version(self.db)}; "
                                    "'fabscope history add' or 'history migrate' brings it up to date")
         except BaseException:
-            if held is not None:
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            if "db" in self.__dict__:
-                self.close(failed=True)
-            elif self._new is not None:
-                self._new.discard()
+            try:
+                if "db" in self.__dict__:
+                    self.close(failed=True)
+                elif self._new is not None:
+                    self._new.discard()
+            finally:
+                if held is not None:
+                    held.release()
             raise
         self._fabric: Fabric | None = None
         self._pending: list[tuple[str, str]] = []
