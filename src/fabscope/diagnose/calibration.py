@@ -73,7 +73,11 @@ class NullCalibration:
         >>> [round(n.confidence(g), 3) for g in (2.0, 6.6, 10.0, 20.0)]
         [0.003, 0.095, 0.62, 1.0]
         """
-        return confidence((g - self.loc) / self.scale)
+        return confidence(self.z(g))
+
+    def z(self, g: float) -> float:
+        """``g`` in the null's units: how many of its scales above its location."""
+        return (g - self.loc) / self.scale
 
     def as_dict(self) -> dict[str, Any]:
         return {"draws": len(self.maxima), "max_gain_median": round(float(median(self.maxima)), 2),

@@ -293,6 +293,9 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     src_of = (np.array([src_keys.setdefault(k[0], len(src_keys)) for k in m.scenario_key],
                        dtype=np.int64)[m.scenario] if m.scenario_key else np.zeros(m.n_pairs, np.int64))
     names = np.array(f.host_names)
+    # each suspect's evidence in the null's scales above its location (-inf: at the penalty or under),
+    # which the confidence is a calibrated reading of
+    zs: list[float] = []
     for u in sorted(chosen, key=lambda u: -gains.get(u, 0.0)):
         links = fit.links_of(u)
         c = links[0] // 2
@@ -302,6 +305,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
         group = tie_of.get(c, [c])
         g = gains.get(u, lam)
         conf = null.confidence(g) if g > lam else 0.0
+        zs.append(null.z(g) if g > lam else -np.inf)
         host = cable_host(f, c)
         x = float(factor[links].min())
         one_way = not np.array_equal(column_rows(fit.pair_unit_csc, 2 * c), column_rows(fit.pair_unit_csc, 2 * c + 1))
@@ -343,11 +347,7 @@ def diagnose(measured: Measured, routing: Any = None, *, sigmas: float = 3.0, pe
     return Diagnosis(m, pm, bw0 * np.exp(adjust), bw * np.exp(adjust), float(np.exp(log_eff)), sigma, thr, factor, label, limit, suspects,
                      groups, uncovered, rms(e0), rms(e_after), time.perf_counter() - t0,
                      {**extra_meta, **(meta or {})}, bw_used, spread,
-                     {"chosen": list(chosen), "lam": lam, "null": null, "noise": noise,
-                      # each suspect's evidence in the null's scales above its location (-inf: at the penalty
-                      # or under), which the confidence is a calibrated reading of
-                      "z": [(gains.get(u, lam) - null.loc) / null.scale if gains.get(u, lam) > lam else -np.inf
-                            for u in sorted(chosen, key=lambda u: -gains.get(u, 0.0))]})
+                     {"chosen": list(chosen), "lam": lam, "null": null, "noise": noise, "z": zs})
 
 
 def _tied_cables(f: Any, fit: Any, u: int, c: int) -> list[str]:
