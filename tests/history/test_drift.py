@@ -36,6 +36,42 @@ def test_a_cable_drifting_two_percent_a_night_is_named_before_it_loses_a_fifth(t
     assert nights == [first]
 
 
+def test_a_step_on_a_cable_that_holds_back_few_of_the_pairs_crossing_it_is_one_alarm(tmp_path):
+    """A director's internal cable at x0.5 (Itasca at 20 leaves, the plan's rounds that cross it): the night's
+    diagnosis names it at x0.5, but most of its 157 crossing pairs are held by other links, so their median
+    moves about 1 %.  Significant, and named: an alarm on its first night (the loss the tomography's), and
+    "slow, already" the next (it was no alarm while the crossing pairs had to lose 10 %)."""
+    import numpy as np
+
+    from fabscope.diagnose.cables import cable_name
+    from fabscope.diagnose.plan import make_plan
+    from fabscope.diagnose.synthetic import as_result, synthetic
+    from fabscope.fabric.generators import itasca
+    from fabscope.routing import make_routing
+
+    f = itasca(leaves=20)
+    router = make_routing(f, None)
+    plan = make_plan(f, router)
+    hs, hd, rnd = plan.pairs
+    name = "dirB-line05[1] -- dirB-spine1[9]"
+    c = next(k for k in range(f.n_links // 2) if cable_name(f, k) == name)
+    r = router.routes(np.r_[hs, hd], np.r_[hd, hs])
+    crossing = np.unique(np.asarray(r.flow)[np.asarray(r.link) // 2 == c] % len(hs))
+    keep = np.isin(rnd, rnd[crossing])                   # the rounds some pair crosses it in
+    hs, hd, rnd = hs[keep], hd[keep], rnd[keep]
+    with History(str(tmp_path / "step.db"), create=True) as h:
+        h.set_fabric(f)
+        for i in range(5):
+            m = synthetic(f, hs, hd, rnd, {c: 0.5} if i >= 3 else {}, 0.02, seed=100 + i, size=plan.size)
+            h.add(as_result(m), time=f"2026-09-{i + 1:02d}T02:00Z")
+        runs = h.runs()
+        first, second = check(h, runs[3].id), check(h, runs[4].id)
+    (a,) = first.alarms
+    assert (a.what, a.cable, a.named) == ("cable", name, True)
+    assert a.test.n > 100 and 0.95 < a.test.factor < 1.0 and a.test.p < 1e-4 and a.estimate < 0.6
+    assert not second.alarms and [x.first_run for x in second.findings if x.cable == name] == [runs[3].id]
+
+
 def test_no_alarm_on_56_healthy_nights(tmp_path):
     db = tmp_path / "healthy.db"
     _nights(db, 56, lambda i: {}, seed0=500)

@@ -6,8 +6,12 @@ run has no model) are tested against the same class in the baseline runs
 cables the tomography of tonight's run estimates below ``1 - min_effect`` of
 their capacity (a host's own cable is the host); each is confirmed by the same
 test on the pairs whose routes cross it, tonight against the baseline's
-pairs that crossed it.  Without cable estimates (no fabric in the history)
-every host is tested on the pairs that touch it.
+pairs that crossed it: lower by ``min_effect``, or, where the night's own
+diagnosis named it, lower at all but significantly on the first night of
+its slow streak (a cable that holds back few of the pairs crossing it moves
+their median little; the loss is then the tomography's).  Without cable
+estimates (no fabric in the history) every host is tested on the pairs that
+touch it.
 
 A regression is *new* when the previous run did not have it already (the
 class was not already low against the same baseline; the cable was not
@@ -54,7 +58,9 @@ class Finding:
     trend: Trend | None = None         # of its estimates over the long baseline and tonight
     drifted: bool = False              # lower than the long baseline, slow two nights as built
     slow_before: bool = False          # estimated slow as built on the run before too
-    streak: list = field(default_factory=list)   # earlier nights of its slow streak: (long test, slow before)
+    streak: list = field(default_factory=list)   # earlier nights of its slow streak: (long test, trend, slow before)
+    first_short: Shift | None = None   # the streak's first night (not tonight) against its own short baseline
+    first_named: bool = False          # ... and whether that night's diagnosis named it
     regressed: bool = False            # significant, and large enough
     new: bool = False                  # not already so in the previous run
     alarm: bool = False
@@ -190,7 +196,7 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
             first = _first_slow(h, runs, run, c, min_effect)
             fd = Finding("host" if host else "cable", host or name, t, est, first.id if first else None,
                          first.time if first else None, cable=name, named=named)
-            _drift(h, runs, run, fd, c, first, x[cross_t[c]], long_baseline, min_effect, long_cache, logs,
+            _drift(h, runs, run, fd, c, first, x[cross_t[c]], long_baseline, baseline, min_effect, long_cache, logs,
                    crossing, lambda rid: {**read(rid), **({} if use_ratio else h.pairs(rid, ("bandwidth",)))})
             findings.append(fd)
     elif f is None or not h.db.scalar("SELECT count(*) FROM cables WHERE run_id = ?", (run.id,)):
@@ -200,23 +206,37 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
             t = shift_test(x[sel(tonight)], np.concatenate([y[sel(b)] for y, b in zip(y_all, bpairs)]))
             findings.append(Finding("host", hn, t))
     n_tests = max(len(findings), 1)
+
+    def short(t: Shift, named: bool, step: bool) -> bool:
+        return t.regressed(alpha / n_tests, min_effect) or (named and t.n > 0 and t.n_base > 0 and (
+            t.factor <= 1.0 - min_effect or (step and t.p < alpha / n_tests and t.factor < 1.0)))
+
     for fd in findings:
-        # a cable or host: significant by the rank test across runs, or named by the run's own diagnosis,
-        # whose penalty holds a false-alarm rate per diagnosis (docs/diagnose.md) and which weighs every
-        # pair of the run, where the rank test sees only the few that cross one cable; either way its
-        # crossing pairs must have lost at least min_effect against the baseline (Hodges-Lehmann)
-        fd.regressed = fd.test.regressed(alpha / n_tests, min_effect) or (
-            fd.named and fd.test.n > 0 and fd.test.n_base > 0 and fd.test.factor <= 1.0 - min_effect)
+        # a cable or host: significant by the rank test across runs with its crossing pairs down by at least
+        # min_effect (Hodges-Lehmann), or named by the run's own diagnosis (whose penalty holds a false-alarm
+        # rate per diagnosis, docs/diagnose.md, and which weighs every pair of the run where the rank test
+        # sees only those crossing one cable) with its crossing pairs down by min_effect, or down at all but
+        # significantly: then the loss is the tomography's (below 1 - min_effect to be a candidate).  A
+        # cable that holds back few of the pairs crossing it, the rest held by other links (a director's
+        # internal cable), moves their median little however slow it is.  (That last rule on the first night
+        # of its slow streak, a step: a later night that holds it is drift, tested below.)
+        fd.regressed = short(fd.test, fd.named, fd.first_run == run.id)
         if fd.long is not None:
-            # drift: its pairs lower than on the long baseline (the rank test), the cable itself below
-            # 1 - min_effect of its capacity as built tonight and the run before (the tomography: the pairs
-            # crossing a cable are often held by other links too, so their shift understates its loss);
-            # new on the first night of its slow streak it holds
-            held = lambda t, before: t.p < alpha / n_tests and t.factor < 1.0 and before  # noqa: E731
-            fd.drifted = held(fd.long, fd.slow_before) and fd.estimate is not None
+            # drift: the cable below 1 - min_effect of its capacity as built tonight and the run before (the
+            # tomography), and either its pairs lower than on the long baseline (the rank test) or its
+            # estimates falling (the trend test, one-sided: the Theil-Sen slope is 0 while most of the
+            # nights are at capacity).  The second is for a cable that holds back few of the
+            # pairs crossing it (a director's internal cable): their shift is diluted by the rest, which
+            # other links hold, while the tomography, weighing every pair, sees the loss; new on the first
+            # night of its slow streak it holds
+            held = lambda t, tr, before: before and (  # noqa: E731
+                (t.p < alpha / n_tests and t.factor < 1.0) or tr.p < alpha / n_tests)
+            fd.drifted = held(fd.long, fd.trend, fd.slow_before) and fd.estimate is not None
             if fd.drifted and not fd.regressed:
                 fd.regressed = True
-                fd.new = not any(held(t, b) for t, b in fd.streak)
+                # new unless an earlier night of the streak held it, or its first night was a step
+                fd.new = not any(held(t, tr, b) for t, tr, b in fd.streak) and not (
+                    fd.first_short is not None and short(fd.first_short, fd.first_named, True))
                 fd.alarm = fd.new or persistent
                 continue
         if not fd.regressed:
@@ -247,9 +267,11 @@ def _read(h: History, rid: int, tonight_id: int, tonight: dict[str, np.ndarray])
 
 
 def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first: Run | None, tonight: np.ndarray,
-           long: int, min_effect: float, cache: dict, logs: Any, crossing: Any, read: Any) -> None:
-    """Fill ``fd.long``, ``fd.trend``, ``fd.slow_before`` and ``fd.streak`` (the earlier nights of its slow
-    streak: each one's test against the same long baseline, and whether it was slow two nights as built);
+           long: int, short: int, min_effect: float, cache: dict, logs: Any, crossing: Any, read: Any) -> None:
+    """Fill ``fd.long``, ``fd.trend``, ``fd.slow_before``, ``fd.streak`` (the earlier nights of its slow
+    streak: each one's test against the same long baseline, its trend, and whether it was slow two nights as
+    built) and, where the streak began before tonight, ``fd.first_short`` and ``fd.first_named`` (its first
+    night against the ``short`` runs before it, and whether that night's diagnosis named it);
     module docstring, :mod:`.drift`.  ``cache``: run id -> (its pairs' log values, the pairs crossing each
     candidate cable), filled here from ``crossing`` (pairs -> cable -> mask) for the runs not read yet
     (``read``: run id -> its pairs)."""
@@ -261,8 +283,8 @@ def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first
         return
     est = {int(k): float(v) for k, v in h.db.query("SELECT run_id, estimate / capacity FROM cables WHERE cable = ?",
                                                     (cable,)) if v is not None}
-    series = np.array([np.log(est[r.id]) if est.get(r.id, 0) > 0 else np.nan for r in same[-long:] + [run]])
-    fd.trend = trend(series)
+    logs_of = lambda rs: np.array([np.log(est[r.id]) if est.get(r.id, 0) > 0 else np.nan for r in rs])  # noqa: E731
+    fd.trend = trend(logs_of(same[-long:] + [run]))
     slow = lambda r: r is not None and est.get(r.id, 1.0) < 1.0 - min_effect  # noqa: E731
 
     def crossing_logs(r: Run) -> np.ndarray:
@@ -277,7 +299,15 @@ def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first
     fd.slow_before = slow(same[-1] if same else None)
     streak = [r for r in same if (r.time, r.id) >= (start.time, start.id)][-long:]
     prev_of = {r.id: q for q, r in zip([None] + same[:-1], same)}
-    fd.streak = [(shift_test(crossing_logs(r), base), slow(prev_of.get(r.id))) for r in streak]
+    at = {r.id: k for k, r in enumerate(same)}
+    # each earlier night of the streak as it was checked: its long test, its trend over the runs up to it
+    fd.streak = [(shift_test(crossing_logs(r), base), trend(logs_of(same[max(at[r.id] - long, 0):at[r.id] + 1])),
+                  slow(prev_of.get(r.id))) for r in streak]
+    if start is not run and short > 0:
+        fd.first_short = shift_test(crossing_logs(start), np.concatenate(
+            [crossing_logs(r) for r in before[-short:]]))
+        fd.first_named = bool(h.db.scalar("SELECT suspect FROM cables WHERE run_id = ? AND cable = ?",
+                                          (start.id, cable)))
 
 
 def _cable_candidates(h: History, run: Run, min_effect: float) -> list[tuple[int, str, str | None, float, bool]]:
