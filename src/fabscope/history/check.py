@@ -56,7 +56,7 @@ class Finding:
     named: bool = False                # the run's own diagnosis named it (its calibrated test)
     long: Shift | None = None          # tonight against the long baseline (before its slow streak)
     trend: Trend | None = None         # of its estimates over the long baseline and tonight
-    drifted: bool = False              # lower than the long baseline, slow two nights as built
+    drifted: bool = False              # lower than the long baseline or falling, slow two nights as built
     slow_before: bool = False          # estimated slow as built on the run before too
     streak: list = field(default_factory=list)   # earlier nights of its slow streak: (long test, trend, slow before)
     first_short: Shift | None = None   # the streak's first night (not tonight) against its own short baseline
@@ -225,10 +225,10 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
             # drift: the cable below 1 - min_effect of its capacity as built tonight and the run before (the
             # tomography), and either its pairs lower than on the long baseline (the rank test) or its
             # estimates falling (the trend test, one-sided: the Theil-Sen slope is 0 while most of the
-            # nights are at capacity).  The second is for a cable that holds back few of the
-            # pairs crossing it (a director's internal cable): their shift is diluted by the rest, which
-            # other links hold, while the tomography, weighing every pair, sees the loss; new on the first
-            # night of its slow streak it holds
+            # nights are at capacity).  The second is for a cable that holds back few of the pairs crossing
+            # it (a director's internal cable): their shift is diluted by the rest, which other links hold,
+            # while the tomography, weighing every pair, sees the loss.  New on the first night of its slow
+            # streak it holds
             held = lambda t, tr, before: before and (  # noqa: E731
                 (t.p < alpha / n_tests and t.factor < 1.0) or tr.p < alpha / n_tests)
             fd.drifted = held(fd.long, fd.trend, fd.slow_before) and fd.estimate is not None
@@ -303,7 +303,7 @@ def _drift(h: History, runs: list[Run], run: Run, fd: Finding, cable: int, first
     # each earlier night of the streak as it was checked: its long test, its trend over the runs up to it
     fd.streak = [(shift_test(crossing_logs(r), base), trend(logs_of(same[max(at[r.id] - long, 0):at[r.id] + 1])),
                   slow(prev_of.get(r.id))) for r in streak]
-    if start is not run and short > 0:
+    if start.id != run.id and short > 0:
         fd.first_short = shift_test(crossing_logs(start), np.concatenate(
             [crossing_logs(r) for r in before[-short:]]))
         fd.first_named = bool(h.db.scalar("SELECT suspect FROM cables WHERE run_id = ? AND cable = ?",
