@@ -86,7 +86,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ck.add_argument("--alpha", type=float, default=1e-3,
                     help="significance, shared by all the night's tests (Bonferroni; default 0.001)")
     ck.add_argument("--min-effect", type=float, default=0.10,
-                    help="smallest slowdown that is an alarm (Hodges-Lehmann; default 0.10 = 10%%)")
+                    help="smallest slowdown that is an alarm: of a class's pairs (Hodges-Lehmann), of a "
+                         "cable's estimate (default 0.10 = 10%%)")
     ck.add_argument("--persistent", action="store_true",
                     help="also alarm on regressions that were already there in the previous run")
     ck.add_argument("--all", action="store_true", help="print every class, cable and host tested")
