@@ -95,7 +95,8 @@ class CheckReport:
                f"{len(self.baseline)} baseline runs ({', '.join(str(b.id) for b in self.baseline)}); "
                f"{'log ratio to the model' if self.values == 'ratio' else 'log bandwidth'} per pair, "
                f"Mann-Whitney p < {self.alpha:g} / tests (a cable or host: or named by the run's diagnosis) and "
-               f"Hodges-Lehmann factor <= {1 - self.min_effect:.2f}"]
+               f"Hodges-Lehmann factor <= {1 - self.min_effect:.2f} (a cable named on the first night it is "
+               f"estimated slow: p < {self.alpha:g} / tests and any factor under 1)"]
         for f in self.findings:
             # a cable slow tonight only and not confirmed by its pairs is noise: not printed
             persisting = f.first_run is not None and f.first_run != r.id
