@@ -212,6 +212,9 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
         return t.regressed(alpha / n_tests, min_effect) or (named and t.n > 0 and t.n_base > 0 and (
             t.factor <= 1.0 - min_effect or (step and t.p < alpha / n_tests and t.factor < 1.0)))
 
+    def held(t: Shift, tr: Trend, before: bool) -> bool:      # drift, below
+        return before and ((t.p < alpha / n_tests and t.factor < 1.0) or tr.p < alpha / n_tests)
+
     for fd in findings:
         # a cable or host: significant by the rank test across runs with its crossing pairs down by at least
         # min_effect (Hodges-Lehmann), or named by the run's own diagnosis (whose penalty holds a false-alarm
@@ -230,8 +233,6 @@ def check(h: History, run_id: int | None = None, *, baseline: int = 7, alpha: fl
             # it (a director's internal cable): their shift is diluted by the rest, which other links hold,
             # while the tomography, weighing every pair, sees the loss.  New on the first night of its slow
             # streak it holds
-            held = lambda t, tr, before: before and (  # noqa: E731
-                (t.p < alpha / n_tests and t.factor < 1.0) or tr.p < alpha / n_tests)
             fd.drifted = held(fd.long, fd.trend, fd.slow_before) and fd.estimate is not None
             if fd.drifted and not fd.regressed:
                 fd.regressed = True
